@@ -1,0 +1,105 @@
+/**
+ * Run configuration: the `config.json` tab of an experiment. Written once here and imported by the
+ * editor (validation), the web server (freezing a run) and the runner (executing it). Every field has a
+ * default and a reason, in the spirit of TRL's GRPOConfig. The Python trainer mirrors `TrainerConfig` in
+ * gpu-runner/engine/rollbook_engine/schemas.py; fixtures/train_request.json keeps the two in step.
+ */
+import { z } from "zod";
+
+export const DEFAULT_MODEL = "SmolLM2-135M-Instruct";
+
+export const SamplingConfig = z
+  .object({
+    /** 1.0 keeps the policy's own distribution, which GRPO's importance ratios assume. */
+    temperature: z.number().min(0).max(2).default(1.0),
+    top_p: z.number().gt(0).max(1).default(1.0),
+    /** Short completions keep CPU steps fast; raise for real tasks. */
+    max_tokens: z.number().int().min(1).max(8192).default(48),
+  })
+  .strict();
+
+export const TrainerConfig = z
+  .object({
+    // --- optimiser (ART's defaults, except lr which is raised so a 135M model moves on CPU in a few steps)
+    learning_rate: z.number().gt(0).max(1).default(2e-4),
+    adam_beta1: z.number().min(0).lt(1).default(0.9),
+    adam_beta2: z.number().min(0).lt(1).default(0.99),
+    weight_decay: z.number().min(0).default(0.1),
+    /** Clip the global grad norm; ART uses 0.1 for stability with small batches. */
+    max_grad_norm: z.number().gt(0).default(1.0),
+    // --- LoRA
+    lora_rank: z.number().int().min(1).max(256).default(8),
+    lora_alpha: z.number().gt(0).default(16),
+    lora_dropout: z.number().min(0).lt(1).default(0),
+    /** All attention and MLP projections, as ART does. */
+    lora_target_modules: z
+      .array(z.string().min(1))
+      .min(1)
+      .default(["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]),
+    // --- GRPO loss
+    /** "cispo": -clip(ratio.detach(), 1-eps, 1+eps_high)·A·logπ (ART's default); "ppo": clipped surrogate. */
+    loss: z.enum(["cispo", "ppo"]).default("ppo"),
+    epsilon: z.number().min(0).default(0.2),
+    epsilon_high: z.number().min(0).default(0.28),
+    /** "sequence" is GSPO: one length-normalised ratio per sequence. */
+    importance_sampling_level: z.enum(["token", "sequence"]).default("token"),
+    /** Divide advantages by the group std (GRPO). false = Dr.GRPO. */
+    scale_rewards: z.boolean().default(true),
+    /** KL weight against the base model (adapter disabled); 0 skips the extra forward pass. */
+    beta: z.number().min(0).default(0),
+    /** Optimiser passes over the step's batch. 1 = on-policy. */
+    mini_epochs: z.number().int().min(1).max(16).default(1),
+    /** Sequences per forward/backward pass; gradients accumulate across micro-batches. */
+    micro_batch_size: z.number().int().min(1).max(256).default(8),
+  })
+  .strict();
+
+export const LimitsConfig = z
+  .object({
+    /** Wall-clock limit of one rollout (scenario + reward), awaited model calls included. */
+    rollout_timeout_ms: z.number().int().min(100).max(3_600_000).default(60_000),
+    /** CPU time of user code alone (isolated-vm's timeout), per call into the isolate. */
+    cpu_timeout_ms: z.number().int().min(10).max(600_000).default(5_000),
+    /** Heap limit of each rollout's isolate. */
+    memory_mb: z.number().int().min(8).max(4096).default(64),
+  })
+  .strict();
+
+export const RunConfig = z
+  .object({
+    /** A Hugging Face id or local path the engine can load, or the bundled default. */
+    model: z.string().min(1).default(DEFAULT_MODEL),
+    seed: z.number().int().min(0).default(42),
+    /** Training steps; a dry run does one step of rollouts without training. */
+    num_steps: z.number().int().min(1).max(100_000).default(12),
+    groups_per_step: z.number().int().min(1).max(1024).default(4),
+    rollouts_per_group: z.number().int().min(1).max(256).default(4),
+    /** Rollouts in flight at once (the engine batches concurrent requests). */
+    max_concurrency: z.number().int().min(1).max(1024).default(16),
+    /** Evaluate on the validation split every N steps (and before the first, and after the last); 0 = never. */
+    eval_every: z.number().int().min(0).default(4),
+    /** Validation rollouts per validation task (greedy when temperature is 0). */
+    eval_temperature: z.number().min(0).max(2).default(0),
+    /** Longest prompt + completion the run may produce; refused if it exceeds the model's context. */
+    max_context_tokens: z.number().int().min(16).max(1_000_000).default(1024),
+    sampling: SamplingConfig.default(SamplingConfig.parse({})),
+    trainer: TrainerConfig.default(TrainerConfig.parse({})),
+    limits: LimitsConfig.default(LimitsConfig.parse({})),
+  })
+  .strict();
+
+export type SamplingConfig = z.infer<typeof SamplingConfig>;
+export type TrainerConfig = z.infer<typeof TrainerConfig>;
+export type LimitsConfig = z.infer<typeof LimitsConfig>;
+export type RunConfig = z.infer<typeof RunConfig>;
+
+export const RunKind = z.enum(["train", "dry-run", "eval"]);
+export type RunKind = z.infer<typeof RunKind>;
+
+/** Issues with the config, each naming its field path, e.g. `trainer.learning_rate: must be > 0`. */
+export function formatZodIssues(error: z.ZodError, prefix = ""): string[] {
+  return error.issues.map((i) => {
+    const path = i.path.map(String).join(".");
+    return `${prefix}${path || "(root)"}: ${i.message}`;
+  });
+}

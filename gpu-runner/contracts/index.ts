@@ -1,0 +1,4 @@
+export * from "./config";
+export * from "./chat";
+export * from "./train";
+export * from "./run";

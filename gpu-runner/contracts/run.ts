@@ -1,0 +1,131 @@
+/**
+ * What the web server hands the runner to start a run (RunSpec), what a finished rollout looks like
+ * (Trajectory), and every event in a run's append-only log (RunEvent). Written once; the runner emits
+ * these, the web server validates, stores and fans them out, the browser renders them.
+ */
+import { z } from "zod";
+import { RunConfig, RunKind } from "./config";
+import { ChatMessage } from "./chat";
+import { TrainMetrics, CheckpointInfo } from "./train";
+
+export const ExperimentFiles = z.object({
+  "scenario.ts": z.string(),
+  "reward.ts": z.string(),
+  "tasks.jsonl": z.string(),
+  "config.json": z.string(),
+});
+export type ExperimentFiles = z.infer<typeof ExperimentFiles>;
+export const EXPERIMENT_FILE_NAMES = ["scenario.ts", "reward.ts", "tasks.jsonl", "config.json"] as const;
+export type ExperimentFileName = (typeof EXPERIMENT_FILE_NAMES)[number];
+
+export const RunSpec = z.object({
+  run_id: z.string().min(1),
+  kind: RunKind,
+  files: ExperimentFiles,
+  /** Eval runs: which checkpoint to evaluate, `<run>@<step>`; absent = the base model. */
+  eval_model: z.string().optional(),
+  /** Resume a train run from its newest checkpoint instead of refusing an existing run id. */
+  resume: z.boolean().default(false),
+});
+export type RunSpec = z.infer<typeof RunSpec>;
+
+export const RunStatus = z.enum(["queued", "running", "completed", "failed", "stopped"]);
+export type RunStatus = z.infer<typeof RunStatus>;
+
+/** A diagnostic with a 1-based position in one of the experiment's files. */
+export const Diagnostic = z.object({
+  file: z.string(),
+  line: z.number().int().min(1),
+  column: z.number().int().min(1),
+  message: z.string(),
+  severity: z.enum(["error", "warning"]).default("error"),
+});
+export type Diagnostic = z.infer<typeof Diagnostic>;
+
+export const RolloutError = z.object({
+  /** thrown: user code threw; timeout: wall clock or CPU limit; memory: heap limit; reward: the reward
+   * function returned NaN / a non-number or threw; model: the engine failed the call. */
+  kind: z.enum(["thrown", "timeout", "memory", "reward", "model"]),
+  message: z.string(),
+  stack: z.string().optional(),
+});
+export type RolloutError = z.infer<typeof RolloutError>;
+
+export const Trajectory = z.object({
+  id: z.string(),
+  step: z.number().int().min(0),
+  group: z.number().int().min(0),
+  /** Index of the task within its split. */
+  task_index: z.number().int().min(0),
+  split: z.enum(["train", "val"]),
+  task: z.unknown(),
+  /** The whole conversation: every prompt message and every sampled reply, in order. */
+  messages: z.array(ChatMessage),
+  /** null when the rollout failed (error set). */
+  reward: z.number().nullable(),
+  metrics: z.record(z.string(), z.number()).default({}),
+  error: RolloutError.nullable(),
+  /** The model that sampled it: base id or `<run>@<step>`. */
+  model: z.string(),
+  tokens: z.object({ prompt: z.number().int(), completion: z.number().int() }),
+  timings: z.object({ started_at: z.number(), duration_ms: z.number(), model_ms: z.number() }),
+  /** What the user's scenario logged with ctx.log, as plain text lines. */
+  logs: z.array(z.string()).default([]),
+});
+export type Trajectory = z.infer<typeof Trajectory>;
+
+export const StepMetrics = z.object({
+  step: z.number().int().min(0),
+  reward_mean: z.number().nullable(),
+  reward_std_within_group: z.number().nullable(),
+  exception_rate: z.number(),
+  groups_trainable: z.number().int(),
+  rollouts: z.number().int(),
+  rollout_s: z.number(),
+  train_s: z.number(),
+  step_s: z.number(),
+  tokens_per_s: z.number(),
+  trainer: TrainMetrics.nullable(),
+});
+export type StepMetrics = z.infer<typeof StepMetrics>;
+
+export const EvalMetrics = z.object({
+  step: z.number().int().min(0),
+  model: z.string(),
+  reward_mean: z.number().nullable(),
+  reward_std: z.number().nullable(),
+  exception_rate: z.number(),
+  rollouts: z.number().int(),
+});
+export type EvalMetrics = z.infer<typeof EvalMetrics>;
+
+const ev = <T extends string, P extends z.ZodTypeAny>(type: T, payload: P) =>
+  z.object({ run_id: z.string(), seq: z.number().int().min(1), ts: z.number(), type: z.literal(type), payload });
+
+export const RunEvent = z.discriminatedUnion("type", [
+  ev("run.started", z.object({ kind: RunKind, config: RunConfig, model: z.string(), resumed_from_step: z.number().int() })),
+  ev("run.log", z.object({ level: z.enum(["info", "warn", "error"]), message: z.string() })),
+  ev("rollout.finished", Trajectory),
+  ev("step.finished", StepMetrics),
+  ev("train.progress", z.object({ step: z.number().int(), micro_batch: z.number().int(), micro_batches: z.number().int(), loss: z.number() })),
+  ev("checkpoint.saved", CheckpointInfo),
+  ev("eval.finished", EvalMetrics),
+  ev("run.finished", z.object({ status: z.enum(["completed", "failed", "stopped"]), error: z.string().nullable(), diagnostics: z.array(Diagnostic).default([]) })),
+]);
+export type RunEvent = z.infer<typeof RunEvent>;
+export type RunEventType = RunEvent["type"];
+export type RunEventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
+
+/** Runner → web answer to start(spec): either accepted, or refused before it started, with diagnostics. */
+export const StartResult = z.discriminatedUnion("ok", [
+  z.object({ ok: z.literal(true), run_id: z.string() }),
+  z.object({ ok: z.literal(false), error: z.string(), diagnostics: z.array(Diagnostic) }),
+]);
+export type StartResult = z.infer<typeof StartResult>;
+
+export const RunnerStatus = z.object({
+  runner: z.string(),
+  engine: z.object({ state: z.enum(["starting", "ready", "restarting", "failed"]), restarts: z.number().int(), health: z.unknown().nullable() }),
+  runs: z.array(z.object({ run_id: z.string(), status: RunStatus, last_seq: z.number().int(), step: z.number().int() })),
+});
+export type RunnerStatus = z.infer<typeof RunnerStatus>;

@@ -1,0 +1,80 @@
+/**
+ * The engine's /train contract: one GRPO step over groups of token-level samples. The runner builds each
+ * sample from the exact token ids the engine sampled (see gpu-runner/src/training-sample.ts), so the
+ * trainer never re-tokenises model output. Progress streams back as JSON lines (TrainStreamLine).
+ */
+import { z } from "zod";
+import { TrainerConfig } from "./config";
+
+/**
+ * One contiguous token sequence the model saw. `mask[i] = 1` where token i was sampled by the model (it is
+ * trained on); 0 for prompt, template and tool-result tokens. `logprobs[i]` is the sampling logprob where
+ * mask is 1, and 0 elsewhere. A rollout is usually one sequence; it is several when a chat template
+ * rewrote earlier turns, so a later prompt did not extend the earlier tokens.
+ */
+export const TokenSequence = z
+  .object({
+    tokens: z.array(z.number().int().min(0)).min(1),
+    mask: z.array(z.union([z.literal(0), z.literal(1)])),
+    logprobs: z.array(z.number()),
+  })
+  .refine((s) => s.mask.length === s.tokens.length && s.logprobs.length === s.tokens.length, {
+    message: "tokens, mask and logprobs must have the same length",
+  });
+export type TokenSequence = z.infer<typeof TokenSequence>;
+
+export const TrainSample = z.object({
+  trajectory_id: z.string(),
+  reward: z.number().finite(),
+  sequences: z.array(TokenSequence).min(1),
+});
+export type TrainSample = z.infer<typeof TrainSample>;
+
+export const TrainGroup = z.object({ samples: z.array(TrainSample).min(1) });
+export type TrainGroup = z.infer<typeof TrainGroup>;
+
+export const TrainRequest = z.object({
+  run_id: z.string().min(1),
+  /** The step being trained; its checkpoint is saved as checkpoints/<step:04d>. Must be newest + 1. */
+  step: z.number().int().min(1),
+  base_model: z.string().min(1),
+  seed: z.number().int().default(0),
+  config: TrainerConfig,
+  groups: z.array(TrainGroup),
+});
+export type TrainRequest = z.infer<typeof TrainRequest>;
+
+export const TrainMetrics = z.object({
+  loss: z.number(),
+  grad_norm: z.number(),
+  kl: z.number(),
+  clip_fraction: z.number(),
+  entropy: z.number(),
+  probs_corr: z.number(),
+  trained_tokens: z.number().int(),
+  groups_submitted: z.number().int(),
+  groups_trainable: z.number().int(),
+  /** true when no group had reward variance: no optimiser update was made (the checkpoint still advances). */
+  skipped: z.boolean(),
+  duration_s: z.number(),
+});
+export type TrainMetrics = z.infer<typeof TrainMetrics>;
+
+export const CheckpointInfo = z.object({
+  step: z.number().int(),
+  path: z.string(),
+  size_bytes: z.number().int(),
+});
+export type CheckpointInfo = z.infer<typeof CheckpointInfo>;
+
+export const TrainStreamLine = z.discriminatedUnion("type", [
+  z.object({
+    type: z.literal("progress"),
+    micro_batch: z.number().int(),
+    micro_batches: z.number().int(),
+    loss: z.number(),
+  }),
+  z.object({ type: z.literal("result"), metrics: TrainMetrics, checkpoint: CheckpointInfo }),
+  z.object({ type: z.literal("error"), message: z.string() }),
+]);
+export type TrainStreamLine = z.infer<typeof TrainStreamLine>;

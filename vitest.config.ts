@@ -1,0 +1,41 @@
+import { defineConfig } from "vitest/config";
+import path from "node:path";
+
+const alias = {
+  "@contracts": path.resolve(import.meta.dirname, "gpu-runner/contracts/index.ts"),
+  "@": path.resolve(import.meta.dirname),
+};
+
+// Unit tests need no services; server tests talk to a real Postgres. isolated-vm needs the `forks` pool
+// with --no-node-snapshot (the threads pool fails to load it).
+export default defineConfig({
+  resolve: { alias },
+  test: {
+    projects: [
+      {
+        resolve: { alias },
+        test: {
+          name: "unit",
+          include: ["**/*.test.ts"],
+          exclude: ["node_modules/**", "e2e/**", "gpu-runner/engine/**"],
+          pool: "forks",
+          execArgv: ["--no-node-snapshot"],
+          testTimeout: 30_000,
+        },
+      },
+      {
+        resolve: { alias },
+        test: {
+          name: "server",
+          include: ["**/*.servertest.ts"],
+          exclude: ["node_modules/**", "gpu-runner/engine/**"],
+          pool: "forks",
+          execArgv: ["--no-node-snapshot"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
