@@ -1,0 +1,55 @@
+/**
+ * The web server's one validated environment module: every setting the control plane reads from the
+ * process environment is parsed here once, with a default and a reason. Nothing else reads process.env.
+ */
+import { z } from "zod";
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+export const ServerEnv = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  /** One port for pages, the tRPC API and socket.io. */
+  PORT: port.default(3000),
+  /** Loopback by default: expose deliberately (behind TLS) for a team. */
+  HOST: z.string().min(1).default("127.0.0.1"),
+  /** Postgres URL; unset = embedded PGlite under DATA_DIR (one process per data directory). */
+  DATABASE_URL: z.string().min(1).optional(),
+  /** Local state: the embedded database and anything else the web server keeps on disk. */
+  DATA_DIR: z.string().min(1).default(".data"),
+  /** The GPU runner registered at boot (more runners can register later through the Runner table). */
+  RUNNER_URL: z
+    .string()
+    .url()
+    .default("http://127.0.0.1:4100")
+    .transform((u) => u.replace(/\/+$/, "")),
+  /** Bearer token presented to the runner; must equal the runner's RUNNER_TOKEN. Change it outside dev. */
+  RUNNER_TOKEN: z.string().min(8).default("rollbook-dev-token"),
+  /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
+  RUNNER_NAME: z.string().min(1).default("local"),
+});
+export type ServerEnv = z.infer<typeof ServerEnv>;
+
+/** Parse an environment (process.env by default); empty strings count as unset. */
+export function loadEnv(source: NodeJS.ProcessEnv = process.env): ServerEnv {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(ServerEnv.shape)) {
+    const value = source[key];
+    if (value !== undefined && value !== "") cleaned[key] = value;
+  }
+  const parsed = ServerEnv.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`Invalid server environment:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+let cached: ServerEnv | undefined;
+/** The process's environment, parsed once on first use (tests may call resetEnv() after changing it). */
+export function env(): ServerEnv {
+  cached ??= loadEnv();
+  return cached;
+}
+export function resetEnv(): void {
+  cached = undefined;
+}
