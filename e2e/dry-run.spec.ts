@@ -1,0 +1,30 @@
+import { test, expect } from "@playwright/test";
+
+// The walking skeleton end to end, with real parts: the default experiment in Monaco, Dry run through
+// tRPC to the runner, rollouts of the real model arriving live over socket.io, stored in Postgres.
+test("dry run of the default experiment streams rollouts live and survives a reload", async ({ page }) => {
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/experiments\/[^/]+$/);
+  // Monaco loaded locally (no CDN) and shows the scenario.
+  await expect(page.locator(".monaco-editor").first()).toBeVisible();
+  await expect(page.locator(".view-lines").first()).toContainText("rollout");
+
+  await page.getByRole("button", { name: "Dry run" }).click();
+  await expect(page).toHaveURL(/\/runs\/[^/]+$/);
+  const runUrl = page.url();
+
+  // No reload: these arrive over the socket as each rollout finishes.
+  const rollouts = page.getByTestId("rollout");
+  await expect.poll(async () => rollouts.count(), { timeout: 180_000 }).toBeGreaterThanOrEqual(4);
+  const rewards = await page.getByTestId("rollout-reward").allTextContents();
+  expect(rewards.length).toBeGreaterThanOrEqual(4);
+  for (const r of rewards.slice(0, 4)) expect(Number.isFinite(Number.parseFloat(r))).toBe(true);
+
+  await expect(page.getByTestId("run-status")).toHaveText(/completed/i, { timeout: 180_000 });
+  const finalCount = await rollouts.count();
+
+  await page.reload();
+  expect(page.url()).toBe(runUrl);
+  await expect(page.getByTestId("run-status")).toHaveText(/completed/i);
+  await expect.poll(async () => rollouts.count()).toBe(finalCount);
+});

@@ -1,0 +1,42 @@
+import { defineConfig } from "@playwright/test";
+
+// Browser tests drive Debian's Chromium (playwright's own browser download cannot work offline) against
+// the whole stack: web server + runner + engine with the real model, on ports of their own, with a fresh
+// Postgres database (scripts/e2e-stack.sh).
+const port = Number(process.env.E2E_PORT ?? 3100);
+
+export default defineConfig({
+  testDir: "e2e",
+  testMatch: "**/*.spec.ts",
+  timeout: 240_000,
+  expect: { timeout: 120_000 },
+  workers: 1,
+  reporter: [["list"]],
+  use: {
+    baseURL: `http://127.0.0.1:${port}`,
+    browserName: "chromium",
+    launchOptions: {
+      executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+      ],
+    },
+    screenshot: "only-on-failure",
+    trace: "off",
+  },
+  webServer: {
+    command: "bash scripts/e2e-stack.sh",
+    url: `http://127.0.0.1:${port}/api/health`,
+    timeout: 300_000,
+    reuseExistingServer: false,
+    stdout: "pipe",
+    stderr: "pipe",
+    gracefulShutdown: { signal: "SIGTERM", timeout: 10_000 },
+  },
+});

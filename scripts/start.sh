@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# One command from a fresh clone: set everything up, then start the runner (which supervises the engine)
+# and the web server on the embedded defaults (PGlite unless DATABASE_URL is set, CPU, SmolLM2-135M).
+source "$(dirname "$0")/lib.sh"
+setup_all
+cd "$ROOT"
+
+if [ "${NODE_ENV:-}" = "production" ] && [ ! -f .next/BUILD_ID ]; then
+  log "building the web app (next build)"
+  npx next build
+fi
+
+log "starting the runner"
+node --no-node-snapshot --import tsx gpu-runner/src/server.ts &
+RUNNER_PID=$!
+cleanup() { kill -TERM "$RUNNER_PID" 2>/dev/null || true; wait "$RUNNER_PID" 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+log "starting the web server"
+node --no-node-snapshot --import tsx server/index.ts

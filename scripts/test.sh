@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# One command from a fresh clone: set everything up, then run every test: lint + types, unit tests,
+# server tests on the local Postgres, the engine's pytest on the real model, and the browser test.
+source "$(dirname "$0")/lib.sh"
+setup_all
+ensure_postgres
+ensure_chromium
+cd "$ROOT"
+export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
+
+passed=0; failed=0; failures=()
+stage() {
+  local name="$1"; shift
+  log "── $name"
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+}
+
+stage "lint + types" npm run -s check
+stage "unit tests (vitest)" npx vitest run --project unit
+stage "server tests (vitest, Postgres)" npx vitest run --project server
+stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q"
+stage "browser test (Playwright, Chromium)" npx playwright test
+if [ "${ROLLBOOK_SKIP_LEARNING:-0}" != 1 ]; then
+  stage "learning benchmark (reward rises on CPU)" node --no-node-snapshot --import tsx bench/learning.ts --ci
+fi
+
+[ "$failed" -eq 0 ] || log "failed: ${failures[*]}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
