@@ -1,0 +1,184 @@
+import { describe, expect, it } from "vitest";
+import type { RunEvent, StepMetrics, Trajectory } from "@contracts";
+import { advantage, applyEvents, initialRunState, isTerminal, meanStd, runReducer, type RunViewState } from "./run-state";
+
+const RUN = "run_1";
+
+function traj(id: string, step: number, group: number, reward: number | null, extra: Partial<Trajectory> = {}): Trajectory {
+  return {
+    id,
+    step,
+    group,
+    task_index: group,
+    split: "train",
+    task: { word: "apple" },
+    messages: [
+      { role: "user", content: "say apple" },
+      { role: "assistant", content: "apple" },
+    ],
+    reward,
+    metrics: {},
+    error: reward === null ? { kind: "thrown", message: "boom" } : null,
+    model: "m",
+    tokens: { prompt: 10, completion: 2 },
+    timings: { started_at: 0, duration_ms: 5, model_ms: 3 },
+    logs: [],
+    ...extra,
+  };
+}
+
+function stepMetrics(step: number, reward_mean: number): StepMetrics {
+  return {
+    step,
+    reward_mean,
+    reward_std_within_group: 0.1,
+    exception_rate: 0,
+    groups_trainable: 1,
+    rollouts: 4,
+    rollout_s: 1,
+    train_s: 1,
+    step_s: 2,
+    tokens_per_s: 100,
+    trainer: null,
+  };
+}
+
+/** A small but complete run log: start, 2 groups × 2 rollouts, a log line, a step, an eval, finish. */
+function runLog(): RunEvent[] {
+  const base = { run_id: RUN, ts: 1000 };
+  return [
+    {
+      ...base,
+      seq: 1,
+      type: "run.started",
+      payload: { kind: "train", config: {} as never, model: "m", resumed_from_step: 0 },
+    },
+    { ...base, seq: 2, type: "rollout.finished", payload: traj("a", 1, 0, 1) },
+    { ...base, seq: 3, type: "rollout.finished", payload: traj("b", 1, 0, 0) },
+    { ...base, seq: 4, type: "run.log", payload: { level: "info", message: "hello" } },
+    { ...base, seq: 5, type: "rollout.finished", payload: traj("c", 1, 1, 0.5) },
+    { ...base, seq: 6, type: "rollout.finished", payload: traj("d", 1, 1, null) },
+    { ...base, seq: 7, type: "train.progress", payload: { step: 1, micro_batch: 1, micro_batches: 2, loss: 0.3 } },
+    { ...base, seq: 8, type: "train.progress", payload: { step: 1, micro_batch: 2, micro_batches: 2, loss: 0.2 } },
+    { ...base, seq: 9, type: "step.finished", payload: stepMetrics(1, 0.5) },
+    { ...base, seq: 10, type: "checkpoint.saved", payload: { step: 1, path: "/x/0001", size_bytes: 10 } },
+    {
+      ...base,
+      seq: 11,
+      type: "eval.finished",
+      payload: { step: 1, model: "run_1@1", reward_mean: 0.7, reward_std: 0.1, exception_rate: 0, rollouts: 4 },
+    },
+    { ...base, seq: 12, type: "run.finished", payload: { status: "completed", error: null, diagnostics: [] } },
+  ];
+}
+
+/** What matters about a state, without the Set (toEqual compares Sets fine, but this reads better). */
+function view(s: RunViewState) {
+  return { ...s, seen: [...s.seen].sort((a, b) => a - b) };
+}
+
+describe("run-state reducer", () => {
+  it("folds a complete log", () => {
+    const s = applyEvents(initialRunState, runLog());
+    expect(s.status).toBe("completed");
+    expect(s.maxSeq).toBe(12);
+    expect(s.contiguousSeq).toBe(12);
+    expect(s.rollouts.map((r) => r.id)).toEqual(["a", "b", "c", "d"]);
+    expect(s.errorCount).toBe(1);
+    expect(s.logs).toEqual([{ seq: 4, ts: 1000, level: "info", message: "hello" }]);
+    expect(s.steps.map((x) => x.step)).toEqual([1]);
+    expect(s.evals).toHaveLength(1);
+    expect(s.checkpoints).toHaveLength(1);
+    expect(s.trainProgress?.micro_batch).toBe(2);
+    expect(s.started?.model).toBe("m");
+    expect(s.finished?.status).toBe("completed");
+  });
+
+  it("groups rollouts by step and group with mean, std and advantages", () => {
+    const s = applyEvents(initialRunState, runLog());
+    expect(s.groupList.map((g) => g.key)).toEqual(["train:1:0", "train:1:1"]);
+    const g0 = s.groups["train:1:0"]!;
+    expect(g0.rolloutIds).toEqual(["a", "b"]);
+    expect(g0.rewardMean).toBeCloseTo(0.5);
+    expect(g0.rewardStd).toBeCloseTo(0.5);
+    expect(advantage(1, g0)).toBeCloseTo(0.5);
+    expect(advantage(0, g0)).toBeCloseTo(-0.5);
+    // A failed rollout has no reward and does not count towards its group's mean.
+    const g1 = s.groups["train:1:1"]!;
+    expect(g1.rewardMean).toBeCloseTo(0.5);
+    expect(g1.rewardStd).toBe(0);
+    expect(g1.errorCount).toBe(1);
+    expect(advantage(null, g1)).toBeNull();
+  });
+
+  it("ignores duplicates, whether in one batch or re-sent later", () => {
+    const log = runLog();
+    const once = applyEvents(initialRunState, log);
+    const twice = applyEvents(applyEvents(initialRunState, [...log, ...log]), log.slice(3, 8));
+    expect(view(twice)).toEqual(view(once));
+    expect(applyEvents(once, log)).toBe(once);
+  });
+
+  it("gives the same state for any order and batching", () => {
+    const log = runLog();
+    const expected = view(applyEvents(initialRunState, log));
+    const reversed = [...log].reverse().reduce((s, e) => applyEvents(s, [e]), initialRunState);
+    expect(view(reversed)).toEqual(expected);
+    // A deterministic shuffle, applied in uneven batches.
+    const shuffled = [...log].sort((a, b) => ((a.seq * 7) % 12) - ((b.seq * 7) % 12));
+    let s = initialRunState;
+    for (let i = 0; i < shuffled.length; i += 5) s = applyEvents(s, shuffled.slice(i, i + 5));
+    expect(view(s)).toEqual(expected);
+  });
+
+  it("tracks the gap-free resume point separately from the highest seq", () => {
+    const log = runLog();
+    const s = applyEvents(initialRunState, [log[0]!, log[1]!, log[4]!, log[5]!]);
+    expect(s.maxSeq).toBe(6);
+    expect(s.contiguousSeq).toBe(2);
+    const filled = applyEvents(s, [log[2]!, log[3]!]);
+    expect(filled.contiguousSeq).toBe(6);
+  });
+
+  it("does not move status backwards, and run.finished is final", () => {
+    let s = runReducer(initialRunState, { type: "status", status: "queued" });
+    expect(s.status).toBe("queued");
+    s = runReducer(s, { type: "events", events: runLog().slice(0, 2) });
+    expect(s.status).toBe("running");
+    s = runReducer(s, { type: "status", status: "queued" });
+    expect(s.status).toBe("running");
+    s = runReducer(s, { type: "events", events: runLog().slice(-1) });
+    expect(s.status).toBe("completed");
+    expect(isTerminal(s.status)).toBe(true);
+    // A late run.started (replayed) does not reopen a finished run.
+    s = runReducer(s, { type: "events", events: [{ ...runLog()[0]!, seq: 13 }] });
+    expect(s.status).toBe("completed");
+    s = runReducer(s, { type: "status", status: "running" });
+    expect(s.status).toBe("completed");
+  });
+
+  it("keeps the later copy of a re-emitted trajectory and regroups it", () => {
+    const base = { run_id: RUN, ts: 1 };
+    const s = applyEvents(initialRunState, [
+      { ...base, seq: 1, type: "rollout.finished", payload: traj("a", 0, 0, 0) },
+      { ...base, seq: 2, type: "rollout.finished", payload: traj("a", 0, 0, 1) },
+    ]);
+    expect(s.rollouts).toHaveLength(1);
+    expect(s.rollouts[0]!.reward).toBe(1);
+    expect(s.groups["train:0:0"]!.rolloutIds).toEqual(["a"]);
+  });
+
+  it("does not mutate the previous state", () => {
+    const log = runLog();
+    const a = applyEvents(initialRunState, log.slice(0, 3));
+    const snapshot = JSON.stringify(view(a));
+    applyEvents(a, log.slice(3));
+    expect(JSON.stringify(view(a))).toBe(snapshot);
+    expect(initialRunState.seen.size).toBe(0);
+  });
+
+  it("computes mean and population std", () => {
+    expect(meanStd([])).toBeNull();
+    expect(meanStd([1, 3])).toEqual({ mean: 2, std: 1 });
+  });
+});

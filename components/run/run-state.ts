@@ -1,0 +1,303 @@
+/**
+ * The live view of one run, folded from its event log. Pure and order-independent: events may arrive
+ * twice (a stored page and a socket replay overlap) or out of order (a live event before the stored page
+ * that precedes it), and the folded state is the same either way. Every collection is keyed (rollouts by
+ * id, steps by step, evals by step + model, logs by seq) and kept sorted, so applying the same set of
+ * events in any order and any batching gives an equal state.
+ */
+import type {
+  CheckpointInfo,
+  EvalMetrics,
+  RunEvent,
+  RunEventOf,
+  RunStatus,
+  StepMetrics,
+  Trajectory,
+} from "@contracts";
+
+export interface RunLogLine {
+  seq: number;
+  ts: number;
+  level: "info" | "warn" | "error";
+  message: string;
+}
+
+export interface Rollout extends Trajectory {
+  /** Sequence number of the rollout.finished event that carried it: the order rollouts finished in. */
+  seq: number;
+}
+
+export interface TrainProgress {
+  seq: number;
+  step: number;
+  micro_batch: number;
+  micro_batches: number;
+  loss: number;
+}
+
+/** One GRPO group: the rollouts of one task sampled together at one step. */
+export interface RolloutGroup {
+  key: string;
+  split: "train" | "val";
+  step: number;
+  group: number;
+  taskIndex: number;
+  /** Rollout ids, ordered by finish (seq). */
+  rolloutIds: string[];
+  /** Mean and population std of the non-null rewards; null while no rollout has a reward. */
+  rewardMean: number | null;
+  rewardStd: number | null;
+  errorCount: number;
+}
+
+export type RunStarted = RunEventOf<"run.started">["payload"];
+export type RunFinished = RunEventOf<"run.finished">["payload"];
+
+export interface RunViewState {
+  /** Every seq folded so far: the dedupe set. */
+  seen: ReadonlySet<number>;
+  /** Highest seq seen. */
+  maxSeq: number;
+  /** Highest n such that 1..n have all been seen: a gap-free resume point ("after seq n"). */
+  contiguousSeq: number;
+  status: RunStatus | null;
+  started: RunStarted | null;
+  finished: RunFinished | null;
+  logs: RunLogLine[];
+  /** Sorted by seq (finish order). */
+  rollouts: Rollout[];
+  /** Sorted by step. */
+  steps: StepMetrics[];
+  /** Sorted by step, then model. */
+  evals: EvalMetrics[];
+  /** Sorted by step. */
+  checkpoints: CheckpointInfo[];
+  /** The latest train.progress event (by seq). */
+  trainProgress: TrainProgress | null;
+  /** Keyed by groupKey(); see `groupList` for the sorted list. */
+  groups: Readonly<Record<string, RolloutGroup>>;
+  /** Sorted by split (train first), step, group. */
+  groupList: RolloutGroup[];
+  errorCount: number;
+}
+
+export const initialRunState: RunViewState = {
+  seen: new Set(),
+  maxSeq: 0,
+  contiguousSeq: 0,
+  status: null,
+  started: null,
+  finished: null,
+  logs: [],
+  rollouts: [],
+  steps: [],
+  evals: [],
+  checkpoints: [],
+  trainProgress: null,
+  groups: {},
+  groupList: [],
+  errorCount: 0,
+};
+
+export type RunAction =
+  | { type: "events"; events: readonly RunEvent[] }
+  /** A status from outside the log (runs.get, socket `run:status`). */
+  | { type: "status"; status: RunStatus }
+  | { type: "reset" };
+
+export function runReducer(state: RunViewState, action: RunAction): RunViewState {
+  switch (action.type) {
+    case "events":
+      return applyEvents(state, action.events);
+    case "status":
+      return mergeStatus(state, action.status);
+    case "reset":
+      return initialRunState;
+  }
+}
+
+const STATUS_RANK: Record<RunStatus, number> = { queued: 0, running: 1, completed: 2, failed: 2, stopped: 2 };
+
+export function isTerminal(status: RunStatus | null | undefined): boolean {
+  return status === "completed" || status === "failed" || status === "stopped";
+}
+
+/** Status only moves forward (queued → running → terminal), whichever source reports first. */
+function pickStatus(current: RunStatus | null, next: RunStatus): RunStatus {
+  if (current === null) return next;
+  return STATUS_RANK[next] > STATUS_RANK[current] ? next : current;
+}
+
+function mergeStatus(state: RunViewState, status: RunStatus): RunViewState {
+  // The log's own run.finished is the final word on how a run ended.
+  if (state.finished) return state;
+  const next = pickStatus(state.status, status);
+  return next === state.status ? state : { ...state, status: next };
+}
+
+export function groupKey(t: Pick<Trajectory, "split" | "step" | "group">): string {
+  return `${t.split}:${t.step}:${t.group}`;
+}
+
+const bySeq = (a: { seq: number }, b: { seq: number }) => a.seq - b.seq;
+
+/** Fold a batch of events; returns the same object when nothing new arrived. */
+export function applyEvents(state: RunViewState, events: readonly RunEvent[]): RunViewState {
+  const fresh: RunEvent[] = [];
+  const batchSeen = new Set<number>();
+  for (const e of events) {
+    if (state.seen.has(e.seq) || batchSeen.has(e.seq)) continue;
+    batchSeen.add(e.seq);
+    fresh.push(e);
+  }
+  if (fresh.length === 0) return state;
+  fresh.sort(bySeq);
+
+  const seen = new Set(state.seen);
+  for (const s of batchSeen) seen.add(s);
+  let contiguousSeq = state.contiguousSeq;
+  while (seen.has(contiguousSeq + 1)) contiguousSeq++;
+  const maxSeq = Math.max(state.maxSeq, fresh[fresh.length - 1]!.seq);
+
+  let { status, started, finished, trainProgress } = state;
+  let startedSeq = started ? -1 : 0;
+  let logs: RunLogLine[] | null = null;
+  let rolloutsById: Map<string, Rollout> | null = null;
+  let steps: Map<number, StepMetrics> | null = null;
+  let evals: Map<string, EvalMetrics> | null = null;
+  let checkpoints: Map<number, CheckpointInfo> | null = null;
+  const touchedGroups = new Set<string>();
+
+  for (const e of fresh) {
+    switch (e.type) {
+      case "run.started":
+        // Keep the earliest run.started (a resumed run logs another one later).
+        if (!started || e.seq < startedSeq) {
+          started = e.payload;
+          startedSeq = e.seq;
+        }
+        if (!finished) status = pickStatus(status, "running");
+        break;
+      case "run.finished":
+        finished = e.payload;
+        status = e.payload.status;
+        break;
+      case "run.log":
+        logs ??= [...state.logs];
+        logs.push({ seq: e.seq, ts: e.ts, level: e.payload.level, message: e.payload.message });
+        break;
+      case "rollout.finished": {
+        rolloutsById ??= new Map(state.rollouts.map((r) => [r.id, r]));
+        const prev = rolloutsById.get(e.payload.id);
+        // The same trajectory re-emitted (e.g. after a runner resume): the later one wins.
+        if (!prev || prev.seq < e.seq) {
+          if (prev) touchedGroups.add(groupKey(prev));
+          rolloutsById.set(e.payload.id, { ...e.payload, seq: e.seq });
+          touchedGroups.add(groupKey(e.payload));
+        }
+        if (!finished) status = pickStatus(status, "running");
+        break;
+      }
+      case "step.finished":
+        steps ??= new Map(state.steps.map((s) => [s.step, s]));
+        steps.set(e.payload.step, e.payload);
+        break;
+      case "eval.finished":
+        evals ??= new Map(state.evals.map((v) => [`${v.step}|${v.model}`, v]));
+        evals.set(`${e.payload.step}|${e.payload.model}`, e.payload);
+        break;
+      case "checkpoint.saved":
+        checkpoints ??= new Map(state.checkpoints.map((c) => [c.step, c]));
+        checkpoints.set(e.payload.step, e.payload);
+        break;
+      case "train.progress":
+        if (!trainProgress || trainProgress.seq < e.seq) trainProgress = { seq: e.seq, ...e.payload };
+        break;
+    }
+  }
+
+  const next: RunViewState = {
+    ...state,
+    seen,
+    maxSeq,
+    contiguousSeq,
+    status,
+    started,
+    finished,
+    trainProgress,
+  };
+  if (logs) next.logs = logs.sort(bySeq);
+  if (steps) next.steps = [...steps.values()].sort((a, b) => a.step - b.step);
+  if (evals) next.evals = [...evals.values()].sort((a, b) => a.step - b.step || a.model.localeCompare(b.model));
+  if (checkpoints) next.checkpoints = [...checkpoints.values()].sort((a, b) => a.step - b.step);
+  if (rolloutsById) {
+    next.rollouts = [...rolloutsById.values()].sort(bySeq);
+    next.errorCount = next.rollouts.reduce((n, r) => n + (r.error ? 1 : 0), 0);
+    const groups: Record<string, RolloutGroup> = { ...state.groups };
+    for (const key of touchedGroups) delete groups[key];
+    for (const r of next.rollouts) {
+      const key = groupKey(r);
+      if (!touchedGroups.has(key)) continue;
+      const g = (groups[key] ??= {
+        key,
+        split: r.split,
+        step: r.step,
+        group: r.group,
+        taskIndex: r.task_index,
+        rolloutIds: [],
+        rewardMean: null,
+        rewardStd: null,
+        errorCount: 0,
+      });
+      g.rolloutIds.push(r.id);
+    }
+    for (const key of touchedGroups) {
+      const g = groups[key];
+      if (g) summariseGroup(g, rolloutsById);
+    }
+    next.groups = groups;
+    next.groupList = Object.values(groups).sort(compareGroups);
+  }
+  return next;
+}
+
+function compareGroups(a: RolloutGroup, b: RolloutGroup): number {
+  if (a.split !== b.split) return a.split === "train" ? -1 : 1;
+  return a.step - b.step || a.group - b.group;
+}
+
+function summariseGroup(g: RolloutGroup, byId: ReadonlyMap<string, Rollout>): void {
+  const rewards: number[] = [];
+  let errors = 0;
+  for (const id of g.rolloutIds) {
+    const r = byId.get(id);
+    if (!r) continue;
+    if (r.error) errors++;
+    if (r.reward !== null && Number.isFinite(r.reward)) rewards.push(r.reward);
+  }
+  g.errorCount = errors;
+  const stats = meanStd(rewards);
+  g.rewardMean = stats?.mean ?? null;
+  g.rewardStd = stats?.std ?? null;
+}
+
+export function meanStd(values: readonly number[]): { mean: number; std: number } | null {
+  if (values.length === 0) return null;
+  const mean = values.reduce((a, b) => a + b, 0) / values.length;
+  const variance = values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length;
+  return { mean, std: Math.sqrt(variance) };
+}
+
+/** GRPO advantage of one rollout within its group: reward − group mean (null when either is missing). */
+export function advantage(reward: number | null, group: Pick<RolloutGroup, "rewardMean"> | undefined): number | null {
+  if (reward === null || !group || group.rewardMean === null) return null;
+  return reward - group.rewardMean;
+}
+
+/** Rollouts of one group, in finish order. */
+export function groupRollouts(state: RunViewState, key: string): Rollout[] {
+  const g = state.groups[key];
+  if (!g) return [];
+  const ids = new Set(g.rolloutIds);
+  return state.rollouts.filter((r) => ids.has(r.id));
+}
