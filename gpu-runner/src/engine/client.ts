@@ -1,0 +1,137 @@
+/**
+ * Typed HTTP client of the Python engine (localhost). Every response is validated with the shared zod
+ * contracts, so a drifting engine fails loudly here rather than corrupting training data downstream.
+ */
+import { z } from "zod";
+import {
+  ChatCompletionResponse,
+  EngineHealth,
+  CheckpointInfo,
+  TrainStreamLine,
+  type ChatCompletionRequest,
+  type TrainRequest,
+} from "../../contracts";
+
+export class EngineError extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+    this.name = "EngineError";
+  }
+}
+
+export const CheckpointList = z.union([
+  z.array(CheckpointInfo),
+  z.object({ checkpoints: z.array(CheckpointInfo) }).transform((o) => o.checkpoints),
+]);
+
+async function errorText(res: Response): Promise<string> {
+  const text = await res.text().catch(() => "");
+  try {
+    const body = JSON.parse(text) as { detail?: unknown; error?: unknown };
+    const detail = body.detail ?? body.error;
+    if (detail !== undefined) return typeof detail === "string" ? detail : JSON.stringify(detail);
+  } catch {
+    // not JSON: fall through to the raw text
+  }
+  return text.slice(0, 500) || res.statusText;
+}
+
+function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    const issues = r.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`);
+    throw new EngineError(`engine returned a malformed ${what}: ${issues.join("; ")}`);
+  }
+  return r.data;
+}
+
+export class EngineClient {
+  constructor(readonly baseUrl: string) {}
+
+  private async request(pathname: string, init: RequestInit & { timeoutMs?: number } = {}): Promise<Response> {
+    const { timeoutMs, signal, ...rest } = init;
+    const signals = [signal, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined].filter(
+      (s): s is AbortSignal => s != null,
+    );
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}${pathname}`, {
+        ...rest,
+        signal: signals.length ? AbortSignal.any(signals) : undefined,
+      });
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason ?? err;
+      throw new EngineError(`engine unreachable at ${this.baseUrl}${pathname}: ${(err as Error).message}`);
+    }
+    if (!res.ok) throw new EngineError(`engine ${pathname} → ${res.status}: ${await errorText(res)}`, res.status);
+    return res;
+  }
+
+  async health(timeoutMs = 5_000): Promise<EngineHealth> {
+    const res = await this.request("/health", { timeoutMs });
+    return parse(EngineHealth, await res.json(), "health");
+  }
+
+  async chat(body: ChatCompletionRequest, signal?: AbortSignal): Promise<ChatCompletionResponse> {
+    const res = await this.request("/v1/chat/completions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal,
+    });
+    return parse(ChatCompletionResponse, await res.json(), "chat completion");
+  }
+
+  async checkpoints(runId: string): Promise<CheckpointInfo[]> {
+    try {
+      const res = await this.request(`/runs/${encodeURIComponent(runId)}/checkpoints`, { timeoutMs: 30_000 });
+      return parse(CheckpointList, await res.json(), "checkpoint list");
+    } catch (err) {
+      if (err instanceof EngineError && err.status === 404) return [];
+      throw err;
+    }
+  }
+
+  /** The newest checkpoint's step, 0 when the run has none. */
+  async latestStep(runId: string): Promise<number> {
+    const list = await this.checkpoints(runId);
+    return list.reduce((max, c) => Math.max(max, c.step), 0);
+  }
+
+  /** POST /train and yield each JSON line of the progress stream, validated. */
+  async *train(body: TrainRequest, signal?: AbortSignal): AsyncGenerator<TrainStreamLine, void, undefined> {
+    const res = await this.request("/train", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal,
+    });
+    if (!res.body) throw new EngineError("engine /train returned no body");
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, nl).trim();
+        buffer = buffer.slice(nl + 1);
+        if (line) yield parseTrainLine(line);
+      }
+    }
+    buffer += decoder.decode();
+    if (buffer.trim()) yield parseTrainLine(buffer.trim());
+  }
+}
+
+export function parseTrainLine(line: string): TrainStreamLine {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new EngineError(`engine /train sent a line that is not JSON: ${line.slice(0, 200)}`);
+  }
+  return parse(TrainStreamLine, value, "train stream line");
+}

@@ -1,0 +1,260 @@
+/**
+ * Supervises the Python engine: spawns it as a child in its own process group, waits until it is healthy,
+ * health-checks it periodically and restarts it with exponential backoff when it dies. It only ever
+ * signals its own child (by process group id): never processes found by name, which could belong to
+ * someone else on a shared GPU box. With ENGINE_URL set it spawns nothing and only watches that engine.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { EngineClient } from "./client";
+import { type EngineHealth } from "../../contracts";
+
+export type EngineState = "starting" | "ready" | "restarting" | "failed";
+
+export interface SupervisorOptions {
+  /** Spawn this engine; absent → `url` is an external engine we only health-check. */
+  spawn?: {
+    python: string;
+    args: string[];
+    cwd: string;
+    env?: Record<string, string>;
+  };
+  url: string;
+  /** How long a fresh engine may take to become healthy (model load; first GGUF conversion is slow). */
+  startTimeoutMs?: number;
+  healthIntervalMs?: number;
+  /** Consecutive failed health checks of a live child before it is restarted. */
+  unhealthyRestartAfter?: number;
+  maxBackoffMs?: number;
+  /** Give up (state "failed") after this many restarts without a healthy period in between. */
+  maxConsecutiveRestarts?: number;
+  /** Engine stdout/stderr lines (default: written to stderr with an [engine] prefix). */
+  onLog?: (line: string) => void;
+}
+
+export interface EngineStatus {
+  state: EngineState;
+  restarts: number;
+  health: EngineHealth | null;
+  pid: number | null;
+  lastError: string | null;
+}
+
+export class EngineSupervisor {
+  readonly client: EngineClient;
+  private child: ChildProcess | null = null;
+  private stateValue: EngineState = "starting";
+  private restarts = 0;
+  private consecutiveRestarts = 0;
+  private health: EngineHealth | null = null;
+  private lastError: string | null = null;
+  private stopping = false;
+  private timer: NodeJS.Timeout | null = null;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private failedChecks = 0;
+  private readyWaiters = new Set<() => void>();
+  private tail: string[] = [];
+  private readonly exitHook = () => this.killGroup("SIGKILL");
+  private readonly opts: Required<Omit<SupervisorOptions, "spawn">> & Pick<SupervisorOptions, "spawn">;
+
+  constructor(options: SupervisorOptions) {
+    this.opts = {
+      startTimeoutMs: 600_000,
+      healthIntervalMs: 5_000,
+      unhealthyRestartAfter: 3,
+      maxBackoffMs: 30_000,
+      maxConsecutiveRestarts: 8,
+      onLog: (line) => process.stderr.write(`[engine] ${line}\n`),
+      ...options,
+    };
+    this.client = new EngineClient(options.url);
+  }
+
+  status(): EngineStatus {
+    return {
+      state: this.stateValue,
+      restarts: this.restarts,
+      health: this.health,
+      pid: this.child?.pid ?? null,
+      lastError: this.lastError,
+    };
+  }
+
+  get state(): EngineState {
+    return this.stateValue;
+  }
+
+  /** Start (spawn or attach) and begin health checks. Resolves immediately; use waitReady() to wait. */
+  start(): void {
+    this.stopping = false;
+    process.once("exit", this.exitHook);
+    if (this.opts.spawn) this.spawnChild();
+    this.schedule(500);
+  }
+
+  /** Resolves when the engine is ready; rejects on timeout or when it has failed for good. */
+  waitReady(timeoutMs = this.opts.startTimeoutMs): Promise<void> {
+    if (this.stateValue === "ready") return Promise.resolve();
+    if (this.stateValue === "failed") return Promise.reject(new Error(`engine failed: ${this.lastError ?? "unknown"}`));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.readyWaiters.delete(check);
+        reject(new Error(`engine not ready after ${timeoutMs} ms (${this.lastError ?? this.stateValue})`));
+      }, timeoutMs);
+      const check = () => {
+        if (this.stateValue === "ready") {
+          clearTimeout(timer);
+          this.readyWaiters.delete(check);
+          resolve();
+        } else if (this.stateValue === "failed") {
+          clearTimeout(timer);
+          this.readyWaiters.delete(check);
+          reject(new Error(`engine failed: ${this.lastError ?? "unknown"}\n${this.tail.slice(-20).join("\n")}`));
+        }
+      };
+      this.readyWaiters.add(check);
+    });
+  }
+
+  /** Stop health checks and terminate our child's process group (SIGTERM, then SIGKILL after a grace). */
+  async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      this.killGroup("SIGTERM");
+      const timeout = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), graceMs).unref());
+      if ((await Promise.race([exited, timeout])) === "timeout") {
+        this.killGroup("SIGKILL");
+        await exited;
+      }
+    }
+    this.child = null;
+    process.removeListener("exit", this.exitHook);
+  }
+
+  private setState(state: EngineState): void {
+    this.stateValue = state;
+    for (const w of [...this.readyWaiters]) w();
+  }
+
+  private killGroup(signal: NodeJS.Signals): void {
+    const pid = this.child?.pid;
+    if (!pid) return;
+    try {
+      process.kill(-pid, signal); // the child's own process group: it and whatever it spawned
+    } catch {
+      try {
+        process.kill(pid, signal);
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  private spawnChild(): void {
+    const spec = this.opts.spawn!;
+    this.failedChecks = 0;
+    const child = spawn(spec.python, spec.args, {
+      cwd: spec.cwd,
+      env: { ...process.env, ...spec.env, PYTHONUNBUFFERED: "1" },
+      detached: true, // own process group, so stop() can signal the whole group and nothing else
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    this.child = child;
+    const onData = (buf: Buffer) => {
+      for (const line of buf.toString("utf8").split("\n")) {
+        if (!line.trim()) continue;
+        this.tail.push(line);
+        if (this.tail.length > 200) this.tail.shift();
+        this.opts.onLog(line);
+        if (line.includes("ENGINE READY")) this.schedule(0);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.on("error", (err) => {
+      this.lastError = `could not start engine: ${err.message}`;
+    });
+    child.on("exit", (code, signal) => {
+      if (this.child !== child) return;
+      this.child = null;
+      this.health = null;
+      if (this.stopping) return;
+      this.lastError = this.lastError?.startsWith("could not start")
+        ? this.lastError
+        : `engine exited (code ${code ?? "-"}, signal ${signal ?? "-"})`;
+      this.scheduleRestart();
+    });
+  }
+
+  private scheduleRestart(): void {
+    if (this.stopping || this.restartTimer) return;
+    if (this.consecutiveRestarts >= this.opts.maxConsecutiveRestarts) {
+      this.setState("failed");
+      return;
+    }
+    const delay = Math.min(this.opts.maxBackoffMs, 1_000 * 2 ** this.consecutiveRestarts);
+    this.consecutiveRestarts += 1;
+    this.restarts += 1;
+    this.setState("restarting");
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.stopping) return;
+      if (this.child) {
+        // Unhealthy but alive: end it first; its exit handler is bypassed since we respawn here.
+        const old = this.child;
+        this.child = null;
+        try {
+          process.kill(-old.pid!, "SIGKILL");
+        } catch {
+          // gone already
+        }
+      }
+      this.spawnChild();
+      this.schedule(500);
+    }, delay);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopping) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.check(), ms);
+  }
+
+  private async check(): Promise<void> {
+    if (this.stopping) return;
+    const spawned = Boolean(this.opts.spawn);
+    if (spawned && !this.child) {
+      this.schedule(this.opts.healthIntervalMs);
+      return; // a restart is pending
+    }
+    try {
+      const health = await this.client.health(Math.max(2_000, this.opts.healthIntervalMs));
+      this.health = health;
+      this.failedChecks = 0;
+      if (health.status === "ok") {
+        this.consecutiveRestarts = 0;
+        this.lastError = null;
+        this.setState("ready");
+      } else if (health.status === "error") {
+        this.lastError = health.error ?? "engine reports an error";
+        if (this.stateValue === "ready") this.setState("starting");
+      }
+    } catch (err) {
+      this.failedChecks += 1;
+      const starting = this.stateValue === "starting" || this.stateValue === "restarting";
+      // While starting, connection refusals are expected (the model is loading).
+      if (!starting) {
+        this.lastError = (err as Error).message;
+        if (this.failedChecks >= this.opts.unhealthyRestartAfter) {
+          if (spawned) this.scheduleRestart();
+          else this.setState("restarting"); // external engine: nothing to restart, keep polling
+        }
+      }
+    }
+    const soon = this.stateValue === "ready" ? this.opts.healthIntervalMs : Math.min(1_000, this.opts.healthIntervalMs);
+    this.schedule(soon);
+  }
+}

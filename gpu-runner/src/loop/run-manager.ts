@@ -1,0 +1,181 @@
+/**
+ * The runner's registry of runs: validates and starts them, stops them, reports their status, and owns
+ * their event logs. One process, many runs; a failing run never takes the runner down.
+ */
+import {
+  type Diagnostic,
+  type ExperimentFiles,
+  type RunKind,
+  type RunnerStatus,
+  type RunSpec,
+  type RunStatus,
+  type StartResult,
+} from "../../contracts";
+import { validateExperiment } from "../experiment/validate";
+import { type EventLog, assertSafeRunId } from "../events/event-log";
+import { executeRun, type RunEngine } from "./run-loop";
+
+export interface EngineAccess {
+  engine: RunEngine;
+  /** Resolves when the engine serves; rejects when it failed for good. */
+  waitReady: (signal: AbortSignal) => Promise<void>;
+  status: () => RunnerStatus["engine"];
+}
+
+interface ActiveRun {
+  controller: AbortController;
+  done: Promise<void>;
+  step: number;
+}
+
+export interface ValidateResult {
+  ok: boolean;
+  diagnostics: Diagnostic[];
+}
+
+export class RunManager {
+  private active = new Map<string, ActiveRun>();
+  private starting = new Set<string>();
+
+  constructor(
+    readonly events: EventLog,
+    private readonly engine: EngineAccess,
+    readonly runnerName: string,
+  ) {}
+
+  /**
+   * Close logs of runs that were in progress when a previous runner process died: they get a
+   * run.finished "failed" so subscribers end and the web tier sees the truth. Call once at start.
+   */
+  recoverInterrupted(): string[] {
+    const recovered: string[] = [];
+    for (const runId of this.events.listStored()) {
+      if (this.active.has(runId) || this.events.isFinished(runId) || this.events.lastSeq(runId) === 0) continue;
+      this.events.append(runId, {
+        type: "run.finished",
+        payload: { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] },
+      });
+      recovered.push(runId);
+    }
+    return recovered;
+  }
+
+  async validate(files: ExperimentFiles, kind: RunKind): Promise<ValidateResult> {
+    const result = await validateExperiment(files, kind);
+    return { ok: result.ok, diagnostics: result.diagnostics };
+  }
+
+  async start(spec: RunSpec): Promise<StartResult> {
+    const refuse = (error: string, diagnostics: Diagnostic[] = []): StartResult => ({ ok: false, error, diagnostics });
+    try {
+      assertSafeRunId(spec.run_id);
+    } catch (err) {
+      return refuse((err as Error).message);
+    }
+    const runId = spec.run_id;
+    if (this.active.has(runId) || this.starting.has(runId)) return refuse(`run ${runId} is already running`);
+    if (this.events.exists(runId)) {
+      if (!spec.resume) return refuse(`run ${runId} already exists: pass resume=true to continue it, or use a new id`);
+      if (spec.kind !== "train") return refuse(`only train runs can be resumed (${runId} is ${spec.kind})`);
+    }
+    if (this.engine.status().state === "failed") return refuse("the engine has failed; see the runner's status");
+    this.starting.add(runId);
+    try {
+      const checked = await validateExperiment(spec.files, spec.kind);
+      if (!checked.ok) {
+        const errors = checked.diagnostics.filter((d) => d.severity === "error").length;
+        return refuse(`the experiment has ${errors} error${errors === 1 ? "" : "s"}`, checked.diagnostics);
+      }
+      if (spec.kind === "eval" && checked.tasks.val.length === 0) {
+        return refuse('eval runs need validation tasks: mark some tasks.jsonl lines with "split": "val"', [
+          { file: "tasks.jsonl", line: 1, column: 1, message: "no validation tasks", severity: "error" },
+        ]);
+      }
+      if (spec.eval_model !== undefined && spec.kind !== "eval") return refuse("eval_model is only for eval runs");
+
+      const controller = new AbortController();
+      const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
+      this.events.begin(runId);
+      const signal = controller.signal;
+      record.done = executeRun({
+        runId,
+        kind: spec.kind,
+        config: checked.config,
+        compiled: checked.compiled,
+        tasks: checked.tasks,
+        evalModel: spec.eval_model,
+        resume: spec.resume,
+        engine: this.engine.engine,
+        waitForEngine: () => this.engine.waitReady(signal),
+        emit: (event) => {
+          this.events.append(runId, event);
+        },
+        signal,
+        onStep: (step) => {
+          record.step = step;
+        },
+      })
+        .then(() => undefined)
+        .catch((err: unknown) => {
+          // executeRun never throws; if appending the final event itself failed, say so on stderr.
+          process.stderr.write(`run ${runId}: ${(err as Error).stack ?? String(err)}\n`);
+        })
+        .finally(() => {
+          this.active.delete(runId);
+        });
+      this.active.set(runId, record);
+      return { ok: true, run_id: runId };
+    } finally {
+      this.starting.delete(runId);
+    }
+  }
+
+  /** Abort a run's in-flight rollouts; it ends with run.finished "stopped". Resolves when it has ended. */
+  async stop(runId: string): Promise<{ stopped: boolean }> {
+    const run = this.active.get(runId);
+    if (!run) return { stopped: false };
+    run.controller.abort();
+    await run.done;
+    return { stopped: true };
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.active.keys()].map((id) => this.stop(id)));
+  }
+
+  exists(runId: string): boolean {
+    return this.active.has(runId) || this.events.exists(runId);
+  }
+
+  /** Resolves when the run (if active) has finished; for tests and shutdown. */
+  async waitFor(runId: string): Promise<void> {
+    await this.active.get(runId)?.done;
+  }
+
+  private runStatus(runId: string): { status: RunStatus; step: number } {
+    const events = this.events.events(runId);
+    let step = 0;
+    let status: RunStatus = this.active.has(runId) ? "running" : "queued";
+    for (const e of events) {
+      if (e.type === "step.finished" || e.type === "checkpoint.saved") step = Math.max(step, e.payload.step);
+      else if (e.type === "eval.finished") step = Math.max(step, e.payload.step);
+      else if (e.type === "run.started") status = "running";
+      else if (e.type === "run.finished") status = e.payload.status;
+    }
+    if (this.active.has(runId)) {
+      status = "running";
+      step = Math.max(step, this.active.get(runId)!.step);
+    }
+    return { status, step };
+  }
+
+  status(): RunnerStatus {
+    const ids = new Set([...this.events.listStored(), ...this.active.keys()]);
+    return {
+      runner: this.runnerName,
+      engine: this.engine.status(),
+      runs: [...ids].sort().map((run_id) => ({ run_id, last_seq: this.events.lastSeq(run_id), ...this.runStatus(run_id) })),
+    };
+  }
+}
+

@@ -1,0 +1,54 @@
+/**
+ * The runner's API (RunnerRouter), used by the web server through createRunnerClient (client.ts).
+ *   validate({files, kind})        query         → {ok, diagnostics}          (creates nothing)
+ *   start(RunSpec)                 mutation      → StartResult                (refuses with diagnostics)
+ *   stop({run_id})                 mutation      → {stopped}                  (resolves once it has ended)
+ *   status()                       query         → RunnerStatus
+ *   events({run_id, after_seq})    subscription  → RunEvent, tracked by seq   (resume with lastEventId)
+ */
+import { tracked, TRPCError } from "@trpc/server";
+import { z } from "zod";
+import { Diagnostic, ExperimentFiles, RunKind, RunnerStatus, RunSpec, StartResult } from "../contracts";
+import { authedProcedure, router } from "./trpc";
+
+export const ValidateOutput = z.object({ ok: z.boolean(), diagnostics: z.array(Diagnostic) });
+
+export const EventsInput = z.object({
+  run_id: z.string().min(1),
+  /** Yield events with seq > after_seq (0 = from the start). */
+  after_seq: z.number().int().min(0).default(0),
+  /** Set by tRPC's SSE client on reconnect: the seq of the last event it received. Wins when larger. */
+  lastEventId: z.string().nullish(),
+});
+
+export const runnerRouter = router({
+  validate: authedProcedure
+    .input(z.object({ files: ExperimentFiles, kind: RunKind }))
+    .output(ValidateOutput)
+    .query(({ ctx, input }) => ctx.manager.validate(input.files, input.kind)),
+
+  start: authedProcedure
+    .input(RunSpec)
+    .output(StartResult)
+    .mutation(({ ctx, input }) => ctx.manager.start(input)),
+
+  stop: authedProcedure
+    .input(z.object({ run_id: z.string().min(1) }))
+    .output(z.object({ stopped: z.boolean() }))
+    .mutation(({ ctx, input }) => ctx.manager.stop(input.run_id)),
+
+  status: authedProcedure.output(RunnerStatus).query(({ ctx }) => ctx.manager.status()),
+
+  events: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {
+    if (!ctx.manager.exists(input.run_id)) {
+      throw new TRPCError({ code: "NOT_FOUND", message: `no run ${input.run_id} on this runner` });
+    }
+    const resumed = Number(input.lastEventId);
+    const after = Number.isInteger(resumed) && resumed > input.after_seq ? resumed : input.after_seq;
+    for await (const event of ctx.manager.events.subscribe(input.run_id, after, signal)) {
+      yield tracked(String(event.seq), event);
+    }
+  }),
+});
+
+export type RunnerRouter = typeof runnerRouter;

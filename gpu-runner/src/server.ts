@@ -1,0 +1,120 @@
+/**
+ * The runner's entry point: `node --no-node-snapshot --import tsx gpu-runner/src/server.ts`.
+ * Starts (or attaches to) the engine, serves the tRPC API on RUNNER_HOST:RUNNER_PORT, prints
+ * `RUNNER READY <port>` once listening, and on SIGTERM/SIGINT stops its runs and its own engine child.
+ */
+import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { createHTTPServer } from "@trpc/server/adapters/standalone";
+import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
+import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
+import { EventLog } from "./events/event-log";
+import { RunManager } from "./loop/run-manager";
+import { runnerRouter } from "./router";
+import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
+
+export interface RunnerServer {
+  port: number;
+  url: string;
+  manager: RunManager;
+  supervisor: EngineSupervisor;
+  close: () => Promise<void>;
+}
+
+export interface StartRunnerOptions {
+  env?: RunnerEnv;
+  /** Engine log lines (default: stderr with an [engine] prefix). */
+  onEngineLog?: (line: string) => void;
+  supervisor?: Partial<SupervisorOptions>;
+}
+
+export async function startRunnerServer(options: StartRunnerOptions = {}): Promise<RunnerServer> {
+  const env = options.env ?? loadEnv();
+  const engineUrl = env.ENGINE_URL ?? `http://127.0.0.1:${env.ENGINE_PORT}`;
+  const supervisor = new EngineSupervisor({
+    url: engineUrl,
+    spawn: env.ENGINE_URL
+      ? undefined
+      : {
+          python: env.ENGINE_PYTHON,
+          args: ["-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
+          cwd: path.join(REPO_ROOT, "gpu-runner/engine"),
+          env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR },
+        },
+    onLog: options.onEngineLog,
+    ...options.supervisor,
+  });
+  supervisor.start();
+
+  const events = new EventLog(env.ROLLBOOK_RUNS_DIR);
+  const manager = new RunManager(
+    events,
+    {
+      engine: supervisor.client,
+      waitReady: (signal) =>
+        new Promise<void>((resolve, reject) => {
+          const onAbort = () => reject(signal.reason ?? new Error("aborted"));
+          if (signal.aborted) return onAbort();
+          signal.addEventListener("abort", onAbort, { once: true });
+          supervisor.waitReady().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+        }),
+      status: () => {
+        const s = supervisor.status();
+        return { state: s.state, restarts: s.restarts, health: s.health };
+      },
+    },
+    env.RUNNER_NAME,
+  );
+  manager.recoverInterrupted();
+
+  const server = createHTTPServer({
+    router: runnerRouter,
+    createContext: ({ req }): RunnerContext => ({
+      manager,
+      authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),
+    }),
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(env.RUNNER_PORT, env.RUNNER_HOST, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      await manager.stopAll();
+      server.closeAllConnections(); // open event streams would otherwise hold close() forever
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await supervisor.stop();
+      events.close();
+    })());
+
+  return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, close };
+}
+
+async function main(): Promise<void> {
+  const runner = await startRunnerServer();
+  console.log(`RUNNER READY ${runner.port}`);
+  const shutdown = (signal: string) => {
+    console.error(`runner: ${signal}, stopping runs and the engine`);
+    runner.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        console.error(err);
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+  process.once("SIGINT", () => shutdown("SIGINT"));
+}
+
+const entry = process.argv[1];
+if (entry && import.meta.url === pathToFileURL(path.resolve(entry)).href) {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
