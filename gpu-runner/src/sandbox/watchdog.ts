@@ -1,0 +1,83 @@
+/**
+ * Decides when a rollout's isolate must die. isolated-vm's own `timeout` counts CPU time only within one
+ * synchronous call into the isolate: code that runs after an `await` (a continuation) is not covered, and
+ * time spent awaiting the host (ctx.chat) is not CPU time at all. So three limits are enforced here:
+ * - wall clock: the whole rollout (scenario + reward, model calls included), limits.rollout_timeout_ms;
+ * - CPU: isolate CPU time since the current phase began (continuations included), limits.cpu_timeout_ms;
+ * - abort: the run was stopped (AbortSignal).
+ * It also notices an isolate that V8 disposed by itself (heap limit) while no call was running. Stopping
+ * disposes the isolate, which ends any execution in it at once, and rejects `stopped` so callers racing
+ * against it return without waiting on a promise that may never settle.
+ */
+import type ivm from "isolated-vm";
+import type { LimitsConfig } from "../../contracts";
+
+export type StopReason = "wall" | "cpu" | "abort" | "memory";
+
+export class StopError extends Error {
+  constructor(readonly reason: StopReason) {
+    super(`rollout stopped: ${reason}`);
+  }
+}
+
+/** How often CPU time is sampled: small next to any sane cpu_timeout_ms, cheap for dozens of rollouts. */
+const CPU_POLL_MS = 20;
+
+export class Watchdog {
+  reason: StopReason | null = null;
+  readonly stopped: Promise<never>;
+  private reject!: (err: StopError) => void;
+  private readonly wallTimer: NodeJS.Timeout;
+  private readonly cpuTimer: NodeJS.Timeout;
+  private phaseCpuStart: bigint | null = null;
+  private readonly onAbort = () => this.stop("abort");
+
+  constructor(
+    private readonly isolate: ivm.Isolate,
+    private readonly limits: LimitsConfig,
+    private readonly signal?: AbortSignal,
+  ) {
+    this.stopped = new Promise<never>((_, reject) => (this.reject = reject));
+    // Nobody may be racing against it when it fires (between phases); that is not an unhandled error.
+    this.stopped.catch(() => {});
+    this.wallTimer = setTimeout(() => this.stop("wall"), limits.rollout_timeout_ms);
+    this.cpuTimer = setInterval(() => this.poll(), CPU_POLL_MS);
+    signal?.addEventListener("abort", this.onAbort, { once: true });
+  }
+
+  /** Start counting CPU time for a new call into the isolate (scenario, then reward). */
+  startPhase(): void {
+    if (!this.isolate.isDisposed) this.phaseCpuStart = this.isolate.cpuTime;
+  }
+
+  stop(reason: StopReason): void {
+    if (this.reason) return;
+    this.reason = reason;
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+    this.reject(new StopError(reason));
+  }
+
+  /** Race a call into the isolate against the limits. */
+  guard<T>(work: Promise<T>): Promise<T> {
+    work.catch(() => {}); // it rejects after a stop too ("Isolate is disposed"); the stop wins the race.
+    return Promise.race([work, this.stopped]);
+  }
+
+  dispose(): void {
+    clearTimeout(this.wallTimer);
+    clearInterval(this.cpuTimer);
+    this.signal?.removeEventListener("abort", this.onAbort);
+  }
+
+  private poll(): void {
+    if (this.reason) return;
+    if (this.isolate.isDisposed) return this.stop("memory");
+    if (this.phaseCpuStart === null) return;
+    try {
+      const usedNs = this.isolate.cpuTime - this.phaseCpuStart;
+      if (usedNs > BigInt(this.limits.cpu_timeout_ms) * 1_000_000n) this.stop("cpu");
+    } catch {
+      // Disposed between the check and the read: the next poll sees it.
+    }
+  }
+}
