@@ -19,6 +19,7 @@ import {
   schemaDrift,
   type MigrationTarget,
 } from "../server/db-migrate";
+import { env } from "../server/env";
 
 const USAGE = "usage: scripts/db.ts create <name> [--create-only] | deploy | status | diff";
 
@@ -31,9 +32,9 @@ async function main(argv: string[]): Promise<number> {
     return 64;
   }
 
-  // Settings come from the environment only (DATABASE_URL, DATA_DIR), as in server/db.ts.
-  const url = process.env.DATABASE_URL || undefined;
-  const dataDir = process.env.DATA_DIR || ".data";
+  // The same settings as the server (server/env.ts): DATABASE_URL, else PGlite under DATA_DIR.
+  const url = env().DATABASE_URL;
+  const dataDir = env().DATA_DIR;
   let pglite: PGlite | undefined;
   let target: MigrationTarget;
   if (url) {
