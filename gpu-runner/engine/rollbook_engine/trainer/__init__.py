@@ -1,0 +1,1 @@
+"""GRPO trainer: advantages, loss, checkpoints and the step itself (see trainer.py)."""

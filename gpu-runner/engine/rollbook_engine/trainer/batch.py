@@ -1,0 +1,143 @@
+"""Turn a TrainRequest into flat training rows and padded micro-batches.
+
+Checks here are the ones the schema cannot express (they need the model): token ids inside the vocabulary,
+length within the context, no trained token at position 0 (nothing predicts it), sampling logprobs that
+exist. Each failure names the field path, e.g. `groups.0.samples.2.sequences.0.mask.0`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..contracts.train import TrainRequest
+from .advantages import Advantages
+from .loss import trajectory_weights
+
+# A sampling logprob must be ≤ 0; allow float noise from the sampler's softmax.
+_LOGPROB_SLACK = 1e-3
+# This many trained tokens all with logprob exactly 0.0 means the logprobs were never filled in (ART: missing
+# sampling logprobs silently turn the update into REINFORCE, so treat them as an error).
+_MISSING_LOGPROBS_MIN_TOKENS = 4
+
+
+class BadRequest(ValueError):
+    """Invalid input for this model; `field` is the JSON path, `status` the HTTP code to answer with."""
+
+    def __init__(self, field: str, message: str, status: int = 422):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.status = status
+
+
+def validate_sequences(req: TrainRequest, vocab_size: int, max_context_tokens: int) -> None:
+    for g, group in enumerate(req.groups):
+        for s, sample in enumerate(group.samples):
+            for q, seq in enumerate(sample.sequences):
+                path = f"groups.{g}.samples.{s}.sequences.{q}"
+                if len(seq.tokens) > max_context_tokens:
+                    raise BadRequest(f"{path}.tokens", f"{len(seq.tokens)} tokens exceed the context of {max_context_tokens}")
+                bad = next((i for i, t in enumerate(seq.tokens) if t >= vocab_size), None)
+                if bad is not None:
+                    raise BadRequest(f"{path}.tokens.{bad}", f"token id {seq.tokens[bad]} ≥ vocabulary size {vocab_size}")
+                if seq.mask and seq.mask[0] == 1:
+                    raise BadRequest(f"{path}.mask.0", "the first token cannot be trained: no earlier token predicts it")
+                trained = [i for i, m in enumerate(seq.mask) if m == 1]
+                for i in trained:
+                    if not seq.logprobs[i] <= _LOGPROB_SLACK:  # also catches NaN
+                        raise BadRequest(f"{path}.logprobs.{i}", f"sampling logprob {seq.logprobs[i]} must be ≤ 0")
+                if len(trained) >= _MISSING_LOGPROBS_MIN_TOKENS and all(seq.logprobs[i] == 0.0 for i in trained):
+                    raise BadRequest(f"{path}.logprobs", "every trained token has logprob 0: sampling logprobs look missing")
+
+
+@dataclass
+class Row:
+    """One sequence that trains: tokens cut after its last trained token (later tokens change nothing)."""
+
+    tokens: list[int]
+    mask: list[int]
+    old_logprobs: list[float]
+    advantage: float
+    weight: float  # per trained token
+    seq_id: int  # index among all rows, for GSPO's per-sequence ratio
+
+
+def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
+    """Rows of every trainable sample, with per-token weights 1/(trained tokens of the trajectory), renormalised."""
+    picked = adv.trainable()
+    counts = [
+        sum(sum(seq.mask) for seq in req.groups[g].samples[s].sequences) for g, s, _ in picked
+    ]
+    weights = trajectory_weights(counts)
+    rows: list[Row] = []
+    for (g, s, a), w in zip(picked, weights):
+        for seq in req.groups[g].samples[s].sequences:
+            if not any(seq.mask):
+                continue
+            end = max(i for i, m in enumerate(seq.mask) if m) + 1
+            rows.append(
+                Row(
+                    tokens=list(seq.tokens[:end]),
+                    mask=list(seq.mask[:end]),
+                    old_logprobs=list(seq.logprobs[:end]),
+                    advantage=a,
+                    weight=w,
+                    seq_id=len(rows),
+                )
+            )
+    return rows
+
+
+@dataclass
+class MicroBatch:
+    input_ids: torch.Tensor  # [B, T] right-padded
+    attention_mask: torch.Tensor  # [B, T]
+    mask: torch.Tensor  # [B, T] bool, trained tokens
+    # flat, one entry per trained token, row-major (row, position) order, matching mask[:, 1:] selection
+    old_lp: torch.Tensor
+    advantage: torch.Tensor
+    weight: torch.Tensor
+    seq_index: torch.Tensor  # local row index of each token (0..B-1)
+    num_seqs: int
+    num_tokens: int
+
+
+def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[MicroBatch]:
+    """Sort rows by length (longest first, stable) so each micro-batch pads little, then chunk them."""
+    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].tokens))
+    out = []
+    for start in range(0, len(order), size):
+        chunk = [rows[i] for i in order[start : start + size]]
+        width = max(len(r.tokens) for r in chunk)
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        attn = torch.zeros((len(chunk), width), dtype=torch.long)
+        mask = torch.zeros((len(chunk), width), dtype=torch.bool)
+        old = torch.zeros((len(chunk), width), dtype=torch.float32)
+        adv = torch.zeros((len(chunk), width), dtype=torch.float32)
+        wgt = torch.zeros((len(chunk), width), dtype=torch.float32)
+        sid = torch.zeros((len(chunk), width), dtype=torch.long)
+        for b, r in enumerate(chunk):
+            n = len(r.tokens)
+            ids[b, :n] = torch.tensor(r.tokens)
+            attn[b, :n] = 1
+            mask[b, :n] = torch.tensor(r.mask, dtype=torch.bool)
+            old[b, :n] = torch.tensor(r.old_logprobs)
+            adv[b, :n] = r.advantage
+            wgt[b, :n] = r.weight
+            sid[b, :n] = b
+        sel = mask[:, 1:]
+        out.append(
+            MicroBatch(
+                input_ids=ids.to(device),
+                attention_mask=attn.to(device),
+                mask=mask.to(device),
+                old_lp=old[:, 1:][sel].to(device),
+                advantage=adv[:, 1:][sel].to(device),
+                weight=wgt[:, 1:][sel].to(device),
+                seq_index=sid[:, 1:][sel].to(device),
+                num_seqs=len(chunk),
+                num_tokens=int(sel.sum()),
+            )
+        )
+    return out

@@ -1,0 +1,423 @@
+"""One GRPO training step on the run's LoRA adapter, checkpointed so a run resumes exactly.
+
+Flow of `train_step` (async; the torch work runs in a worker thread under `store.exclusive()`, so no
+generation runs while the shared model trains):
+  1. checks: run id, base model, LoRA targets, token-level sanity, and step == newest checkpoint + 1 (409)
+  2. seed torch from (seed, step): same request → same result, also after a restart
+  3. adapter "train:<run>": kept in memory between steps together with its AdamW; when missing or out of
+     date (restart, failed step) it is rebuilt from the newest checkpoint, optimizer state included
+  4. advantages → rows → micro-batches; for each mini-epoch: forward/backward per micro-batch (gradients
+     accumulate; weights are normalised over the whole batch), clip, one AdamW step
+  5. save checkpoints/<step:04d> atomically, then `store.invalidate_run(run)` so inference picks it up
+A step with no trainable group makes no update but still saves (the adapter unchanged): the run's step
+count always advances by one per /train call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import threading
+import time
+import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import torch
+from peft import LoraConfig
+from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
+
+from ..contracts.train import ProgressLine, ResultLine, TrainerConfig, TrainMetrics, TrainRequest
+from . import checkpoints as ck
+from .advantages import compute_advantages
+from .batch import BadRequest, MicroBatch, build_rows, micro_batches, validate_sequences
+from .loss import grpo_loss, pearson, token_logprobs
+
+ADAPTER_PREFIX = "train:"
+# Run ids become folder names and PEFT module keys: no path separators, no dots (PEFT splits keys on ".").
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# Model families whose logits are exactly lm_head(last hidden state): for these the trainer projects only
+# the positions it trains on instead of materialising [B, T, V] logits. Others use the plain forward.
+_PLAIN_LM_HEAD = {"llama", "qwen2", "qwen3", "mistral", "phi3", "olmo2"}
+
+ProgressFn = Callable[[ProgressLine], None]
+
+
+class StepConflict(Exception):
+    """The request does not fit the run's checkpoints (HTTP 409)."""
+
+    status = 409
+
+
+class TrainFailure(RuntimeError):
+    """The step ran and failed (e.g. a non-finite loss); nothing was saved."""
+
+
+def adapter_name(run_id: str) -> str:
+    return ADAPTER_PREFIX + run_id
+
+
+def step_seed(seed: int, step: int) -> int:
+    """A 63-bit torch seed from (seed, step): independent streams per step, identical on a re-run."""
+    digest = hashlib.sha256(f"rollbook-train:{seed}:{step}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") & ((1 << 63) - 1)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checks that run before streaming starts (so they can be real HTTP codes) and again under the lock.
+
+
+def _same_model(requested: str, served: str) -> bool:
+    # "HuggingFaceTB/SmolLM2-135M-Instruct" and "SmolLM2-135M-Instruct" name the same weights.
+    return requested == served or requested.rstrip("/").split("/")[-1] == served.rstrip("/").split("/")[-1]
+
+
+def _module_leaf_names(model) -> set[str]:
+    return {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+
+
+def check_request(store, req: TrainRequest) -> None:
+    """Raise BadRequest (400/422, naming the field) or StepConflict (409)."""
+    if not RUN_ID_RE.match(req.run_id):
+        raise BadRequest("run_id", "must be 1-128 characters of A-Z a-z 0-9 _ -")
+    if not _same_model(req.base_model, store.base_model_name):
+        raise BadRequest("base_model", f"this engine serves {store.base_model_name!r}, not {req.base_model!r}", 400)
+    leaves = _module_leaf_names(store.model.get_base_model())
+    missing = [t for t in req.config.lora_target_modules if t not in leaves]
+    if missing:
+        raise BadRequest("config.lora_target_modules", f"no module named {missing} in {store.base_model_name}", 400)
+    vocab = store.model.get_base_model().get_input_embeddings().num_embeddings
+    validate_sequences(req, vocab, store.max_context_tokens)
+    newest = ck.newest_step(store, req.run_id)
+    if req.step != newest + 1:
+        raise StepConflict(
+            f"step {req.step} requested but the newest checkpoint of run {req.run_id!r} is step {newest} "
+            f"({'none' if newest == 0 else f'{newest:04d}'}): the next step must be {newest + 1}"
+        )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The run's adapter and optimizer, cached between steps.
+
+
+@dataclass
+class _RunState:
+    adapter: str
+    params: list[tuple[str, torch.nn.Parameter]]
+    optimizer: torch.optim.AdamW
+    step: int  # the checkpoint step this in-memory adapter and optimizer equal
+
+
+_states: "weakref.WeakKeyDictionary[object, dict[str, _RunState]]" = weakref.WeakKeyDictionary()
+_states_lock = threading.Lock()
+
+
+def _run_states(store) -> dict[str, _RunState]:
+    with _states_lock:
+        return _states.setdefault(store, {})
+
+
+def _lora_config(store, cfg: TrainerConfig) -> LoraConfig:
+    return LoraConfig(
+        r=cfg.lora_rank,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_target_modules),
+        bias="none",
+        task_type="CAUSAL_LM",
+        base_model_name_or_path=store.base_model_name,
+    )
+
+
+def _adapter_params(model, name: str) -> list[tuple[str, torch.nn.Parameter]]:
+    # PEFT names LoRA weights "...q_proj.lora_A.<adapter>.weight"; sorted so optimizer indices are stable.
+    token = f".{name}."
+    return sorted(((n, p) for n, p in model.named_parameters() if token in n), key=lambda x: x[0])
+
+
+def _drop_adapter(model, name: str) -> None:
+    if name not in model.peft_config:
+        return
+    if model.active_adapter == name:
+        others = [a for a in model.peft_config if a != name]
+        if not others:
+            raise RuntimeError(f"cannot remove {name}: it is the model's only adapter")
+        model.set_adapter(others[0])
+    model.delete_adapter(name)
+
+
+def _new_optimizer(params, cfg: TrainerConfig) -> torch.optim.AdamW:
+    return torch.optim.AdamW(
+        [p for _, p in params],
+        lr=cfg.learning_rate,
+        betas=(cfg.adam_beta1, cfg.adam_beta2),
+        weight_decay=cfg.weight_decay,
+        eps=1e-8,
+    )
+
+
+def _apply_hyperparams(opt: torch.optim.AdamW, cfg: TrainerConfig) -> None:
+    # A resumed optimizer keeps its moments but takes this request's hyper-parameters.
+    for group in opt.param_groups:
+        group["lr"] = cfg.learning_rate
+        group["betas"] = (cfg.adam_beta1, cfg.adam_beta2)
+        group["weight_decay"] = cfg.weight_decay
+
+
+def _check_lora_matches(saved: dict, cfg: TrainerConfig, ckpt: Path) -> None:
+    """Shape-defining LoRA settings cannot change mid-run; lr, betas, loss etc. can."""
+    pairs = [
+        ("lora_rank", saved.get("r"), cfg.lora_rank),
+        ("lora_alpha", saved.get("lora_alpha"), cfg.lora_alpha),
+        ("lora_target_modules", sorted(saved.get("target_modules") or []), sorted(cfg.lora_target_modules)),
+    ]
+    for field, old, new in pairs:
+        if old != new:
+            raise StepConflict(f"config.{field}: checkpoint {ckpt.name} was trained with {old}, the request has {new}")
+
+
+def _ensure_state(store, req: TrainRequest) -> _RunState:
+    """The run's trainable adapter + optimizer equal to the newest checkpoint (or fresh at step 1)."""
+    model = store.model
+    name = adapter_name(req.run_id)
+    states = _run_states(store)
+    newest = req.step - 1
+    state = states.get(req.run_id)
+    if state is not None and state.step == newest and name in model.peft_config:
+        _check_lora_matches(model.peft_config[name].to_dict(), req.config, Path(f"{newest:04d}"))
+        _apply_hyperparams(state.optimizer, req.config)
+        return state
+    states.pop(req.run_id, None)
+
+    ckpt = store.checkpoint_dir(req.run_id, newest) if newest > 0 else None
+    saved_cfg = saved_weights = None
+    if ckpt is not None:
+        saved_cfg, saved_weights = ck.read_adapter(ckpt)
+        _check_lora_matches(saved_cfg, req.config, ckpt)
+    _drop_adapter(model, name)
+    # autocast_adapter_dtype keeps LoRA weights in fp32 on a bf16 base: fp32 master weights for AdamW.
+    model.add_adapter(name, _lora_config(store, req.config), autocast_adapter_dtype=True)
+    params = _adapter_params(model, name)
+    for _, p in params:
+        p.data = p.data.float()
+    if saved_weights is not None:
+        result = set_peft_model_state_dict(model, saved_weights, adapter_name=name)
+        unexpected = [k for k in result.unexpected_keys if name in k or "lora" in k]
+        if unexpected:
+            raise TrainFailure(f"checkpoint {ckpt} has weights this adapter lacks: {unexpected[:3]}")
+    optimizer = _new_optimizer(params, req.config)
+    if ckpt is not None:
+        optimizer.load_state_dict(ck.read_optimizer(ckpt))
+        _apply_hyperparams(optimizer, req.config)
+    state = _RunState(adapter=name, params=params, optimizer=optimizer, step=newest)
+    states[req.run_id] = state
+    return state
+
+
+def forget_run(store, run_id: str) -> None:
+    """Drop the cached adapter/optimizer (after a failure, or when a run is deleted); the next step reloads."""
+    state = _run_states(store).pop(run_id, None)
+    if state is not None:
+        try:
+            _drop_adapter(store.model, state.adapter)
+        except Exception:  # the next _ensure_state replaces it anyway
+            pass
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Forward passes.
+
+
+def _selected_logits(model, mb: MicroBatch) -> torch.Tensor:
+    """Logits [N, V] of the positions that predict trained tokens (row-major order, as MicroBatch's flat tensors)."""
+    inner = model.get_base_model()
+    sel = mb.mask[:, 1:]
+    if getattr(inner.config, "model_type", None) in _PLAIN_LM_HEAD:
+        hidden = inner.get_decoder()(
+            input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False
+        ).last_hidden_state
+        return inner.get_output_embeddings()(hidden[:, :-1][sel])
+    logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False).logits
+    return logits[:, :-1][sel]
+
+
+def _targets(mb: MicroBatch) -> torch.Tensor:
+    return mb.input_ids[:, 1:][mb.mask[:, 1:]]
+
+
+def _autocast(device: torch.device, dtype: torch.dtype):
+    if device.type == "cuda" and dtype in (torch.bfloat16, torch.float16):
+        return torch.autocast("cuda", dtype=dtype)
+    return torch.autocast(device.type, enabled=False)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The step.
+
+
+def _zero_metrics(groups_submitted: int, groups_trainable: int, started: float) -> TrainMetrics:
+    return TrainMetrics(
+        loss=0.0, grad_norm=0.0, kl=0.0, clip_fraction=0.0, entropy=0.0, probs_corr=0.0, trained_tokens=0,
+        groups_submitted=groups_submitted, groups_trainable=groups_trainable, skipped=True,
+        duration_s=time.perf_counter() - started,
+    )
+
+
+def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch], on_progress: ProgressFn | None):
+    """Mini-epochs × micro-batches with accumulation; returns the metric pieces."""
+    cfg = req.config
+    model = store.model
+    device = torch.device(store.device)
+    params = [p for _, p in state.params]
+    total_mb = cfg.mini_epochs * len(mbs)
+    losses, norms = [], []
+    clipped = tokens = 0
+    kl_sum = ent_sum = 0.0
+    first_old, first_new = [], []
+    done = 0
+    for epoch in range(cfg.mini_epochs):
+        state.optimizer.zero_grad(set_to_none=True)
+        epoch_loss = 0.0
+        for mb in mbs:
+            ref_lp = None
+            if cfg.beta > 0:
+                with torch.no_grad(), model.disable_adapter(), _autocast(device, store.dtype):
+                    ref_lp, _ = token_logprobs(_selected_logits(model, mb), _targets(mb))
+            with _autocast(device, store.dtype):
+                logits = _selected_logits(model, mb)
+            new_lp, entropy = token_logprobs(logits, _targets(mb))
+            terms = grpo_loss(
+                new_lp, mb.old_lp, mb.advantage, mb.weight,
+                loss_type=cfg.loss, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
+                importance_sampling_level=cfg.importance_sampling_level,
+                seq_index=mb.seq_index, num_seqs=mb.num_seqs, ref_lp=ref_lp, beta=cfg.beta,
+            )
+            if not torch.isfinite(terms.loss):
+                raise TrainFailure(f"non-finite loss in mini-epoch {epoch + 1}; nothing was saved")
+            terms.loss.backward()
+            mb_loss = terms.loss.item()
+            epoch_loss += mb_loss
+            clipped += int(terms.clipped.sum())
+            tokens += mb.num_tokens
+            kl_sum += float(terms.kl.sum())
+            ent_sum += float(entropy.sum())
+            if epoch == 0:
+                first_old.append(mb.old_lp.detach().cpu())
+                first_new.append(new_lp.detach().cpu())
+            done += 1
+            if on_progress is not None:
+                w = float(mb.weight.sum())
+                on_progress(ProgressLine(micro_batch=done, micro_batches=total_mb, loss=mb_loss / w if w else 0.0))
+        norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+        if not torch.isfinite(norm):
+            raise TrainFailure(f"non-finite gradient norm in mini-epoch {epoch + 1}; nothing was saved")
+        state.optimizer.step()
+        state.optimizer.zero_grad(set_to_none=True)
+        losses.append(epoch_loss)
+        norms.append(float(norm))
+    probs_corr = pearson(torch.cat(first_old).exp(), torch.cat(first_new).exp())
+    return dict(
+        loss=sum(losses) / len(losses),
+        grad_norm=sum(norms) / len(norms),
+        kl=kl_sum / tokens if tokens else 0.0,
+        clip_fraction=clipped / tokens if tokens else 0.0,
+        entropy=ent_sum / tokens if tokens else 0.0,
+        probs_corr=probs_corr,
+    )
+
+
+def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine:
+    """The blocking step. Call only while holding `store.exclusive()` (train_step does)."""
+    started = time.perf_counter()
+    check_request(store, req)
+    ck.sweep_temp(store, req.run_id)
+    seed = step_seed(req.seed, req.step)
+    torch.manual_seed(seed)
+
+    model = store.model
+    prev_active, prev_training = model.active_adapter, model.training
+    prev_grad = {n: p.requires_grad for n, p in model.named_parameters()}
+    try:
+        state = _ensure_state(store, req)
+        model.set_adapter(state.adapter)
+        # Only this run's LoRA trains; other adapters loaded for inference must not collect gradients.
+        mine = {n for n, _ in state.params}
+        for n, p in model.named_parameters():
+            p.requires_grad_(n in mine)
+
+        adv = compute_advantages([[s.reward for s in g.samples] for g in req.groups], req.config.scale_rewards)
+        rows = build_rows(req, adv)
+        mbs = micro_batches(rows, req.config.micro_batch_size, store.tokenizer.pad_token_id or 0, torch.device(store.device))
+        trained_tokens = sum(mb.num_tokens for mb in mbs)
+        if trained_tokens == 0:
+            metrics = _zero_metrics(adv.groups_submitted, adv.groups_trainable, started)
+        else:
+            model.train()
+            parts = _optimise(store, req, state, mbs, on_progress)
+            metrics = TrainMetrics(
+                **parts, trained_tokens=trained_tokens, groups_submitted=adv.groups_submitted,
+                groups_trainable=adv.groups_trainable, skipped=False, duration_s=time.perf_counter() - started,
+            )
+
+        peft_cfg = model.peft_config[state.adapter]
+        info = ck.write_checkpoint(
+            Path(store.checkpoint_dir(req.run_id, req.step)),
+            get_peft_model_state_dict(model, adapter_name=state.adapter),
+            _saved_config(peft_cfg),
+            state.optimizer.state_dict(),
+            {
+                "run_id": req.run_id,
+                "step": req.step,
+                "seed": req.seed,
+                "torch_seed": seed,
+                "base_model": store.base_model_name,
+                "config": req.config.model_dump(),
+                "metrics": metrics.model_dump(),
+                "saved_at": datetime.now(timezone.utc).isoformat(),
+            },
+        )
+        state.step = req.step
+        # duration_s includes the save, which is part of what the step costs the run.
+        metrics.duration_s = time.perf_counter() - started
+    except BaseException:
+        forget_run(store, req.run_id)  # in-memory adapter may be half-updated; reload from disk next time
+        raise
+    finally:
+        if prev_active in model.peft_config:
+            model.set_adapter(prev_active)
+        for n, p in model.named_parameters():
+            p.requires_grad_(prev_grad.get(n, False))
+        model.train(prev_training)
+    store.invalidate_run(req.run_id)
+    return ResultLine(metrics=metrics, checkpoint=info)
+
+
+def _saved_config(cfg: LoraConfig) -> LoraConfig:
+    # Saved for loading by the inference side: inference_mode=True, as PEFT's own save_pretrained writes.
+    import copy
+
+    out = copy.deepcopy(cfg)
+    out.inference_mode = True
+    return out
+
+
+# Steps keep running after a client disconnects (the thread cannot be interrupted and must release the
+# lock only when done); holding the tasks here stops them from being garbage-collected mid-step.
+_running: set[asyncio.Task] = set()
+
+
+async def train_step(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine:
+    """Run one step in a worker thread while holding the store's exclusive lock; immune to cancellation."""
+
+    async def locked() -> ResultLine:
+        async with store.exclusive():
+            return await asyncio.to_thread(train_step_sync, store, req, on_progress)
+
+    task = asyncio.create_task(locked())
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+    return await asyncio.shield(task)
+
