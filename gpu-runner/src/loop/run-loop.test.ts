@@ -1,0 +1,222 @@
+/**
+ * The run loop against a fake engine (deterministic chat, a /train that records its requests) and the
+ * real compiler + isolated-vm sandbox: step sequencing, models per step, evals, exclusion of failed
+ * rollouts, resume with no step repeated or skipped, stop and failure.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  RunConfig,
+  RunEvent,
+  type ChatCompletionRequest,
+  type ChatCompletionResponse,
+  type TrainRequest,
+  type TrainStreamLine,
+} from "../../contracts";
+import { compileExperiment, type CompiledExperiment } from "../experiment/compile";
+import { parseTasks } from "../experiment/tasks";
+import { type RunEventInput } from "../events/event-log";
+import { executeRun, type RunContext, type RunEngine } from "./run-loop";
+
+const SCENARIO = `
+import type { RolloutContext } from "rollbook";
+export default async function rollout(ctx: RolloutContext<{ word: string }>) {
+  const r = await ctx.chat([{ role: "user", content: "say " + ctx.task.word }]);
+  return r.content;
+}`;
+const REWARD = `
+import type { RewardInput } from "rollbook";
+export default function reward({ task, output }: RewardInput<{ word: string }, string>) {
+  if (output === "broken") return NaN;
+  return output === task.word ? 1 : 0;
+}`;
+const TASKS = ["a", "b", "c", "d", "e"].map((w) => JSON.stringify({ word: w })).join("\n") + '\n{"word":"v","split":"val"}';
+
+class FakeEngine implements RunEngine {
+  chats: ChatCompletionRequest[] = [];
+  trains: TrainRequest[] = [];
+  latest = new Map<string, number>();
+  failTrainAt: number | null = null;
+  onTrain: ((step: number) => void) | null = null;
+
+  async chat(body: ChatCompletionRequest): Promise<ChatCompletionResponse> {
+    this.chats.push(body);
+    const word = String(body.messages.at(-1)?.content ?? "").replace("say ", "");
+    // Deterministic in the seed: half the samples say the word, one in seven is "broken" (NaN reward).
+    const seed = body.seed ?? 0;
+    const content = seed % 7 === 0 ? "broken" : seed % 2 === 0 ? word : "nope";
+    const ids = Array.from(content, (c) => c.charCodeAt(0));
+    return {
+      id: "x",
+      object: "chat.completion",
+      created: 0,
+      model: body.model,
+      prompt_token_ids: [1, 2, 3],
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content },
+          finish_reason: "stop",
+          token_ids: ids,
+          logprobs: { content: ids.map(() => ({ token: "t", logprob: -0.5 })) },
+        },
+      ],
+      usage: { prompt_tokens: 3, completion_tokens: ids.length, total_tokens: 3 + ids.length },
+    };
+  }
+
+  async *train(body: TrainRequest): AsyncGenerator<TrainStreamLine, void, undefined> {
+    const newest = this.latest.get(body.run_id) ?? 0;
+    if (body.step !== newest + 1) throw new Error(`409: step ${body.step} but newest is ${newest}`);
+    this.trains.push(body);
+    if (this.failTrainAt === body.step) {
+      yield { type: "error", message: "CUDA out of memory" };
+      return;
+    }
+    yield { type: "progress", micro_batch: 1, micro_batches: 1, loss: 0.5 };
+    this.latest.set(body.run_id, body.step);
+    this.onTrain?.(body.step);
+    yield {
+      type: "result",
+      metrics: {
+        loss: 0.5, grad_norm: 1, kl: 0, clip_fraction: 0, entropy: 1, probs_corr: 1, trained_tokens: 10,
+        groups_submitted: body.groups.length, groups_trainable: body.groups.length, skipped: false, duration_s: 0.01,
+      },
+      checkpoint: { step: body.step, path: `runs/${body.run_id}/checkpoints/${String(body.step).padStart(4, "0")}`, size_bytes: 1 },
+    };
+  }
+
+  async latestStep(runId: string): Promise<number> {
+    return this.latest.get(runId) ?? 0;
+  }
+}
+
+let compiled: CompiledExperiment | null = null;
+async function getCompiled(): Promise<CompiledExperiment> {
+  if (compiled) return compiled;
+  const r = await compileExperiment({ "scenario.ts": SCENARIO, "reward.ts": REWARD });
+  if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+  compiled = r.compiled;
+  return compiled;
+}
+
+async function run(
+  engine: FakeEngine,
+  overrides: Partial<Omit<RunContext, "config">> & { config?: Partial<RunConfig> },
+  onEvent?: (e: RunEvent, controller: AbortController) => void,
+) {
+  const tasks = parseTasks(TASKS);
+  if (!tasks.ok) throw new Error("tasks");
+  const events: RunEvent[] = [];
+  const controller = new AbortController();
+  const config = RunConfig.parse({
+    num_steps: 3, groups_per_step: 2, rollouts_per_group: 3, max_concurrency: 4, eval_every: 2, ...overrides.config,
+  });
+  const status = await executeRun({
+    runId: "r",
+    kind: "train",
+    compiled: await getCompiled(),
+    tasks: { train: tasks.train, val: tasks.val },
+    resume: false,
+    engine,
+    waitForEngine: async () => {},
+    signal: controller.signal,
+    ...overrides,
+    config,
+    emit: (input: RunEventInput) => {
+      const e = RunEvent.parse({ ...input, run_id: "r", seq: events.length + 1, ts: Date.now() });
+      events.push(e);
+      onEvent?.(e, controller);
+    },
+  });
+  return { status, events };
+}
+
+const types = (events: RunEvent[]) => events.filter((e) => e.type !== "rollout.finished" && e.type !== "train.progress").map((e) => e.type);
+
+describe("executeRun (train)", () => {
+  it("runs steps in order, samples each step from the previous checkpoint, evals at 0, every N and the end", async () => {
+    const engine = new FakeEngine();
+    const { status, events } = await run(engine, {});
+    expect(status).toBe("completed");
+    expect(types(events)).toEqual([
+      "run.started",
+      "eval.finished", // step 0, base model
+      "checkpoint.saved", "step.finished",
+      "checkpoint.saved", "step.finished", "eval.finished", // step 2
+      "checkpoint.saved", "step.finished", "eval.finished", // last step
+      "run.finished",
+    ]);
+    expect(engine.trains.map((t) => t.step)).toEqual([1, 2, 3]);
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    const trainModels = [1, 2, 3].map((s) => new Set(rollouts.filter((t) => t.split === "train" && t.step === s).map((t) => t.model)));
+    expect(trainModels.map((s) => [...s])).toEqual([["SmolLM2-135M-Instruct"], ["r@1"], ["r@2"]]);
+    const evals = events.flatMap((e) => (e.type === "eval.finished" ? [e.payload] : []));
+    expect(evals.map((e) => [e.step, e.model])).toEqual([[0, "SmolLM2-135M-Instruct"], [2, "r@2"], [3, "r@3"]]);
+    // eval samples with eval_temperature (0)
+    expect(engine.chats.filter((c) => c.messages[0]?.content === "say v").every((c) => c.temperature === 0)).toBe(true);
+
+    // Failed rollouts (NaN reward) are recorded with an error and never reach the trainer.
+    const failed = rollouts.filter((t) => t.error);
+    expect(failed.length).toBeGreaterThan(0);
+    // (The sandbox should classify a NaN reward as kind "reward"; whatever the kind, it must not train.)
+    expect(failed.every((t) => t.error !== null && t.reward === null)).toBe(true);
+    const trainedIds = new Set(engine.trains.flatMap((t) => t.groups.flatMap((g) => g.samples.map((s) => s.trajectory_id))));
+    for (const t of failed) expect(trainedIds.has(t.id)).toBe(false);
+    for (const t of engine.trains) for (const g of t.groups) expect(g.samples.length).toBeGreaterThanOrEqual(2);
+    // Every sample's sampled tokens are exactly what the fake engine returned.
+    const sample = engine.trains[0]!.groups[0]!.samples[0]!;
+    expect(sample.sequences[0]!.mask.slice(0, 3)).toEqual([0, 0, 0]);
+
+    const steps = events.flatMap((e) => (e.type === "step.finished" ? [e.payload] : []));
+    expect(steps.map((s) => s.rollouts)).toEqual([6, 6, 6]);
+    expect(steps.every((s) => s.trainer !== null && s.tokens_per_s >= 0)).toBe(true);
+  });
+
+  it("resumes after the newest checkpoint with no step repeated or skipped and the same task order", async () => {
+    const straight = new FakeEngine();
+    const full = await run(straight, { config: { num_steps: 4, eval_every: 0 } });
+    expect(full.status).toBe("completed");
+
+    const engine = new FakeEngine();
+    // Stop as soon as checkpoint 2 is saved: step 3's rollouts never start.
+    const first = await run(engine, { config: { num_steps: 4, eval_every: 0 } }, (e, c) => {
+      if (e.type === "checkpoint.saved" && e.payload.step === 2) c.abort();
+    });
+    expect(first.status).toBe("stopped");
+    expect(first.events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "stopped" } });
+    const second = await run(engine, { resume: true, config: { num_steps: 4, eval_every: 0 } });
+    expect(second.status).toBe("completed");
+    expect(second.events[0]).toMatchObject({ type: "run.started", payload: { resumed_from_step: 2 } });
+    expect(engine.trains.map((t) => t.step)).toEqual([1, 2, 3, 4]);
+
+    const tasksByStep = (evs: RunEvent[]) =>
+      evs
+        .flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []))
+        .map((t) => `${t.step}:${t.group}:${t.task_index}:${t.id}`)
+        .sort();
+    expect(tasksByStep([...first.events, ...second.events])).toEqual(tasksByStep(full.events));
+    // Same samples too (seeds derive from run/step/group/rollout): identical training batches.
+    expect(engine.trains).toEqual(straight.trains);
+  });
+
+  it("fails the run with the engine's message when training fails, and stops cleanly mid-rollouts", async () => {
+    const engine = new FakeEngine();
+    engine.failTrainAt = 2;
+    const failed = await run(engine, { config: { eval_every: 0 } });
+    expect(failed.status).toBe("failed");
+    expect(failed.events.at(-1)).toMatchObject({
+      type: "run.finished",
+      payload: { status: "failed", error: expect.stringContaining("CUDA out of memory") },
+    });
+
+    const stopping = new FakeEngine();
+    let seen = 0;
+    const stopped = await run(stopping, { config: { eval_every: 0, max_concurrency: 1 } }, (e, c) => {
+      if (e.type === "rollout.finished" && ++seen === 2) c.abort();
+    });
+    expect(stopped.status).toBe("stopped");
+    expect(stopped.events.filter((e) => e.type === "rollout.finished")).toHaveLength(2);
+    expect(stopping.trains).toHaveLength(0);
+    expect(stopped.events.filter((e) => e.type === "run.finished")).toHaveLength(1);
+  });
+});
