@@ -16,6 +16,7 @@ count always advances by one per /train call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 import threading
@@ -330,7 +331,20 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
 
 
 def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine:
-    """The blocking step. Call only while holding `store.exclusive()` (train_step does)."""
+    """The blocking step. Call only while holding `store.exclusive()` (train_step does).
+
+    Also takes the store's model lock where it has one (ModelStore._model_lock, held by adapter loads and
+    generation batches), so an adapter load outside a generation batch cannot change PEFT modules mid-step.
+    """
+    lock = getattr(store, "_model_lock", None)
+    with lock if lock is not None else contextlib.nullcontext():
+        result = _train_step_locked(store, req, on_progress)
+    # Outside the model lock: invalidate_run flushes stale inference adapters only when it can take it.
+    store.invalidate_run(req.run_id)
+    return result
+
+
+def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None) -> ResultLine:
     started = time.perf_counter()
     check_request(store, req)
     ck.sweep_temp(store, req.run_id)
@@ -391,7 +405,6 @@ def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = N
         for n, p in model.named_parameters():
             p.requires_grad_(prev_grad.get(n, False))
         model.train(prev_training)
-    store.invalidate_run(req.run_id)
     return ResultLine(metrics=metrics, checkpoint=info)
 
 
