@@ -185,8 +185,29 @@ class PgMigrationAdapterFactory implements SqlMigrationAwareDriverAdapterFactory
   readonly adapterName = "@prisma/adapter-pg";
   constructor(private readonly url: string) {}
 
+  private readonly open = new Set<SqlDriverAdapter>();
+
+  /**
+   * One connection (pool of max 1): the engine takes a session-level advisory lock around migrations and
+   * unlocks it later; through a larger pool the unlock can land on another session, leaving the lock held
+   * until the idle connection is closed (10 s later), which stalls the next engine.
+   */
   async connect(): Promise<SqlDriverAdapter> {
-    return relabelCharColumns(await new PrismaPg({ connectionString: this.url }).connect());
+    const adapter = relabelCharColumns(await new PrismaPg({ connectionString: this.url, max: 1 }).connect());
+    const dispose = adapter.dispose.bind(adapter);
+    let disposed: Promise<void> | undefined;
+    adapter.dispose = () => {
+      this.open.delete(adapter);
+      disposed ??= dispose();
+      return disposed;
+    };
+    this.open.add(adapter);
+    return adapter;
+  }
+
+  /** Closes connections the engine left open (freeing the engine does not dispose its adapter). */
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.open].map((a) => a.dispose()));
   }
 
   async connectToShadowDb(): Promise<SqlDriverAdapter> {
@@ -250,7 +271,7 @@ class PgliteMigrationAdapterFactory implements SqlMigrationAwareDriverAdapterFac
   }
 }
 
-function adapterFactoryFor(target: MigrationTarget): SqlMigrationAwareDriverAdapterFactory {
+function adapterFactoryFor(target: MigrationTarget): PgMigrationAdapterFactory | PgliteMigrationAdapterFactory {
   return target.kind === "postgres"
     ? new PgMigrationAdapterFactory(target.url)
     : new PgliteMigrationAdapterFactory(target.pglite);
@@ -305,15 +326,17 @@ export async function withSchemaEngine<T>(
 ): Promise<T> {
   const runtime = await loadEngineRuntime();
   const schema = await readSchema();
+  const factory = adapterFactoryFor(target);
   const engine = await runtime.SchemaEngine.new(
     { datamodels: schema.files.map((f) => [f.path, f.content] as [string, string]) },
     () => {},
-    bindMigrationAwareSqlAdapterFactory(adapterFactoryFor(target)),
+    bindMigrationAwareSqlAdapterFactory(factory),
   );
   try {
     return await fn(engine, schema);
   } finally {
     engine.free();
+    if (factory instanceof PgMigrationAdapterFactory) await factory.closeAll();
   }
 }
 
