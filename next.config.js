@@ -1,0 +1,28 @@
+// Next config for Rollbook (ESM: the package is "type": "module"). Served by the custom server
+// (server/index.ts), never `next start`.
+
+/** @type {import('next').NextConfig} */
+const nextConfig = {
+  reactStrictMode: true,
+  // Native or heavy server packages are required at runtime instead of bundled into route handlers.
+  serverExternalPackages: [
+    "isolated-vm",
+    "@electric-sql/pglite",
+    "pglite-prisma-adapter",
+    "pg",
+    "@prisma/client",
+    "@prisma/adapter-pg",
+    "@prisma/driver-adapter-utils",
+    "@prisma/schema-engine-wasm",
+    "esbuild",
+    "typescript",
+    "socket.io",
+    "eventsource",
+  ],
+  // No network at build or run time: no remote images, no telemetry-dependent features.
+  images: { unoptimized: true },
+  poweredByHeader: false,
+  typescript: { tsconfigPath: "tsconfig.json" },
+};
+
+export default nextConfig;

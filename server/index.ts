@@ -1,0 +1,100 @@
+/**
+ * Rollbook's one web process: Next (App Router pages and /api/trpc) and socket.io on one HTTP server and
+ * one port. Start: `node --no-node-snapshot --import tsx server/index.ts` (NODE_ENV=production serves the
+ * `next build` output; otherwise Next's dev server with HMR).
+ *
+ * Boot order: migrate the database → default workspace and experiment → register the configured runner →
+ * Next → socket.io → ingestion (resumes every running run) → listen. The runner need not be up: runs are
+ * refused or failed with a clear reason until it is, and ingestion reconnects with backoff.
+ */
+import http from "node:http";
+import path from "node:path";
+import next from "next";
+import { Server } from "socket.io";
+import { closeDb, describeDb, getDb, migrateDatabase } from "./db";
+import { loadEnv } from "./env";
+import { setIo, type RollbookIo } from "./realtime/io";
+import { attachRealtime } from "./realtime/socket-server";
+import { registerRunner, runnerById } from "./runner-client";
+import { IngestService } from "./services/ingest";
+import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+
+async function main(): Promise<void> {
+  const env = loadEnv();
+  const dev = env.NODE_ENV !== "production";
+  const log = (msg: string) => console.log(`[rollbook] ${msg}`);
+
+  log(`database: ${describeDb()}`);
+  const applied = await migrateDatabase();
+  if (applied.length > 0) log(`applied migrations: ${applied.join(", ")}`);
+  const db = await getDb();
+  const workspace = await ensureDefaultWorkspace(db);
+  await ensureDefaultExperiment(db, workspace.id, { templateRoot: ROOT });
+  const runner = await registerRunner(db, { name: env.RUNNER_NAME, url: env.RUNNER_URL, token: env.RUNNER_TOKEN });
+  log(`runner '${runner.name}' at ${runner.url}`);
+
+  const server = http.createServer();
+  const app = next({ dev, dir: ROOT, hostname: env.HOST, port: env.PORT, httpServer: server });
+  await app.prepare();
+  const handle = app.getRequestHandler();
+  server.on("request", (req, res) => {
+    // socket.io answers its own path (it listens on the same server); everything else is Next's.
+    if (req.url?.startsWith("/socket.io/")) return;
+    handle(req, res).catch((e: unknown) => {
+      console.error("[rollbook] request failed:", e);
+      if (!res.headersSent) res.writeHead(500).end("Internal server error");
+    });
+  });
+
+  const io: RollbookIo = new Server(server, {
+    path: "/socket.io/",
+    serveClient: false,
+    // Next's HMR websocket shares this server: let its upgrade requests through untouched.
+    destroyUpgrade: false,
+    pingInterval: 20_000,
+    cors: dev ? { origin: true } : undefined,
+  });
+  setIo(io);
+  attachRealtime(io, getDb, { workspaceId: async () => workspace.id });
+
+  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
+  await ingest.start();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(env.PORT, env.HOST, () => resolve());
+  });
+  console.log(`Rollbook ready on http://${env.HOST}:${env.PORT}`);
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    log(`${signal}: shutting down`);
+    const force = setTimeout(() => {
+      console.error("[rollbook] shutdown took over 10 s; exiting");
+      process.exit(1);
+    }, 10_000);
+    force.unref();
+    try {
+      await ingest.stop(); // stores what is buffered
+      await new Promise<void>((resolve) => io.close(() => resolve())); // also closes the HTTP server
+      await app.close();
+      setIo(undefined);
+      await closeDb();
+      process.exit(0);
+    } catch (e) {
+      console.error("[rollbook] shutdown failed:", e);
+      process.exit(1);
+    }
+  };
+  process.once("SIGTERM", () => void shutdown("SIGTERM"));
+  process.once("SIGINT", () => void shutdown("SIGINT"));
+}
+
+main().catch((e: unknown) => {
+  console.error("[rollbook] failed to start:", e);
+  process.exit(1);
+});

@@ -1,0 +1,50 @@
+/**
+ * socket.io event types, shared by the browser client and the server (socket.io's generics), plus the zod
+ * schemas every incoming payload is validated with. Import only types and zod here: the browser bundles it.
+ *
+ * Protocol: the client emits `run:subscribe` { runId, afterSeq }; the server joins it to the room
+ * `run:<id>`, sends every stored event with seq > afterSeq (in order), a `run:status`, and then live events
+ * as they are ingested. Events may arrive twice around the switch from stored to live: dedupe by seq.
+ */
+import { z } from "zod";
+import { type RunEvent, type RunStatus } from "@contracts";
+
+export const RunSubscribeInput = z.object({
+  runId: z.string().min(1).max(128),
+  afterSeq: z.number().int().min(0).default(0),
+});
+export type RunSubscribeInput = z.input<typeof RunSubscribeInput>;
+
+export const RunUnsubscribeInput = z.object({ runId: z.string().min(1).max(128) });
+export type RunUnsubscribeInput = z.infer<typeof RunUnsubscribeInput>;
+
+export interface RunStatusMessage {
+  runId: string;
+  status: RunStatus;
+  error: string | null;
+  /** The run's stored last seq when this status was read. */
+  lastSeq: number;
+}
+
+export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus } | { ok: false; error: string };
+
+export interface ServerToClientEvents {
+  "run:event": (event: RunEvent) => void;
+  "run:status": (status: RunStatusMessage) => void;
+}
+
+export interface ClientToServerEvents {
+  /** The optional ack reports the stored tail that was sent (or why the subscription was refused). */
+  "run:subscribe": (input: RunSubscribeInput, ack?: (res: SubscribeAck) => void) => void;
+  "run:unsubscribe": (input: RunUnsubscribeInput) => void;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type
+export interface InterServerEvents {}
+
+export interface SocketData {
+  /** Seam for auth: the user and workspace the socket was opened for. */
+  workspaceId?: string;
+}
+
+export const runRoom = (runId: string) => `run:${runId}`;

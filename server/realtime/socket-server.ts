@@ -1,0 +1,59 @@
+/**
+ * socket.io handlers: `run:subscribe` joins the run's room FIRST, then sends the stored events after the
+ * client's seq from Postgres, then the run's status; live events reach the room as ingestion stores them.
+ * Joining before reading means an event stored meanwhile is either in the read or delivered live (maybe
+ * both: clients dedupe by seq) — never lost. The last page of the tail and the status are read in one
+ * repeatable-read transaction, so a finished status always comes with the complete tail before it.
+ */
+import { type RunStatus } from "@contracts";
+import { rowToEvent } from "../services/run-convert";
+import type { Db } from "../services/types";
+import { type RollbookIo } from "./io";
+import { RunSubscribeInput, RunUnsubscribeInput, runRoom, type SubscribeAck } from "./socket-events";
+
+const PAGE = 500;
+
+export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, opts: { workspaceId: () => Promise<string> }): void {
+  io.on("connection", (socket) => {
+    socket.on("run:subscribe", async (raw, ack) => {
+      const reply = (res: SubscribeAck) => {
+        if (typeof ack === "function") ack(res);
+      };
+      const parsed = RunSubscribeInput.safeParse(raw);
+      if (!parsed.success) return reply({ ok: false, error: "run:subscribe needs { runId: string, afterSeq: number }" });
+      const { runId } = parsed.data;
+      let after = parsed.data.afterSeq;
+      try {
+        const db = await getDb();
+        const workspaceId = socket.data.workspaceId ?? (await opts.workspaceId());
+        const exists = await db.run.findFirst({ where: { id: runId, workspaceId }, select: { id: true } });
+        if (!exists) return reply({ ok: false, error: `run ${runId} not found` });
+        await socket.join(runRoom(runId));
+        for (;;) {
+          const [run, rows] = await db.$transaction(
+            [
+              db.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true, lastSeq: true } }),
+              db.runEvent.findMany({ where: { runId, seq: { gt: after } }, orderBy: { seq: "asc" }, take: PAGE }),
+            ],
+            { isolationLevel: "RepeatableRead" },
+          );
+          for (const row of rows) socket.emit("run:event", rowToEvent(row));
+          after = rows.at(-1)?.seq ?? after;
+          if (rows.length < PAGE || !socket.connected) {
+            const status = run.status as RunStatus;
+            socket.emit("run:status", { runId, status, error: run.error, lastSeq: run.lastSeq });
+            return reply({ ok: true, lastSeq: run.lastSeq, status });
+          }
+        }
+      } catch (e) {
+        console.error(`[realtime] run:subscribe ${runId}:`, e);
+        reply({ ok: false, error: "could not read the run's events" });
+      }
+    });
+
+    socket.on("run:unsubscribe", (raw) => {
+      const parsed = RunUnsubscribeInput.safeParse(raw);
+      if (parsed.success) void socket.leave(runRoom(parsed.data.runId));
+    });
+  });
+}

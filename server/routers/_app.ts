@@ -1,0 +1,22 @@
+/**
+ * The web API. Clients import the type only: `import type { AppRouter } from "@/server/routers/_app"`,
+ * and derive input/output types with RouterInputs / RouterOutputs below — never hand-copied.
+ */
+import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
+import { createCallerFactory, createTRPCRouter } from "../trpc";
+import { experimentsRouter } from "./experiments";
+import { runsRouter } from "./runs";
+import { runnersRouter } from "./runners";
+
+export const appRouter = createTRPCRouter({
+  experiments: experimentsRouter,
+  runs: runsRouter,
+  runners: runnersRouter,
+});
+
+export type AppRouter = typeof appRouter;
+export type RouterInputs = inferRouterInputs<AppRouter>;
+export type RouterOutputs = inferRouterOutputs<AppRouter>;
+
+/** Server-side calls without HTTP (tests, scripts): `createCaller(createContext({ db }))`. */
+export const createCaller = createCallerFactory(appRouter);

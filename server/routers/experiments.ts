@@ -1,0 +1,37 @@
+import { z } from "zod";
+import { ExperimentFiles, RunKind } from "@contracts";
+import { createTRPCRouter, workspaceProcedure } from "../trpc";
+import * as experiments from "../services/experiments";
+import { defaultExperimentId } from "../services/workspace";
+
+/** The files of one experiment; a cap keeps a pasted data dump from reaching the database. */
+export const FilesInput = ExperimentFiles.refine(
+  (f) => Object.values(f).reduce((n, text) => n + text.length, 0) <= 8_000_000,
+  "the experiment's files exceed 8 MB together",
+);
+
+export const experimentsRouter = createTRPCRouter({
+  list: workspaceProcedure.query(({ ctx }) => experiments.listExperiments(ctx.db, ctx.workspaceId)),
+
+  get: workspaceProcedure
+    .input(z.object({ id: z.string().min(1), versionNumber: z.number().int().min(1).optional() }))
+    .query(({ ctx, input }) => experiments.getExperiment(ctx.db, ctx.workspaceId, input.id, input.versionNumber)),
+
+  versions: workspaceProcedure
+    .input(z.object({ id: z.string().min(1) }))
+    .query(({ ctx, input }) => experiments.listVersions(ctx.db, ctx.workspaceId, input.id)),
+
+  default: workspaceProcedure.query(({ ctx }) => defaultExperimentId(ctx.db, ctx.workspaceId)),
+
+  create: workspaceProcedure
+    .input(z.object({ name: z.string().trim().min(1).max(120), description: z.string().max(2000).optional(), files: FilesInput }))
+    .mutation(({ ctx, input }) => experiments.createExperiment(ctx.db, ctx.workspaceId, input)),
+
+  save: workspaceProcedure
+    .input(z.object({ id: z.string().min(1), files: FilesInput }))
+    .mutation(({ ctx, input }) => experiments.saveVersion(ctx.db, ctx.workspaceId, input.id, input.files)),
+
+  validate: workspaceProcedure
+    .input(z.object({ files: FilesInput, kind: RunKind.default("train") }))
+    .mutation(async ({ ctx, input }) => experiments.validateFiles(await ctx.getRunner(), input.files, input.kind)),
+});

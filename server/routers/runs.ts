@@ -1,0 +1,60 @@
+import { z } from "zod";
+import { RunKind } from "@contracts";
+import { createTRPCRouter, workspaceProcedure } from "../trpc";
+import * as runs from "../services/runs";
+import { FilesInput } from "./experiments";
+
+export const runsRouter = createTRPCRouter({
+  start: workspaceProcedure
+    .input(
+      z.object({
+        experimentId: z.string().min(1),
+        files: FilesInput,
+        kind: RunKind,
+        evalModel: z.string().min(1).max(300).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user?.id })),
+
+  list: workspaceProcedure
+    .input(
+      z
+        .object({
+          experimentId: z.string().min(1).optional(),
+          limit: z.number().int().min(1).max(200).default(50),
+          cursor: z.string().nullish(),
+        })
+        .default({ limit: 50 }),
+    )
+    .query(({ ctx, input }) => runs.listRuns(ctx.db, ctx.workspaceId, input)),
+
+  get: workspaceProcedure
+    .input(z.object({ id: z.string().min(1) }))
+    .query(({ ctx, input }) => runs.getRun(ctx.db, ctx.workspaceId, input.id)),
+
+  trajectories: workspaceProcedure
+    .input(
+      z.object({
+        runId: z.string().min(1),
+        step: z.number().int().min(0).optional(),
+        split: z.enum(["train", "val"]).optional(),
+        limit: z.number().int().min(1).max(500).default(100),
+        cursor: z.number().int().nullish(),
+      }),
+    )
+    .query(({ ctx, input }) => runs.listTrajectories(ctx.db, ctx.workspaceId, input)),
+
+  events: workspaceProcedure
+    .input(
+      z.object({
+        runId: z.string().min(1),
+        afterSeq: z.number().int().min(0).default(0),
+        limit: z.number().int().min(1).max(2000).default(500),
+      }),
+    )
+    .query(({ ctx, input }) => runs.listEvents(ctx.db, ctx.workspaceId, input)),
+
+  stop: workspaceProcedure
+    .input(z.object({ id: z.string().min(1) }))
+    .mutation(({ ctx, input }) => runs.stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
+});

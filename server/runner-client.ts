@@ -1,0 +1,161 @@
+/**
+ * The web server's view of a GPU runner: the runner's own tRPC client (gpu-runner/src/client.ts) bound to
+ * a Runner row's url and the token the web server holds for it, with timeouts, and every connection
+ * failure turned into AppError RUNNER_UNAVAILABLE ("runner 'local' at http://… unreachable: …").
+ *
+ * The Runner row stores only a hash of the token. Tokens live in this process: registerRunner() remembers
+ * them on globalThis (Next's route handlers are bundled apart from the custom server, so a module variable
+ * would exist twice), and the configured runner's token (server/env.ts) is always known.
+ */
+import { createHash } from "node:crypto";
+import { TRPCClientError } from "@trpc/client";
+import type { z } from "zod";
+import { Diagnostic, RunnerStatus, StartResult, type ExperimentFiles, type RunKind, type RunSpec } from "@contracts";
+import { createRunnerClient } from "@/gpu-runner/src/client";
+import { AppError, isAppError, rootMessage } from "./errors";
+import { env } from "./env";
+import type { DbOrTx } from "./services/types";
+
+/** A RunSpec as the caller writes it (defaults, like `resume`, may be left out). */
+export type RunSpecInput = z.input<typeof RunSpec>;
+
+export const tokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
+
+/** Calls that should answer fast (validate compiles TypeScript: allow it a while). */
+const TIMEOUTS_MS = { status: 5_000, validate: 60_000, start: 60_000, stop: 60_000 } as const;
+
+export interface RunnerEventHandlers {
+  /** A raw event as received; the caller validates it with the RunEvent schema. */
+  onEvent(event: unknown): void;
+  onError(err: AppError): void;
+  /** The runner ended the stream (it does after run.finished). */
+  onComplete(): void;
+}
+
+export interface RunnerSubscription {
+  unsubscribe(): void;
+}
+
+export interface RunnerHandle {
+  id: string;
+  name: string;
+  url: string;
+  validate(input: { files: ExperimentFiles; kind: RunKind }): Promise<Diagnostic[]>;
+  start(spec: RunSpecInput): Promise<StartResult>;
+  stop(runId: string): Promise<void>;
+  status(): Promise<RunnerStatus>;
+  /** Events of one run with seq > afterSeq, stored ones first, then live ones. */
+  events(runId: string, afterSeq: number, handlers: RunnerEventHandlers): RunnerSubscription;
+}
+
+type RunnerRow = { id: string; name: string; url: string; tokenHash: string };
+
+const TOKENS = Symbol.for("rollbook.runnerTokens");
+function tokenMap(): Map<string, string> {
+  const g = globalThis as { [TOKENS]?: Map<string, string> };
+  g[TOKENS] ??= new Map();
+  return g[TOKENS];
+}
+
+/** Upserts the Runner row (url, token hash) and remembers the token in this process. */
+export async function registerRunner(
+  db: DbOrTx,
+  input: { name: string; url: string; token: string },
+): Promise<RunnerRow> {
+  const url = input.url.replace(/\/+$/, "");
+  const hash = tokenHash(input.token);
+  tokenMap().set(input.name, input.token);
+  return db.runner.upsert({
+    where: { name: input.name },
+    update: { url, tokenHash: hash },
+    create: { name: input.name, url, tokenHash: hash },
+    select: { id: true, name: true, url: true, tokenHash: true },
+  });
+}
+
+function tokenFor(row: RunnerRow): string {
+  const known = tokenMap().get(row.name);
+  if (known && tokenHash(known) === row.tokenHash) return known;
+  const e = env();
+  if (row.name === e.RUNNER_NAME && tokenHash(e.RUNNER_TOKEN) === row.tokenHash) return e.RUNNER_TOKEN;
+  throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url}: this web server holds no token for it`);
+}
+
+/** The runner named `name` (default: the configured one, registered on first use). */
+export async function resolveRunner(db: DbOrTx, name?: string): Promise<RunnerHandle> {
+  const e = env();
+  const wanted = name ?? e.RUNNER_NAME;
+  let row = await db.runner.findUnique({ where: { name: wanted }, select: { id: true, name: true, url: true, tokenHash: true } });
+  if (!row && wanted === e.RUNNER_NAME) row = await registerRunner(db, { name: wanted, url: e.RUNNER_URL, token: e.RUNNER_TOKEN });
+  if (!row) throw new AppError("RUNNER_UNAVAILABLE", `no runner named '${wanted}' is registered`);
+  return runnerHandle(row);
+}
+
+export async function runnerById(db: DbOrTx, id: string): Promise<RunnerHandle> {
+  const row = await db.runner.findUnique({ where: { id }, select: { id: true, name: true, url: true, tokenHash: true } });
+  if (!row) throw new AppError("RUNNER_UNAVAILABLE", `runner ${id} is not registered`);
+  return runnerHandle(row);
+}
+
+/** A reply from the runner (it answered with an error) vs. no reply at all (unreachable). */
+function unavailable(row: RunnerRow, err: unknown): AppError {
+  if (isAppError(err)) return err;
+  if (err instanceof TRPCClientError && err.data) {
+    return new AppError("RUNNER_ERROR", `runner '${row.name}' at ${row.url} refused the call: ${err.message}`, { cause: err });
+  }
+  return new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${rootMessage(err)}`, { cause: err });
+}
+
+async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new Error(`${what} timed out after ${ms / 1000} s`)), ms);
+  try {
+    return await fn(ctl.signal);
+  } catch (err) {
+    if (ctl.signal.aborted) {
+      throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${what} timed out after ${ms / 1000} s`);
+    }
+    throw unavailable(row, err);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function runnerHandle(row: RunnerRow): RunnerHandle {
+  const client = createRunnerClient(row.url, tokenFor(row));
+  return {
+    id: row.id,
+    name: row.name,
+    url: row.url,
+    async validate(input) {
+      const res = await withTimeout(row, "validate", TIMEOUTS_MS.validate, (signal) => client.validate.query(input, { signal }));
+      return res.diagnostics.map((d) => Diagnostic.parse(d));
+    },
+    async start(spec) {
+      const res = await withTimeout(row, "start", TIMEOUTS_MS.start, (signal) => client.start.mutate(spec, { signal }));
+      return StartResult.parse(res);
+    },
+    async stop(runId) {
+      await withTimeout(row, "stop", TIMEOUTS_MS.stop, (signal) => client.stop.mutate({ run_id: runId }, { signal }));
+    },
+    async status() {
+      const res = await withTimeout(row, "status", TIMEOUTS_MS.status, (signal) => client.status.query(undefined, { signal }));
+      return RunnerStatus.parse(res);
+    },
+    events(runId, afterSeq, handlers) {
+      const sub = client.events.subscribe(
+        { run_id: runId, after_seq: afterSeq },
+        {
+          onData: (value: unknown) => {
+            // tracked(id, event) arrives as { id, data } on some transports: unwrap it.
+            const v = value as { id?: unknown; data?: unknown; seq?: unknown };
+            handlers.onEvent(v && typeof v === "object" && v.seq === undefined && "data" in v ? v.data : value);
+          },
+          onError: (err: unknown) => handlers.onError(unavailable(row, err)),
+          onComplete: () => handlers.onComplete(),
+        },
+      );
+      return { unsubscribe: () => sub.unsubscribe() };
+    },
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * Experiments and their immutable versions. A save whose files equal the latest version's (by filesHash)
+ * makes no new version; anything else gets the next number. Runs point at the exact version they ran.
+ */
+import { createHash } from "node:crypto";
+import { EXPERIMENT_FILE_NAMES, ExperimentFiles, type Diagnostic, type RunKind } from "@contracts";
+import { Prisma } from "@/generated/prisma/client";
+import { AppError } from "../errors";
+import type { Db, DbOrTx } from "./types";
+import { type RunnerHandle } from "../runner-client";
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/** sha256 of the files in a fixed order, so key order in the stored JSON never changes the hash. */
+export function filesHash(files: ExperimentFiles): string {
+  return sha256(JSON.stringify(EXPERIMENT_FILE_NAMES.map((name) => [name, files[name]])));
+}
+/** The code a run executes (scenario + reward); config and tasks are hashed and frozen separately. */
+export function codeHash(files: ExperimentFiles): string {
+  return sha256(JSON.stringify([files["scenario.ts"], files["reward.ts"]]));
+}
+export function tasksHash(files: ExperimentFiles): string {
+  return sha256(files["tasks.jsonl"]);
+}
+
+/** Stored JSON back to files; a version written by hand with a missing file reads as empty. */
+export function parseStoredFiles(value: Prisma.JsonValue): ExperimentFiles {
+  const obj = (value && typeof value === "object" && !Array.isArray(value) ? value : {}) as Record<string, unknown>;
+  return ExperimentFiles.parse(
+    Object.fromEntries(EXPERIMENT_FILE_NAMES.map((n) => [n, typeof obj[n] === "string" ? obj[n] : ""])),
+  );
+}
+
+export async function listExperiments(db: DbOrTx, workspaceId: string) {
+  const rows = await db.experiment.findMany({
+    where: { workspaceId },
+    orderBy: { updatedAt: "desc" },
+    select: {
+      id: true,
+      name: true,
+      description: true,
+      updatedAt: true,
+      versions: { orderBy: { number: "desc" }, take: 1, select: { number: true } },
+      _count: { select: { runs: true } },
+    },
+  });
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    updatedAt: r.updatedAt,
+    latestVersionNumber: r.versions[0]?.number ?? 0,
+    runCount: r._count.runs,
+  }));
+}
+
+async function findExperiment(db: DbOrTx, workspaceId: string, id: string) {
+  const exp = await db.experiment.findFirst({ where: { id, workspaceId } });
+  if (!exp) throw new AppError("NOT_FOUND", `experiment ${id} not found`);
+  return exp;
+}
+
+/** The experiment with its latest version (or the given version number). */
+export async function getExperiment(db: DbOrTx, workspaceId: string, id: string, versionNumber?: number) {
+  const exp = await findExperiment(db, workspaceId, id);
+  const version = await db.experimentVersion.findFirst({
+    where: { experimentId: id, ...(versionNumber !== undefined ? { number: versionNumber } : {}) },
+    orderBy: { number: "desc" },
+  });
+  if (!version) {
+    throw new AppError("NOT_FOUND", versionNumber !== undefined ? `experiment ${id} has no version ${versionNumber}` : `experiment ${id} has no versions`);
+  }
+  return {
+    id: exp.id,
+    name: exp.name,
+    description: exp.description,
+    version: { id: version.id, number: version.number, files: parseStoredFiles(version.files), createdAt: version.createdAt },
+  };
+}
+
+export async function listVersions(db: DbOrTx, workspaceId: string, id: string) {
+  await findExperiment(db, workspaceId, id);
+  return db.experimentVersion.findMany({
+    where: { experimentId: id },
+    orderBy: { number: "desc" },
+    select: { id: true, number: true, filesHash: true, createdAt: true, _count: { select: { runs: true } } },
+  });
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  return e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002";
+}
+
+/** Save files as the experiment's next version, unless they equal the latest one. */
+export async function saveVersion(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  files: ExperimentFiles,
+): Promise<{ versionId: string; number: number; created: boolean }> {
+  await findExperiment(db, workspaceId, id);
+  const hash = filesHash(files);
+  // Two saves racing for the same number: the loser retries with the next one.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.$transaction(async (tx) => {
+        const latest = await tx.experimentVersion.findFirst({
+          where: { experimentId: id },
+          orderBy: { number: "desc" },
+          select: { id: true, number: true, filesHash: true },
+        });
+        if (latest && latest.filesHash === hash) return { versionId: latest.id, number: latest.number, created: false };
+        const number = (latest?.number ?? 0) + 1;
+        const v = await tx.experimentVersion.create({
+          data: { experimentId: id, number, files, filesHash: hash },
+          select: { id: true },
+        });
+        await tx.experiment.update({ where: { id }, data: { updatedAt: new Date() } });
+        return { versionId: v.id, number, created: true };
+      });
+    } catch (e) {
+      if (attempt < 5 && isUniqueViolation(e)) continue;
+      throw e;
+    }
+  }
+}
+
+export async function createExperiment(
+  db: Db,
+  workspaceId: string,
+  input: { name: string; description?: string; files: ExperimentFiles },
+): Promise<{ id: string }> {
+  try {
+    return await db.experiment.create({
+      data: {
+        workspaceId,
+        name: input.name,
+        description: input.description ?? "",
+        versions: { create: { number: 1, files: input.files, filesHash: filesHash(input.files) } },
+      },
+      select: { id: true },
+    });
+  } catch (e) {
+    if (isUniqueViolation(e)) throw new AppError("CONFLICT", `an experiment named "${input.name}" already exists`);
+    throw e;
+  }
+}
+
+/** Compile-check the files on the runner (dry compile, no engine): diagnostics mapped to the user's lines. */
+export async function validateFiles(runner: RunnerHandle, files: ExperimentFiles, kind: RunKind): Promise<{ diagnostics: Diagnostic[] }> {
+  return { diagnostics: await runner.validate({ files, kind }) };
+}
