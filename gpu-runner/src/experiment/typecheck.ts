@@ -1,6 +1,6 @@
 /**
  * Type checks scenario.ts and reward.ts together, in memory, against the ES2022 library and the SDK's
- * rollbook.d.ts only: no DOM and no Node types, because neither exists in the sandbox. Library and SDK
+ * rollbook.d.ts only (plus the sandbox's `console`): no DOM and no Node types, because neither exists in the sandbox. Library and SDK
  * source files are parsed once per process and reused (TypeScript also keeps their binding on the
  * SourceFile), which takes a warm check from ~1 s down to a small fraction of it.
  */
@@ -8,11 +8,12 @@ import path from "node:path";
 import { readFileSync } from "node:fs";
 import ts from "typescript";
 import type { Diagnostic } from "../../contracts";
-import { SDK_DTS } from "./sdk";
+import { SANDBOX_GLOBALS_DTS, SDK_DTS } from "./sdk";
 import { USER_FILES, type UserFileName, checkImports, classifyImport, findImports } from "./imports";
 
 const ROOT = "/experiment/";
 const SDK_PATH = `${ROOT}rollbook.d.ts`;
+const GLOBALS_PATH = `${ROOT}sandbox-globals.d.ts`;
 const LIB_DIR = path.dirname(ts.getDefaultLibFilePath({}));
 
 /** What user code is checked with: strict, as the SDK examples are written; no emit (esbuild bundles). */
@@ -41,6 +42,7 @@ function staticSourceFile(fileName: string): ts.SourceFile | undefined {
   if (cached) return cached;
   let text: string;
   if (fileName === SDK_PATH) text = SDK_DTS;
+  else if (fileName === GLOBALS_PATH) text = SANDBOX_GLOBALS_DTS;
   else if (path.dirname(fileName) === LIB_DIR) {
     try {
       text = readFileSync(fileName, "utf8");
@@ -124,7 +126,7 @@ const MISSING_DEFAULT: Record<UserFileName, string> = {
  */
 export function typecheckExperiment(files: Record<UserFileName, string>): Diagnostic[] {
   const program = ts.createProgram({
-    rootNames: [SDK_PATH, ...USER_FILES.map((f) => `${ROOT}${f}`)],
+    rootNames: [SDK_PATH, GLOBALS_PATH, ...USER_FILES.map((f) => `${ROOT}${f}`)],
     options: USER_COMPILER_OPTIONS,
     host: createHost(files),
     oldProgram: lastProgram,

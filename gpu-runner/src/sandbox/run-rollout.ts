@@ -58,6 +58,7 @@ const SCENARIO_FILE = "scenario.js";
 const REWARD_FILE = "reward.js";
 
 // --- what the glue returns (bootstrap.ts builds these; they are still checked, as data from an isolate)
+const anyNumber = z.custom<number>((v) => typeof v === "number"); // NaN and ±Infinity included: checkReward explains them
 const Failure = z.object({ ok: z.literal(false), name: z.string(), message: z.string(), stack: z.string().optional() });
 const ScenarioResult = z.union([z.object({ ok: z.literal(true), outputJson: z.string() }), Failure]);
 const RewardResult = z.union([
@@ -65,9 +66,9 @@ const RewardResult = z.union([
     ok: z.literal(true),
     type: z.string(),
     rewardType: z.string().optional(),
-    reward: z.number().nullable(),
+    reward: anyNumber.nullable(),
     metricsType: z.string().optional(),
-    metrics: z.array(z.tuple([z.string(), z.number().nullable(), z.string()])),
+    metrics: z.array(z.tuple([z.string(), anyNumber.nullable(), z.string()])),
   }),
   Failure,
 ]);
