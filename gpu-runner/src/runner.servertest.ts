@@ -1,0 +1,200 @@
+/**
+ * The runner end to end: a real runner server on a random port, its real engine child (CPU, SmolLM2-135M),
+ * real isolated-vm, reached over HTTP through createRunnerClient exactly as the web server reaches it.
+ *   npx vitest run --project server gpu-runner/src/runner.servertest.ts
+ * Needs the engine's venv (npm run setup); set ENGINE_URL to use an engine that is already running.
+ */
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ExperimentFiles, type RunEvent, type RunSpec } from "../contracts";
+import { createRunnerClient, type RunnerClient } from "./client";
+import { loadEnv, REPO_ROOT } from "./env";
+import { startRunnerServer, type RunnerServer } from "./server";
+
+const TOKEN = "servertest-token-0123456789";
+const env0 = loadEnv();
+const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
+if (!engineAvailable) console.warn(`runner.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function template(config: Record<string, unknown>, scenario?: string): ExperimentFiles {
+  const dir = path.join(REPO_ROOT, "templates/say-the-word");
+  const read = (f: string) => fs.readFileSync(path.join(dir, f), "utf8");
+  const base = JSON.parse(read("config.json")) as Record<string, unknown>;
+  return {
+    "scenario.ts": scenario ?? read("scenario.ts"),
+    "reward.ts": read("reward.ts"),
+    "tasks.jsonl": read("tasks.jsonl"),
+    "config.json": JSON.stringify({ ...base, ...config }, null, 2),
+  };
+}
+
+/** Consume the events subscription until the server ends it (after run.finished). */
+function collect(client: RunnerClient, input: { run_id: string; after_seq?: number; lastEventId?: string }) {
+  return new Promise<{ events: RunEvent[]; ids: string[] }>((resolve, reject) => {
+    const events: RunEvent[] = [];
+    const ids: string[] = [];
+    const timer = setTimeout(() => {
+      sub.unsubscribe();
+      reject(new Error(`events of ${input.run_id} did not end; got ${events.length}`));
+    }, 240_000);
+    const sub = client.events.subscribe(input, {
+      onData: (tracked) => {
+        ids.push(tracked.id);
+        events.push(tracked.data as RunEvent);
+      },
+      onComplete: () => {
+        clearTimeout(timer);
+        resolve({ events, ids });
+      },
+      onError: (err) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    });
+  });
+}
+
+describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", () => {
+  let runner: RunnerServer;
+  let client: RunnerClient;
+  let runsDir: string;
+  const small = { groups_per_step: 2, rollouts_per_group: 2, sampling: { temperature: 1.0, max_tokens: 8 } };
+
+  beforeAll(async () => {
+    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-runner-"));
+    const env = loadEnv({
+      ...process.env,
+      RUNNER_PORT: "0",
+      RUNNER_TOKEN: TOKEN,
+      ENGINE_PORT: String(await freePort()),
+      ROLLBOOK_RUNS_DIR: runsDir,
+      RUNNER_NAME: "servertest",
+    });
+    const logs: string[] = [];
+    runner = await startRunnerServer({ env, onEngineLog: (l) => logs.push(l) });
+    client = createRunnerClient(runner.url, TOKEN);
+    try {
+      await runner.supervisor.waitReady(540_000);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
+    }
+  }, 600_000);
+
+  afterAll(async () => {
+    await runner?.close();
+    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
+  }, 60_000);
+
+  it("refuses calls without the right bearer token", async () => {
+    const wrong = createRunnerClient(runner.url, "not-the-token");
+    await expect(wrong.status.query()).rejects.toMatchObject({ data: { code: "UNAUTHORIZED" } });
+    const status = await client.status.query();
+    expect(status.runner).toBe("servertest");
+    expect(status.engine.state).toBe("ready");
+  });
+
+  it("dry-runs say-the-word: 4 rollouts with rewards and tokens, resumable after any seq", async () => {
+    const spec: RunSpec = { run_id: "dry-1", kind: "dry-run", files: template(small), resume: false };
+    expect(await client.start.mutate(spec)).toEqual({ ok: true, run_id: "dry-1" });
+    const { events, ids } = await collect(client, { run_id: "dry-1", after_seq: 0 });
+
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+    expect(ids).toEqual(events.map((e) => String(e.seq)));
+    expect(events[0]!.type).toBe("run.started");
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed", error: null } });
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    expect(rollouts).toHaveLength(4);
+    for (const t of rollouts) {
+      expect(t.error).toBeNull();
+      expect(typeof t.reward).toBe("number");
+      expect(Number.isFinite(t.reward)).toBe(true);
+      expect(t.tokens.completion).toBeGreaterThan(0);
+      expect(t.tokens.completion).toBeLessThanOrEqual(8);
+      expect(t.tokens.prompt).toBeGreaterThan(0);
+      expect(t.messages.at(-1)!.role).toBe("assistant");
+      expect(t.logs.some((l) => l.includes("asked for"))).toBe(true);
+    }
+    expect(new Set(rollouts.map((t) => t.group))).toEqual(new Set([0, 1]));
+    const step = events.find((e) => e.type === "step.finished");
+    expect(step).toMatchObject({ payload: { step: 1, rollouts: 4, trainer: null } });
+
+    // Resume after seq 2: exactly the events after 2, by after_seq and by tRPC's lastEventId.
+    const after2 = await collect(client, { run_id: "dry-1", after_seq: 2 });
+    expect(after2.events).toEqual(events.slice(2));
+    const byLastEventId = await collect(client, { run_id: "dry-1", after_seq: 0, lastEventId: "2" });
+    expect(byLastEventId.events).toEqual(events.slice(2));
+    // The log is on disk for a restarted runner.
+    const lines = fs.readFileSync(path.join(runsDir, "dry-1", "events.jsonl"), "utf8").trim().split("\n");
+    expect(lines.map((l) => (JSON.parse(l) as RunEvent).seq)).toEqual(events.map((e) => e.seq));
+
+    // An existing run id without resume is refused; status lists the run.
+    const again = await client.start.mutate(spec);
+    expect(again.ok).toBe(false);
+    const status = await client.status.query();
+    expect(status.runs.find((r) => r.run_id === "dry-1")).toMatchObject({ status: "completed", last_seq: events.length });
+  });
+
+  it("refuses a scenario with a type error, with a diagnostic at its line, and creates no run", async () => {
+    const broken = `import type { RolloutContext } from "rollbook";
+export interface Task { word: string }
+export default async function rollout(ctx: RolloutContext<Task>): Promise<string> {
+  const n: number = ctx.task.word;
+  return String(n);
+}
+`;
+    const files = template(small, broken);
+    const checked = await client.validate.query({ files, kind: "dry-run" });
+    expect(checked.ok).toBe(false);
+    const result = await client.start.mutate({ run_id: "broken-1", kind: "dry-run", files, resume: false });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    const diag = result.diagnostics.find((d) => d.file === "scenario.ts");
+    expect(diag).toMatchObject({ file: "scenario.ts", line: 4, severity: "error" });
+    expect(checked.diagnostics).toContainEqual(diag);
+    expect((await client.status.query()).runs.some((r) => r.run_id === "broken-1")).toBe(false);
+  });
+
+  it("records a rollout that loops forever as a timeout while the others finish", async () => {
+    const looping = `import type { RolloutContext } from "rollbook";
+export interface Task { word: string }
+export default async function rollout(ctx: RolloutContext<Task>): Promise<string> {
+  const reply = await ctx.chat([{ role: "user", content: "Say " + ctx.task.word }]);
+  ctx.log("asked for " + ctx.task.word);
+  if (ctx.rolloutIndex === 0) { for (;;) { /* spin */ } }
+  return reply.content;
+}
+`;
+    const files = template(
+      { ...small, limits: { rollout_timeout_ms: 4_000, cpu_timeout_ms: 1_000, memory_mb: 64 } },
+      looping,
+    );
+    expect(await client.start.mutate({ run_id: "loop-1", kind: "dry-run", files, resume: false })).toMatchObject({ ok: true });
+    const { events } = await collect(client, { run_id: "loop-1" });
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    expect(rollouts).toHaveLength(4);
+    const timedOut = rollouts.filter((t) => t.error !== null);
+    expect(timedOut).toHaveLength(2);
+    for (const t of timedOut) {
+      expect(t.error!.kind).toBe("timeout");
+      expect(t.reward).toBeNull();
+      expect(t.id).toMatch(/:r0$/);
+    }
+    for (const t of rollouts.filter((r) => r.error === null)) expect(typeof t.reward).toBe("number");
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
+    expect(events.find((e) => e.type === "step.finished")).toMatchObject({ payload: { exception_rate: 0.5 } });
+  });
+});
