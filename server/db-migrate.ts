@@ -43,7 +43,8 @@ import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 
 /** Where the project's schema and migrations live (resolved from this file, not the cwd). */
-export const projectRoot = path.resolve(import.meta.dirname, "..");
+// (import.meta.dirname is unset where a bundler rewrote this module; the project root is the cwd there.)
+export const projectRoot = import.meta.dirname ? path.resolve(import.meta.dirname, "..") : process.cwd();
 export const schemaPath = path.join(projectRoot, "prisma", "schema.prisma");
 export const migrationsDir = path.join(projectRoot, "prisma", "migrations");
 
@@ -491,22 +492,5 @@ export async function dropPgDatabase(url: string, name: string): Promise<void> {
   await withPgClient(url, (c) => c.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)} WITH (FORCE)`));
 }
 
-// ---------------------------------------------------------------------------------------------------------
-// The embedded database
-
-/** The PGlite data directory under Rollbook's data directory. */
-export function pgliteDataDir(dataDir: string): string {
-  return path.resolve(dataDir, "pglite");
-}
-
-/**
- * Opens (creating on first use) the PGlite database under `dataDir`/pglite. PGlite is single-process: only
- * one process may have a given data directory open at a time (stop the server before running scripts/db.ts
- * on the embedded database).
- */
-export async function openPglite(dataDir: string): Promise<PGlite> {
-  const dir = pgliteDataDir(dataDir);
-  await mkdir(dir, { recursive: true });
-  const { PGlite: PGliteClass } = await import("@electric-sql/pglite");
-  return PGliteClass.create(dir);
-}
+// The embedded database's helpers live in db-pglite.ts (server/db.ts needs them without the engine).
+export { openPglite, pgliteDataDir } from "./db-pglite";

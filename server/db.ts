@@ -13,7 +13,8 @@ import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 
 import { PrismaClient } from "../generated/prisma/client";
-import { deployMigrations, openPglite, pgliteDataDir, type MigrationTarget } from "./db-migrate";
+import type { MigrationTarget } from "./db-migrate";
+import { openPglite, pgliteDataDir } from "./db-pglite";
 import { env } from "./env";
 
 export type { PrismaClient };
@@ -45,6 +46,12 @@ export type DbHandle = {
   close(): Promise<void>;
 };
 
+/** Loaded on demand, so route bundles that only query never load the WASM schema engine. */
+async function deploy(target: MigrationTarget): Promise<string[]> {
+  const { deployMigrations } = await import("./db-migrate");
+  return deployMigrations(target);
+}
+
 /** Opens a database without touching the process-wide singleton (tests, scripts). */
 export async function openDatabase(settings: DbSettings): Promise<DbHandle> {
   if (settings.kind === "postgres") {
@@ -53,7 +60,7 @@ export async function openDatabase(settings: DbSettings): Promise<DbHandle> {
     return {
       prisma,
       settings,
-      migrate: () => deployMigrations(target),
+      migrate: () => deploy(target),
       close: () => prisma.$disconnect(),
     };
   }
@@ -64,7 +71,7 @@ export async function openDatabase(settings: DbSettings): Promise<DbHandle> {
     prisma,
     settings,
     pglite,
-    migrate: () => deployMigrations(target),
+    migrate: () => deploy(target),
     close: async () => {
       await prisma.$disconnect();
       if (!pglite.closed) await pglite.close();
