@@ -1,0 +1,5 @@
+import { HomeRedirect } from "@/components/home-redirect";
+
+export default function HomePage() {
+  return <HomeRedirect />;
+}

@@ -1,0 +1,301 @@
+"use client";
+/**
+ * One run, live: header (status, counts, error, Stop), training curves, and the rollouts as they finish
+ * (list + transcript), the GRPO group view, the run's log and its frozen code. State is the run's event
+ * log folded by run-state.ts; runs.get supplies what the log does not carry (number, files, counters).
+ */
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { useEffect, useMemo, useState } from "react";
+import { useTRPC } from "../trpc";
+import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
+import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "../ui/primitives";
+import { RunCharts } from "./charts";
+import { GroupView } from "./group-view";
+import { RolloutList } from "./rollout-list";
+import { RunCode } from "./run-code";
+import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
+import { RolloutDetail } from "./transcript";
+import { useRunStream } from "./use-run-stream";
+
+type Tab = "rollouts" | "groups" | "logs" | "code";
+
+export function RunView({ id }: { id: string }) {
+  const trpc = useTRPC();
+  const queryClient = useQueryClient();
+  const { state, phase, loadError } = useRunStream(id);
+  const run = useQuery(
+    trpc.runs.get.queryOptions(
+      { id },
+      { refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status as never) ? false : 5_000) },
+    ),
+  );
+  const status = state.finished?.status ?? (isTerminal(run.data?.status as never) ? run.data?.status : null) ?? state.status ?? run.data?.status ?? "queued";
+
+  // When the log says the run ended, read the final row once (error, counters, finishedAt).
+  const terminal = isTerminal(state.status);
+  useEffect(() => {
+    if (terminal) void queryClient.invalidateQueries({ queryKey: trpc.runs.get.queryKey({ id }) });
+  }, [terminal, queryClient, trpc, id]);
+
+  const stop = useMutation(
+    trpc.runs.stop.mutationOptions({
+      onSettled: () => void queryClient.invalidateQueries({ queryKey: trpc.runs.get.queryKey({ id }) }),
+    }),
+  );
+
+  const [tab, setTab] = useState<Tab>("rollouts");
+  const [selectedId, setSelectedId] = useState<string | null>(null);
+  const [splitFilter, setSplitFilter] = useState<"all" | "train" | "val">("all");
+  const [errorsOnly, setErrorsOnly] = useState(false);
+  const [newestFirst, setNewestFirst] = useState(true);
+
+  const visible = useMemo(() => {
+    let list: Rollout[] = state.rollouts.filter((r) => (splitFilter === "all" || r.split === splitFilter) && (!errorsOnly || r.error));
+    if (newestFirst) list = [...list].reverse();
+    return list;
+  }, [state.rollouts, splitFilter, errorsOnly, newestFirst]);
+
+  const selected = useMemo(() => (selectedId ? state.rollouts.find((r) => r.id === selectedId) : undefined), [selectedId, state.rollouts]);
+
+  // j / k walk the visible rollouts, Escape closes the transcript.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+      if (e.metaKey || e.ctrlKey || e.altKey) return;
+      if (e.key === "Escape") setSelectedId(null);
+      if (e.key !== "j" && e.key !== "k") return;
+      const i = visible.findIndex((r) => r.id === selectedId);
+      const next = e.key === "j" ? Math.min(visible.length - 1, i + 1) : Math.max(0, i - 1);
+      const r = visible[i < 0 ? 0 : next];
+      if (r) setSelectedId(r.id);
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [visible, selectedId]);
+
+  const trainRewards = useMemo(
+    () => meanStd(state.rollouts.filter((r) => r.split === "train" && r.reward !== null).map((r) => r.reward!)),
+    [state.rollouts],
+  );
+
+  if (run.error && !run.data) {
+    return (
+      <div className="p-6">
+        <ErrorBox title="Could not load the run">{run.error.message}</ErrorBox>
+      </div>
+    );
+  }
+  const r = run.data;
+  const kind = r?.kind ?? state.started?.kind ?? "train";
+  const config = r?.config ?? state.started?.config;
+  const numSteps = kind === "train" ? config?.num_steps : undefined;
+  const rolloutCount = Math.max(state.rollouts.length, r?.rolloutCount ?? 0);
+  const errorCount = Math.max(state.errorCount, r?.errorCount ?? 0);
+  const lastStep = state.steps[state.steps.length - 1];
+  const currentStep = Math.max(lastStep?.step ?? 0, r?.currentStep ?? 0);
+  const latestEval = state.evals[state.evals.length - 1];
+  const error = state.finished?.error ?? r?.error ?? null;
+  const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
+  const active = !isTerminal(status);
+  const progress = state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
+
+  return (
+    <div className="flex min-h-0 flex-1 flex-col">
+      {/* Header */}
+      <div className="shrink-0 border-b border-zinc-800 px-4 py-2.5">
+        <div className="flex flex-wrap items-center gap-3">
+          <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
+          <KindBadge kind={kind} />
+          <StatusBadge status={status} testId="run-status" />
+          {r && (
+            <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">
+              {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
+            </Link>
+          )}
+          <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" ? "text-emerald-400" : "text-zinc-500"}`} title="event stream">
+            <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
+            {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
+          </span>
+          <div className="ml-auto flex items-center gap-2">
+            {active && (
+              <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
+                {stop.isPending ? "Stopping…" : "Stop"}
+              </Button>
+            )}
+          </div>
+        </div>
+        <div className="mt-2 flex flex-wrap gap-x-7 gap-y-2">
+          <Stat label="Step" value={numSteps ? `${currentStep} / ${numSteps}` : currentStep} />
+          <Stat label="Rollouts" value={fmtInt(rolloutCount)} />
+          <Stat label="Errors" value={<span className={errorCount > 0 ? "text-red-300" : undefined}>{fmtInt(errorCount)}</span>} />
+          <Stat label="Mean reward" value={fmtNum(lastStep?.reward_mean ?? trainRewards?.mean ?? r?.rewardMean)} title="latest step (or all train rollouts so far)" />
+          {latestEval && <Stat label="Eval reward" value={fmtNum(latestEval.reward_mean)} title={`at step ${latestEval.step}`} />}
+          <Stat label="Model" value={<span className="text-[12px]">{state.started?.model ?? r?.baseModel ?? "—"}</span>} />
+          <Stat label="Started" value={<span className="text-[12px]">{fmtDateTime(r?.startedAt ?? r?.createdAt)}</span>} />
+          <Stat
+            label="Duration"
+            value={<span className="text-[12px]">{fmtDuration(r?.startedAt ?? r?.createdAt, toDate(r?.finishedAt) ?? (active ? Date.now() : null))}</span>}
+          />
+          {progress && (
+            <Stat label={`Training step ${progress.step}`} value={`${progress.micro_batch}/${progress.micro_batches} · loss ${fmtNum(progress.loss)}`} />
+          )}
+        </div>
+        {status === "failed" && (error || diagnostics.length > 0) && (
+          <div className="mt-2">
+            <ErrorBox title="Run failed">
+              {error && <div className="font-mono break-words whitespace-pre-wrap">{error}</div>}
+              {diagnostics.length > 0 && (
+                <ul className="mt-1 space-y-0.5 font-mono">
+                  {diagnostics.map((d, i) => (
+                    <li key={i}>
+                      {d.file}:{d.line}:{d.column} {d.message}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </ErrorBox>
+          </div>
+        )}
+        {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
+        {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
+        {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}
+      </div>
+
+      {/* Charts */}
+      <div className="shrink-0 border-b border-zinc-800 px-4 py-2">
+        {kind === "dry-run" ? (
+          <div className="text-[12px] text-zinc-500">
+            Dry run: one step of rollouts and rewards, no training — so no training curves. Mean reward{" "}
+            <span className="font-mono text-zinc-300">{fmtNum(trainRewards?.mean)}</span> ± {fmtNum(trainRewards?.std)} over{" "}
+            {fmtInt(state.rollouts.filter((x) => x.reward !== null).length)} scored rollouts.
+          </div>
+        ) : (
+          <RunCharts steps={state.steps.length ? state.steps : (r?.steps ?? [])} evals={state.evals.length ? state.evals : (r?.evals ?? [])} />
+        )}
+      </div>
+
+      <Tabs
+        label="Run views"
+        className="shrink-0 px-2"
+        value={tab}
+        onChange={setTab}
+        tabs={[
+          { id: "rollouts", label: <>Rollouts <Count n={state.rollouts.length} /></> },
+          { id: "groups", label: <>Groups <Count n={state.groupList.length} /></> },
+          { id: "logs", label: <>Logs <Count n={state.logs.length} /></> },
+          { id: "code", label: "Config & code" },
+        ]}
+      />
+
+      <div className="flex min-h-0 flex-1">
+        {tab === "rollouts" || tab === "groups" ? (
+          <>
+            <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-1/2 border-r border-zinc-800" : "flex-1"}`}>
+              {tab === "rollouts" ? (
+                <>
+                  <div className="flex shrink-0 items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-[12px] text-zinc-400">
+                    <select
+                      aria-label="Split"
+                      value={splitFilter}
+                      onChange={(e) => setSplitFilter(e.target.value as typeof splitFilter)}
+                      className="rounded border border-zinc-700 bg-zinc-900 px-1.5 py-0.5 text-zinc-200"
+                    >
+                      <option value="all">train + eval</option>
+                      <option value="train">train</option>
+                      <option value="val">eval</option>
+                    </select>
+                    <label className="flex items-center gap-1.5">
+                      <input type="checkbox" checked={errorsOnly} onChange={(e) => setErrorsOnly(e.target.checked)} />
+                      errors only
+                    </label>
+                    <label className="flex items-center gap-1.5">
+                      <input type="checkbox" checked={newestFirst} onChange={(e) => setNewestFirst(e.target.checked)} />
+                      newest first
+                    </label>
+                    <span className="ml-auto text-zinc-600">j / k to move · Esc to close</span>
+                  </div>
+                  {state.rollouts.length === 0 ? (
+                    <div className="p-4">
+                      {phase === "loading" ? (
+                        <Spinner label="Loading events…" />
+                      ) : (
+                        <EmptyState title={active ? "Waiting for the first rollout…" : "No rollouts"}>
+                          {active ? "Rollouts appear here as soon as each one finishes." : "This run finished before any rollout completed."}
+                        </EmptyState>
+                      )}
+                    </div>
+                  ) : (
+                    <RolloutList rollouts={visible} groups={state.groups} selectedId={selectedId} onSelect={setSelectedId} />
+                  )}
+                </>
+              ) : (
+                <GroupView groups={state.groupList} rollouts={state.rollouts} selectedId={selectedId} onSelect={setSelectedId} />
+              )}
+            </div>
+            {selected && (
+              <div className="min-h-0 w-1/2 overflow-auto">
+                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} />
+              </div>
+            )}
+          </>
+        ) : tab === "logs" ? (
+          <LogView logs={state.logs} />
+        ) : r ? (
+          <RunCode
+            files={r.version.files}
+            config={r.config}
+            meta={[
+              ["experiment", `${r.experiment.name} v${r.version.number}`],
+              ["base model", r.baseModel],
+              ["seed", String(r.seed)],
+              ...(r.evalModel ? ([["eval model", r.evalModel]] as [string, string][]) : []),
+              ["code hash", r.codeHash.slice(0, 16)],
+              ["tasks hash", r.tasksHash.slice(0, 16)],
+              ["runner", r.runner ? `${r.runner.name} (${r.runner.url})` : "—"],
+              ["checkpoints", r.checkpoints.length ? r.checkpoints.map((c) => c.step).join(", ") : "none"],
+              ["created", fmtDateTime(r.createdAt)],
+              ["run id", r.id],
+            ]}
+          />
+        ) : (
+          <div className="p-4">
+            <Spinner />
+          </div>
+        )}
+      </div>
+    </div>
+  );
+}
+
+function Count({ n }: { n: number }) {
+  return <span className="rounded bg-zinc-800 px-1.5 text-[11px] text-zinc-400 tabular-nums">{n}</span>;
+}
+
+const LEVEL_STYLE: Record<RunLogLine["level"], string> = {
+  info: "text-zinc-400",
+  warn: "text-amber-300",
+  error: "text-red-300",
+};
+
+function LogView({ logs }: { logs: readonly RunLogLine[] }) {
+  if (logs.length === 0) {
+    return (
+      <div className="flex-1 p-4">
+        <EmptyState title="No log lines yet" />
+      </div>
+    );
+  }
+  return (
+    <div className="min-h-0 flex-1 overflow-auto p-3 font-mono text-[12px]" data-testid="run-logs">
+      {logs.slice(-5_000).map((l) => (
+        <div key={l.seq} className="flex gap-3 leading-5">
+          <span className="shrink-0 text-zinc-600">{new Date(l.ts).toLocaleTimeString("en-US", { hour12: false })}</span>
+          <span className={`w-10 shrink-0 ${LEVEL_STYLE[l.level]}`}>{l.level}</span>
+          <span className="break-words whitespace-pre-wrap text-zinc-200">{l.message}</span>
+        </div>
+      ))}
+    </div>
+  );
+}
