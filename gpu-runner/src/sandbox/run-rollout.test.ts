@@ -170,6 +170,9 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
     const compiled = await compile(HEADER + `export default async function rollout(ctx: RolloutContext) {\n  await ctx.chat([{ role: "user", content: "hi" }]);\n}\n`);
     const o = await runRollout(input(compiled, { chat: () => Promise.reject(new Error("engine down")) }));
     expect(o.error).toMatchObject({ kind: "model", message: expect.stringContaining("engine down") });
+    // A request the caller refuses (TypeError) is the user's error, not the model's.
+    const refused = await runRollout(input(compiled, { chat: () => Promise.reject(new TypeError("prompt too long")) }));
+    expect(refused.error).toMatchObject({ kind: "thrown", message: "TypeError: prompt too long" });
   });
 
   it("refuses output that is not JSON data, and rejects bad metrics", async () => {

@@ -186,6 +186,9 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
       const value = JSON.parse(JSON.stringify({ content: r.content, finishReason: r.finishReason, toolCalls: r.toolCalls, message: r.message })) as unknown;
       return { ok: true, value };
     } catch (err) {
+      // A TypeError/RangeError from the caller means the request itself was refused (the user's fault,
+      // catchable like any bad argument); anything else is the model failing (RolloutError kind "model").
+      if (err instanceof TypeError || err instanceof RangeError) return { ok: false, name: "TypeError", message: err.message };
       return { ok: false, name: "ModelError", message: `model call failed: ${err instanceof Error ? err.message : String(err)}` };
     }
   });
