@@ -1,0 +1,89 @@
+/**
+ * The web API against the REAL runner server (gpu-runner/src/server.ts, in this process on a random
+ * port). Its engine is pointed at a closed port: compile checks and refusals need no engine.
+ *   npx vitest run --project server server/services/runner.servertest.ts
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
+import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
+import { registerRunner } from "../runner-client";
+import { callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
+import { ensureDefaultExperiment } from "./workspace";
+
+const TOKEN = "web-servertest-token-0123";
+let tdb: TestDb;
+let runner: RunnerServer;
+let runsDir: string;
+const db = () => tdb.handle.prisma;
+
+beforeAll(async () => {
+  tdb = await createTestDb();
+  runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-web-runner-"));
+  runner = await startRunnerServer({
+    env: loadRunnerEnv({
+      RUNNER_PORT: "0",
+      RUNNER_TOKEN: TOKEN,
+      ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
+      ROLLBOOK_RUNS_DIR: runsDir,
+      RUNNER_NAME: "servertest",
+    }),
+    onEngineLog: () => {},
+  });
+});
+afterAll(async () => {
+  await runner?.close();
+  await tdb?.drop();
+  if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
+});
+
+async function setup(token = TOKEN) {
+  const ws = await newWorkspace(db());
+  const name = `real-${ws}`;
+  await registerRunner(db(), { name, url: runner.url, token });
+  const api = callerFor(db(), ws, name);
+  const { id: experimentId } = await ensureDefaultExperiment(db(), ws);
+  return { ws, api, experimentId };
+}
+
+describe("with the real runner", () => {
+  it("experiments.validate returns the runner's diagnostics on the user's lines", async () => {
+    const { api } = await setup();
+    expect((await api.experiments.validate({ files: templateFiles(), kind: "dry-run" })).diagnostics.filter((d) => d.severity === "error")).toEqual([]);
+    const broken = { ...templateFiles(), "reward.ts": "export default function reward(: number {\n" };
+    const { diagnostics } = await api.experiments.validate({ files: broken, kind: "dry-run" });
+    expect(diagnostics.length).toBeGreaterThan(0);
+    expect(diagnostics[0]).toMatchObject({ file: "reward.ts", line: 1 });
+  });
+
+  it("a refused start returns diagnostics and creates no run row", async () => {
+    const { ws, api, experimentId } = await setup();
+    const broken = { ...templateFiles(), "scenario.ts": templateFiles()["scenario.ts"] + "\nconst x: number = 'not a number';\n" };
+    const res = await api.runs.start({ experimentId, files: broken, kind: "dry-run" });
+    expect(res.ok).toBe(false);
+    if (res.ok) throw new Error("unreachable");
+    expect(res.diagnostics).toEqual(expect.arrayContaining([expect.objectContaining({ file: "scenario.ts" })]));
+    expect(res.error).toContain("scenario.ts:");
+    expect("runId" in res && res.runId).toBeFalsy();
+    expect(await db().run.count({ where: { workspaceId: ws } })).toBe(0);
+    // The files were still saved as a version (what you tried to run is kept).
+    expect((await api.experiments.get({ id: experimentId })).version.number).toBe(2);
+  });
+
+  it("a wrong token is a runner error, not a crash", async () => {
+    const { api } = await setup("the-wrong-token-0000");
+    const err = await api.experiments.validate({ files: templateFiles(), kind: "dry-run" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "BAD_GATEWAY" });
+    expect((err as Error).message).toMatch(/refused the call: missing or wrong runner token/);
+    const status = await api.runners.status();
+    expect(status).toMatchObject({ reachable: false });
+  });
+
+  it("runners.status reports the runner", async () => {
+    const { api } = await setup();
+    const status = await api.runners.status();
+    expect(status).toMatchObject({ reachable: true, url: runner.url, status: { runner: "servertest" } });
+  });
+});
