@@ -176,6 +176,11 @@ export class EngineSupervisor {
     child.stderr?.on("data", onData);
     child.on("error", (err) => {
       this.lastError = `could not start engine: ${err.message}`;
+      // A spawn failure (no such interpreter) emits "error" and no "exit": handle it as a death here.
+      if (child.pid === undefined && this.child === child) {
+        this.child = null;
+        if (!this.stopping) this.scheduleRestart();
+      }
     });
     child.on("exit", (code, signal) => {
       if (this.child !== child) return;

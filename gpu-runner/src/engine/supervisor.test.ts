@@ -1,0 +1,103 @@
+/**
+ * The supervisor against a stand-in engine (a tiny Node HTTP server spawned exactly as the Python engine
+ * is): readiness, restart with backoff after the child dies, and stop() ending only its own child.
+ */
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { EngineSupervisor } from "./supervisor";
+
+const FAKE = `
+import http from "node:http";
+const port = Number(process.argv[2]);
+http.createServer((req, res) => {
+  res.setHeader("content-type", "application/json");
+  res.end(JSON.stringify({ status: "ok", backend: "fake", device: "cpu", model: "m", max_context_tokens: 512,
+    memory: { rss_bytes: 1, gpu_allocated_bytes: null } }));
+}).listen(port, "127.0.0.1", () => console.log("ENGINE READY " + port));
+`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(cond: () => boolean, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+let sup: EngineSupervisor | null = null;
+afterEach(async () => {
+  await sup?.stop(2_000);
+  sup = null;
+});
+
+describe("EngineSupervisor", () => {
+  it("spawns the engine, becomes ready, restarts it after it dies, and stops only its own child", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-sup-"));
+    const script = path.join(dir, "fake-engine.mjs");
+    fs.writeFileSync(script, FAKE);
+    const port = await freePort();
+    const logs: string[] = [];
+    sup = new EngineSupervisor({
+      url: `http://127.0.0.1:${port}`,
+      spawn: { python: process.execPath, args: [script, String(port)], cwd: dir },
+      healthIntervalMs: 200,
+      onLog: (l) => logs.push(l),
+    });
+    sup.start();
+    await sup.waitReady(15_000);
+    const first = sup.status();
+    expect(first).toMatchObject({ state: "ready", restarts: 0 });
+    expect(first.health?.backend).toBe("fake");
+    expect(logs.some((l) => l.includes("ENGINE READY"))).toBe(true);
+
+    // The engine dies: the supervisor notices, restarts it (1 s backoff) and is ready again.
+    process.kill(first.pid!, "SIGKILL");
+    await until(() => sup!.status().state !== "ready");
+    expect(["restarting", "starting"]).toContain(sup.status().state);
+    await until(() => sup!.status().state === "ready" && sup!.status().pid !== first.pid);
+    const second = sup.status();
+    expect(second.restarts).toBe(1);
+    expect(alive(second.pid!)).toBe(true);
+
+    await sup.stop(2_000);
+    expect(alive(second.pid!)).toBe(false);
+    sup = null;
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("goes to failed (not a restart loop) when the engine cannot start at all", async () => {
+    sup = new EngineSupervisor({
+      url: `http://127.0.0.1:${await freePort()}`,
+      spawn: { python: "/nonexistent/python", args: [], cwd: os.tmpdir() },
+      healthIntervalMs: 100,
+      maxConsecutiveRestarts: 1,
+      maxBackoffMs: 50,
+      onLog: () => {},
+    });
+    sup.start();
+    await expect(sup.waitReady(10_000)).rejects.toThrow(/engine failed/);
+    expect(sup.status().state).toBe("failed");
+  });
+});
