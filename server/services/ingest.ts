@@ -180,7 +180,8 @@ class RunFollower {
   private generation = 0;
   closed = false;
   finished = false;
-  lastActivity = Date.now();
+  /** When the last event arrived (0 = none yet: connecting is not a sign of life). */
+  lastActivity = 0;
 
   constructor(
     readonly runId: string,
