@@ -33,6 +33,13 @@ export interface ValidateResult {
   diagnostics: Diagnostic[];
 }
 
+/** 1-based position of `"key"` in a JSON text (line 1 when absent: the default applies). */
+function keyPosition(text: string, key: string): { line: number; column: number } {
+  const lines = text.split("\n");
+  const i = lines.findIndex((l) => l.includes(`"${key}"`));
+  return i < 0 ? { line: 1, column: 1 } : { line: i + 1, column: (lines[i] as string).indexOf(`"${key}"`) + 1 };
+}
+
 export class RunManager {
   private active = new Map<string, ActiveRun>();
   private starting = new Set<string>();
@@ -92,6 +99,12 @@ export class RunManager {
         ]);
       }
       if (spec.eval_model !== undefined && spec.kind !== "eval") return refuse("eval_model is only for eval runs");
+      const health = this.engine.status().health as { max_context_tokens?: number } | null;
+      const engineMax = health?.max_context_tokens;
+      if (engineMax !== undefined && checked.config.max_context_tokens > engineMax) {
+        const message = `max_context_tokens: ${checked.config.max_context_tokens} exceeds the model's context of ${engineMax}`;
+        return refuse(message, [{ file: "config.json", ...keyPosition(spec.files["config.json"], "max_context_tokens"), message, severity: "error" }]);
+      }
 
       const controller = new AbortController();
       const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
