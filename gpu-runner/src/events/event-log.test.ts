@@ -120,6 +120,7 @@ describe("EventLog", () => {
   it("refuses run ids that could escape the runs directory", () => {
     expect(() => assertSafeRunId("../x")).toThrow();
     expect(() => assertSafeRunId("a/b")).toThrow();
-    expect(() => assertSafeRunId("run-1_a.b")).not.toThrow();
+    expect(() => assertSafeRunId("a.b")).toThrow();
+    expect(() => assertSafeRunId("run-1_aB")).not.toThrow();
   });
 });

@@ -12,12 +12,13 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 /** An event as emitted: the log fills in run_id, seq and ts. */
 export type RunEventInput = DistributiveOmit<RunEvent, "run_id" | "seq" | "ts">;
 
-const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+// The engine accepts the same alphabet (its checkpoint folders are runs/<run>/checkpoints).
+const RUN_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
 
 /** Run ids become folder names; refuse anything that could escape the runs directory. */
 export function assertSafeRunId(runId: string): void {
-  if (!RUN_ID_RE.test(runId) || runId.includes("..")) {
-    throw new Error(`invalid run id ${JSON.stringify(runId)}: use letters, digits, '.', '_' or '-'`);
+  if (!RUN_ID_RE.test(runId)) {
+    throw new Error(`invalid run id ${JSON.stringify(runId)}: 1-128 letters, digits, '_' or '-'`);
   }
 }
 
