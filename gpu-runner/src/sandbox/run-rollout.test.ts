@@ -134,6 +134,13 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
     expect(o.error?.stack).not.toContain("rollbook-sandbox");
   });
 
+  it("reports a throw while the module loads, mapped to the user's line", async () => {
+    const compiled = await compile(`const limit = 3;\nif (limit > 2) throw new Error("bad module");\nexport default async function rollout() { return limit; }\n`);
+    const o = await runRollout(input(compiled));
+    expect(o.error).toMatchObject({ kind: "thrown", message: "bad module" });
+    expect(o.error?.stack).toBe("Error: bad module\n    at scenario.ts:2:22");
+  });
+
   it("reports a reward of NaN, and a throwing reward, as reward errors", async () => {
     const scenario = `export default async function rollout() { return "ok"; }\n`;
     const nan = await runRollout(input(await compile(scenario, `export default function reward() { return 0 / 0; }\n`)));

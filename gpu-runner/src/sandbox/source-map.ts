@@ -87,14 +87,18 @@ export function mapPosition(map: DecodedMap, line: number, column: number): stri
  * the sandbox's own glue (and isolated-vm's boundary marker) are dropped, as they mean nothing to a user.
  */
 export function mapStack(stack: string, maps: Record<string, DecodedMap | null>, hiddenFiles: readonly string[]): string {
-  return stack
-    .split("\n")
-    .filter((l) => !hiddenFiles.some((f) => l.includes(f)) && !l.includes("<isolated-vm boundary>"))
-    .map((l) =>
-      l.replace(/([\w.-]+\.js):(\d+):(\d+)/g, (whole, file: string, ln: string, col: string) => {
-        const map = maps[file];
-        return (map && mapPosition(map, Number(ln), Number(col))) ?? whole;
-      }),
-    )
-    .join("\n");
+  const out: string[] = [];
+  for (const line of stack.split("\n")) {
+    if (hiddenFiles.some((f) => line.includes(f)) || line.includes("<isolated-vm boundary>")) continue;
+    let unmapped = false;
+    const mapped = line.replace(/([\w.-]+\.js):(\d+):(\d+)/g, (whole, file: string, ln: string, col: string) => {
+      const map = maps[file];
+      const pos = map ? mapPosition(map, Number(ln), Number(col)) : null;
+      if (map && !pos) unmapped = true;
+      return pos ?? whole;
+    });
+    // A bundle position with no source mapping is esbuild's module wrapper, not a line the user wrote.
+    if (!(unmapped && /^\s+at /.test(line))) out.push(mapped);
+  }
+  return out.join("\n");
 }
