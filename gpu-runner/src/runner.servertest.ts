@@ -197,4 +197,26 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
     expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
     expect(events.find((e) => e.type === "step.finished")).toMatchObject({ payload: { exception_rate: 0.5 } });
   });
+  it("trains 2 GRPO steps on the real engine, then resumes to step 3 with no step repeated", async () => {
+    const config = { ...small, num_steps: 2, eval_every: 0, trainer: { learning_rate: 0.0002, loss: "ppo", micro_batch_size: 4 } };
+    const spec: RunSpec = { run_id: "train-1", kind: "train", files: template(config), resume: false };
+    expect(await client.start.mutate(spec)).toMatchObject({ ok: true });
+    const first = await collect(client, { run_id: "train-1" });
+    expect(first.events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed", error: null } });
+    const saved = first.events.flatMap((e) => (e.type === "checkpoint.saved" ? [e.payload.step] : []));
+    expect(saved).toEqual([1, 2]);
+    const steps = first.events.flatMap((e) => (e.type === "step.finished" ? [e.payload] : []));
+    expect(steps.map((m) => m.step)).toEqual([1, 2]);
+    for (const m of steps) expect(m.trainer).not.toBeNull();
+    const models = first.events.flatMap((e) => (e.type === "rollout.finished" ? [[e.payload.step, e.payload.model]] : []));
+    expect(new Set(models.filter(([s]) => s === 2).map(([, m]) => m))).toEqual(new Set(["train-1@1"]));
+
+    // Resume with a longer schedule: continues after checkpoint 2, the log keeps its numbering.
+    const resumed = await client.start.mutate({ ...spec, files: template({ ...config, num_steps: 3 }), resume: true });
+    expect(resumed).toMatchObject({ ok: true });
+    const second = await collect(client, { run_id: "train-1", after_seq: first.events.length });
+    expect(second.events[0]).toMatchObject({ seq: first.events.length + 1, type: "run.started", payload: { resumed_from_step: 2 } });
+    expect(second.events.flatMap((e) => (e.type === "checkpoint.saved" ? [e.payload.step] : []))).toEqual([3]);
+    expect(second.events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
+  });
 });
