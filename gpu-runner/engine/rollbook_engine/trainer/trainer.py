@@ -379,7 +379,9 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         peft_cfg = model.peft_config[state.adapter]
         info = ck.write_checkpoint(
             Path(store.checkpoint_dir(req.run_id, req.step)),
-            get_peft_model_state_dict(model, adapter_name=state.adapter),
+            # save_embedding_layers=False: "auto" looks the base model up on the hub (no network here),
+            # and LoRA never touches the embeddings anyway.
+            get_peft_model_state_dict(model, adapter_name=state.adapter, save_embedding_layers=False),
             _saved_config(peft_cfg),
             state.optimizer.state_dict(),
             {
