@@ -99,9 +99,10 @@ export class RunManager {
         ]);
       }
       if (spec.eval_model !== undefined && spec.kind !== "eval") return refuse("eval_model is only for eval runs");
-      const health = this.engine.status().health as { max_context_tokens?: number } | null;
-      const engineMax = health?.max_context_tokens;
-      if (engineMax !== undefined && checked.config.max_context_tokens > engineMax) {
+      // Only a loaded engine knows its context (it reports 0 while loading).
+      const health = this.engine.status().health as { status?: string; max_context_tokens?: number } | null;
+      const engineMax = health?.status === "ok" ? (health.max_context_tokens ?? 0) : 0;
+      if (engineMax > 0 && checked.config.max_context_tokens > engineMax) {
         const message = `max_context_tokens: ${checked.config.max_context_tokens} exceeds the model's context of ${engineMax}`;
         return refuse(message, [{ file: "config.json", ...keyPosition(spec.files["config.json"], "max_context_tokens"), message, severity: "error" }]);
       }
