@@ -1,0 +1,52 @@
+"""`python -m rollbook_engine --host 127.0.0.1 --port 8100 --model SmolLM2-135M-Instruct`.
+
+Logs go to stderr. Once the model is loaded AND the socket is listening, one line `ENGINE READY <port>` is
+printed on stdout (flushed), which is what a parent process waits for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+
+import uvicorn
+
+from .model_loader import DEFAULT_MODEL
+from .server import create_app
+
+
+async def serve(host: str, port: int, model: str) -> None:
+    loaded = asyncio.Event()
+    app = create_app(model, on_ready=loaded.set)
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False))
+
+    async def announce() -> None:
+        await loaded.wait()
+        while not server.started:
+            await asyncio.sleep(0.05)
+        print(f"ENGINE READY {port}", flush=True)
+
+    task = asyncio.create_task(announce())
+    try:
+        await server.serve()
+    finally:
+        task.cancel()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rollbook_engine")
+    parser.add_argument("--host", default=os.environ.get("ROLLBOOK_ENGINE_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("ROLLBOOK_ENGINE_PORT", "8100")))
+    parser.add_argument("--model", default=os.environ.get("ROLLBOOK_MODEL", DEFAULT_MODEL))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
+    asyncio.run(serve(args.host, args.port, args.model))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Inference backends behind one interface (base.InferenceBackend); see select() in server.py."""

@@ -1,0 +1,49 @@
+"""The interface every inference backend implements.
+
+The server renders the chat template and tokenises once, so every backend samples from exactly the same
+prompt token ids and the response can report them (`prompt_token_ids`).
+
+Logprob convention (all backends): `logprobs[i]` is log p(token_i) under the model's RAW distribution,
+i.e. log_softmax of the logits at temperature 1 with no top-p filtering, whatever temperature/top_p were
+used to sample. The trainer recomputes exactly that quantity, so the PPO ratio starts at 1. (vLLM's
+default `logprobs_mode="raw_logprobs"` reports the same thing.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, Sequence
+
+
+@dataclass
+class GenerationRequest:
+    model: str  # as requested: the base model name or "<run>@<step>"
+    prompt_token_ids: list[int]
+    max_tokens: int
+    temperature: float = 1.0  # 0 means greedy
+    top_p: float = 1.0
+    n: int = 1
+    seed: int | None = None  # row i of n samples with seed + i, so n>1 rows differ but reproduce
+    stop: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GenerationResult:
+    token_ids: list[int]  # every sampled token, the EOS / stop-completing token included
+    logprobs: list[float]  # one per token id, raw distribution (see module doc)
+    text: str  # decoded token ids without special tokens, cut before a matched stop string
+    finish_reason: Literal["stop", "length"]
+
+
+class InferenceBackend(Protocol):
+    name: str
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
+        """One list of `n` results per request, in order. Raises UnknownModelError for an unknown model."""
+        ...
+
+    def health(self) -> dict[str, Any]:
+        """Backend statistics (batches run, rows, tokens, queue depth...) for GET /health."""
+        ...
+
+    async def close(self) -> None: ...

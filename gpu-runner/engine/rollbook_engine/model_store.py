@@ -1,0 +1,227 @@
+"""ModelStore: the one base model (wrapped once in a PeftModel) shared by inference and training.
+
+Inference and the trainer both use `store.model`. Generation batches run under `store.generating()`;
+the trainer holds `store.exclusive()` while it trains, which waits for in-flight batches and holds back new
+ones (the same role as vLLM's sleep/wake around training on a shared GPU).
+
+Adapter names used on `store.model`:
+- `rollbook-placeholder`: a zero-effect LoRA created only because a PeftModel needs one adapter; never active
+  for generation (the base model is served with adapters disabled).
+- `ckpt:<run>@<step>`: checkpoints loaded for serving by `resolve_adapter`, kept in a small LRU.
+- `train:<run>`: the trainer's own adapters (the trainer adds and owns them).
+Generation calls `model.set_adapter(name, inference_mode=True)` per batch, which (PEFT semantics) also sets
+requires_grad=False on every other adapter: the trainer must call `set_adapter("train:<run>")` at the start
+of each step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model
+
+from . import model_loader
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_ADAPTER = "rollbook-placeholder"
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+_CKPT_NAME = re.compile(r"^(?P<run>.+)@(?P<step>\d+)$")
+
+
+class UnknownModelError(LookupError):
+    """The requested model is neither the base model nor an existing `<run>@<step>` checkpoint (HTTP 404)."""
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class ModelStore:
+    def __init__(
+        self,
+        base_model_name: str = model_loader.DEFAULT_MODEL,
+        device: torch.device | None = None,
+        runs_dir: Path | None = None,
+        max_loaded_adapters: int | None = None,
+        max_context_tokens: int | None = None,
+    ) -> None:
+        self.base_model_name = base_model_name
+        self.device = device or default_device()
+        # bf16 on CUDA (halves memory, native on tensor cores); fp32 on CPU where bf16 matmuls are slow.
+        self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        self.runs_dir = Path(runs_dir or os.environ.get("ROLLBOOK_RUNS_DIR") or _REPO_ROOT / "runs")
+        self.max_loaded_adapters = max_loaded_adapters or int(os.environ.get("ROLLBOOK_MAX_LOADED_ADAPTERS", "4"))
+
+        base, self.tokenizer = model_loader.load(base_model_name, self.device, self.dtype)
+        model_limit = int(getattr(base.config, "max_position_embeddings", 0) or 4096)
+        env_limit = int(os.environ.get("ROLLBOOK_MAX_CONTEXT_TOKENS", "0")) or None
+        self.max_context_tokens = min(x for x in (model_limit, env_limit, max_context_tokens) if x)
+
+        # A PeftModel needs one adapter to exist; r=1 on q_proj with B=0 (LoRA's init) changes nothing, and
+        # it is never activated for generation anyway.
+        placeholder = LoraConfig(r=1, lora_alpha=1, target_modules=_first_linear_target(base), lora_dropout=0.0)
+        self.model: PeftModel = get_peft_model(base, placeholder, adapter_name=PLACEHOLDER_ADAPTER)
+        self.model.eval()
+
+        # _model_lock: held by a generation batch for its whole loop and by adapter loads/deletes, so PEFT
+        # modules never change under a running forward. _meta_lock: the LRU bookkeeping only (never slow).
+        self._model_lock = threading.RLock()
+        self._meta_lock = threading.Lock()
+        self._loaded: OrderedDict[str, str] = OrderedDict()  # "<run>@<step>" -> adapter name, LRU order
+        self._pending_delete: set[str] = set()
+        self._cond: asyncio.Condition | None = None
+        self._cond_loop: asyncio.AbstractEventLoop | None = None
+        self._active_batches = 0
+        self._exclusive = False
+        # Backends that hold their own weights (vLLM) register sleep/wake here.
+        self.exclusive_hooks: list[tuple[Callable[[], Awaitable[None]], Callable[[], Awaitable[None]]]] = []
+
+    # ---- naming ---------------------------------------------------------------------------------------
+    def checkpoint_dir(self, run_id: str, step: int) -> Path:
+        return self.runs_dir / run_id / "checkpoints" / f"{step:04d}"
+
+    def parse_model_name(self, model_name: str) -> tuple[str, int] | None:
+        """None for the base model; (run, step) for a checkpoint name; UnknownModelError otherwise."""
+        if model_name == self.base_model_name:
+            return None
+        m = _CKPT_NAME.match(model_name)
+        if not m:
+            raise UnknownModelError(
+                f"model '{model_name}' not found: use '{self.base_model_name}' or '<run>@<step>'"
+            )
+        run, step = m["run"], int(m["step"])
+        # Refuse path tricks: a run id is one directory name.
+        if "/" in run or "\\" in run or run in (".", ".."):
+            raise UnknownModelError(f"model '{model_name}' not found: invalid run id")
+        if not (self.checkpoint_dir(run, step) / "adapter_config.json").is_file():
+            raise UnknownModelError(
+                f"model '{model_name}' not found: no checkpoint at {self.checkpoint_dir(run, step)}"
+            )
+        return run, step
+
+    def loaded_adapters(self) -> list[str]:
+        with self._meta_lock:
+            return list(self._loaded)
+
+    # ---- adapters -------------------------------------------------------------------------------------
+    def resolve_adapter(self, model_name: str) -> str | None:
+        """Base model -> None (serve with adapters disabled); `<run>@<step>` -> loaded adapter name.
+
+        Loads the checkpoint on first use (LRU of `max_loaded_adapters`). Blocks while a batch runs, so
+        call it from a worker thread, not the event loop."""
+        parsed = self.parse_model_name(model_name)
+        if parsed is None:
+            return None
+        run, step = parsed
+        key = f"{run}@{step}"
+        with self._model_lock:
+            with self._meta_lock:
+                if key in self._loaded:
+                    self._loaded.move_to_end(key)
+                    return self._loaded[key]
+            self._flush_deletes()  # may hold a stale copy under the same name
+            name = f"ckpt:{run}@{step}".replace(".", "_")  # module names may not contain "."
+            self.model.load_adapter(str(self.checkpoint_dir(run, step)), adapter_name=name, is_trainable=False)
+            with self._meta_lock:
+                self._loaded[key] = name
+                while len(self._loaded) > self.max_loaded_adapters:
+                    self._pending_delete.add(self._loaded.popitem(last=False)[1])
+            self._flush_deletes()
+            log.info("loaded adapter %s from %s", name, self.checkpoint_dir(run, step))
+            return name
+
+    def invalidate_run(self, run_id: str) -> None:
+        """Forget cached adapters of a run (its checkpoints were rewritten); they reload on next use.
+
+        Never blocks: if a batch is running, the PEFT modules are deleted at the next resolve."""
+        with self._meta_lock:
+            for key in [k for k in self._loaded if k.rsplit("@", 1)[0] == run_id]:
+                self._pending_delete.add(self._loaded.pop(key))
+        if self._model_lock.acquire(blocking=False):
+            try:
+                self._flush_deletes()
+            finally:
+                self._model_lock.release()
+
+    def _flush_deletes(self) -> None:
+        # Caller holds _model_lock; a batch holds it for its whole loop, so nothing in use is deleted.
+        with self._meta_lock:
+            names, self._pending_delete = self._pending_delete, set()
+        for name in names:
+            if name in self.model.peft_config:
+                if self.model.active_adapter == name:
+                    self.model.set_adapter(PLACEHOLDER_ADAPTER, inference_mode=True)
+                self.model.delete_adapter(name)
+
+    @contextlib.contextmanager
+    def use_adapter(self, adapter: str | None):
+        """Hold the store for one generation batch with `adapter` active (None: base model)."""
+        with self._model_lock:
+            if adapter is None:
+                with self.model.disable_adapter():
+                    yield self.model
+            else:
+                self.model.set_adapter(adapter, inference_mode=True)
+                yield self.model
+
+    # ---- sharing between generation and training ------------------------------------------------------
+    def _condition(self) -> asyncio.Condition:
+        # An asyncio.Condition binds to the loop it is first used in; tests (and scripts) may drive the store
+        # from successive asyncio.run() loops, so a new loop gets a new condition (state carries over).
+        loop = asyncio.get_running_loop()
+        if self._cond is None or self._cond_loop is not loop:
+            self._cond, self._cond_loop = asyncio.Condition(), loop
+        return self._cond
+
+    @contextlib.asynccontextmanager
+    async def generating(self) -> AsyncIterator[None]:
+        """Held by a backend around each generation batch; waits while a trainer holds exclusive()."""
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: not self._exclusive)
+            self._active_batches += 1
+        try:
+            yield
+        finally:
+            async with cond:
+                self._active_batches -= 1
+                cond.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def exclusive(self) -> AsyncIterator[None]:
+        """Training holds this: waits for in-flight batches to finish and blocks new ones until exit."""
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: not self._exclusive)  # one exclusive holder at a time
+            self._exclusive = True
+            await cond.wait_for(lambda: self._active_batches == 0)
+        try:
+            for sleep, _ in self.exclusive_hooks:
+                await sleep()
+            try:
+                yield
+            finally:
+                for _, wake in reversed(self.exclusive_hooks):
+                    await wake()
+        finally:
+            async with cond:
+                self._exclusive = False
+                cond.notify_all()
+
+
+def _first_linear_target(model: torch.nn.Module) -> list[str]:
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    for preferred in ("q_proj", "c_attn", "query", "qkv_proj"):
+        if preferred in names:
+            return [preferred]
+    return [sorted(names - {"lm_head"})[0]]
