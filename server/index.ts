@@ -23,6 +23,8 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 
 async function main(): Promise<void> {
   const env = loadEnv();
+  // Rollbook runs offline and on private data: Next's anonymous telemetry stays off unless asked for.
+  process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const dev = env.NODE_ENV !== "production";
   const log = (msg: string) => console.log(`[rollbook] ${msg}`);
 
