@@ -1,0 +1,70 @@
+/**
+ * socket.io realtime against a real Postgres: subscribe after seq N → the stored tail in order, the status,
+ * then live events as ingestion stores them; with dedupe by seq the client sees every event exactly once.
+ *   npx vitest run --project server server/realtime/socket.servertest.ts
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Server } from "socket.io";
+import { io as connect, type Socket } from "socket.io-client";
+import { type RunEvent } from "@contracts";
+import { ingestAndEmit } from "../services/ingest";
+import { createRunningRun, createTestDb, newWorkspace, runEvents, type TestDb } from "../test/harness";
+import { setIo, type RollbookIo } from "./io";
+import { attachRealtime } from "./socket-server";
+import type { ClientToServerEvents, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "./socket-events";
+
+let tdb: TestDb;
+let server: http.Server;
+let io: RollbookIo;
+let url: string;
+let workspaceId: string;
+const db = () => tdb.handle.prisma;
+
+beforeAll(async () => {
+  tdb = await createTestDb();
+  workspaceId = await newWorkspace(db());
+  server = http.createServer();
+  io = new Server(server, { serveClient: false });
+  setIo(io);
+  attachRealtime(io, async () => db(), { workspaceId: async () => workspaceId });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  setIo(undefined);
+  await new Promise<void>((r) => io.close(() => r()));
+  await tdb?.drop();
+});
+
+describe("run:subscribe", () => {
+  it("sends the stored tail after afterSeq, then live events, with no gap", async () => {
+    const runId = await createRunningRun(db(), workspaceId);
+    const log = runEvents(runId);
+    await ingestAndEmit(db(), runId, log.slice(0, 6));
+
+    const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"] });
+    const got = new Map<number, RunEvent>();
+    const statuses: RunStatusMessage[] = [];
+    client.on("run:event", (e) => got.set(e.seq, e));
+    client.on("run:status", (s) => statuses.push(s));
+    const ack = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId, afterSeq: 2 }, resolve));
+    expect(ack).toEqual({ ok: true, lastSeq: 6, status: "running" });
+    expect([...got.keys()]).toEqual([3, 4, 5, 6]);
+    expect(statuses.at(-1)).toMatchObject({ runId, status: "running", lastSeq: 6 });
+
+    // Live: the rest, in two batches (one re-delivering already stored events).
+    await ingestAndEmit(db(), runId, log.slice(4, 10));
+    await ingestAndEmit(db(), runId, log.slice(10));
+    const deadline = Date.now() + 5_000;
+    while (got.size < log.length - 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect([...got.keys()].sort((a, b) => a - b)).toEqual(log.slice(2).map((e) => e.seq));
+    expect(got.get(log.length)).toEqual(log.at(-1));
+    expect(statuses.at(-1)).toMatchObject({ status: "completed", lastSeq: log.length });
+
+    const bad = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: "missing-run", afterSeq: 0 }, resolve));
+    expect(bad).toEqual({ ok: false, error: "run missing-run not found" });
+    client.close();
+  });
+});
