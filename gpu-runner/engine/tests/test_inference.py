@@ -1,0 +1,243 @@
+"""The inference side on the real SmolLM2-135M-Instruct (CPU), through a real uvicorn server in a thread.
+
+One module-scoped store and server keep this fast; max_tokens stays small because the machine is shared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import socket
+import threading
+import time
+
+import httpx
+import pytest
+import torch
+import uvicorn
+from peft import LoraConfig, get_peft_model_state_dict
+from safetensors.torch import save_file
+
+from rollbook_engine.model_store import ModelStore
+from rollbook_engine.server import create_app
+
+MSGS = [{"role": "user", "content": "Write a short poem about the sea."}]
+
+
+def _write_checkpoint(store: ModelStore, path) -> None:
+    """A LoRA checkpoint with non-zero B (so it visibly changes the output), in PEFT's on-disk layout."""
+    cfg = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    store.model.add_adapter("scratch", cfg)
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(0)
+        for name, p in store.model.named_parameters():
+            if "lora_B" in name and "scratch" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    path.mkdir(parents=True)
+    save_file(get_peft_model_state_dict(store.model, adapter_name="scratch"), str(path / "adapter_model.safetensors"))
+    cfg.base_model_name_or_path = store.base_model_name
+    cfg.save_pretrained(str(path))
+    store.model.delete_adapter("scratch")
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    runs = tmp_path_factory.mktemp("runs")
+    store = ModelStore(runs_dir=runs)
+    _write_checkpoint(store, store.checkpoint_dir("run1", 1))
+    app = create_app(store.base_model_name, store_factory=lambda _name: store)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for _ in range(600):
+            try:
+                if client.get("/health").json()["status"] == "ok":
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        yield client, store
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def chat(client, **body):
+    body = {"model": "SmolLM2-135M-Instruct", "messages": MSGS, "max_tokens": 12, **body}
+    return client.post("/v1/chat/completions", json=body)
+
+
+def test_completion_tokens_text_and_logprobs(engine):
+    client, store = engine
+    r = chat(client, logprobs=True, return_token_ids=True, seed=1)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    choice = body["choices"][0]
+    ids = choice["token_ids"]
+    assert ids and store.tokenizer.decode(ids, skip_special_tokens=True) == choice["message"]["content"]
+    lps = [x["logprob"] for x in choice["logprobs"]["content"]]
+    assert len(lps) == len(ids)
+    assert all(math.isfinite(x) and x <= 0 for x in lps)
+    assert choice["finish_reason"] in ("stop", "length")
+    assert body["usage"]["completion_tokens"] == len(ids)
+    assert body["usage"]["prompt_tokens"] == len(body["prompt_token_ids"])
+
+
+def test_prompt_token_ids_match_chat_template(engine):
+    client, store = engine
+    body = chat(client, max_tokens=1, return_token_ids=True).json()
+    expected = store.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    assert body["prompt_token_ids"] == list(expected)
+
+
+def test_logprobs_are_raw_model_logprobs(engine):
+    """The reported logprob is log_softmax of the raw logits (temperature 1), whatever the sampling temperature."""
+    client, store = engine
+    body = chat(client, max_tokens=4, temperature=0.5, top_p=0.9, seed=3, logprobs=True, return_token_ids=True).json()
+    ids = body["prompt_token_ids"] + body["choices"][0]["token_ids"]
+    n = len(body["choices"][0]["token_ids"])
+    with torch.no_grad(), store.use_adapter(None) as model:
+        logits = model(input_ids=torch.tensor([ids])).logits[0, -n - 1:-1].float()
+    expected = torch.log_softmax(logits, -1).gather(1, torch.tensor(ids[-n:])[:, None])[:, 0]
+    got = torch.tensor([x["logprob"] for x in body["choices"][0]["logprobs"]["content"]])
+    assert torch.allclose(got, expected, atol=1e-3)
+
+
+def test_same_seed_same_output(engine):
+    client, _ = engine
+    a = chat(client, seed=42, temperature=1.0, return_token_ids=True).json()["choices"][0]
+    b = chat(client, seed=42, temperature=1.0, return_token_ids=True).json()["choices"][0]
+    assert a["token_ids"] == b["token_ids"]
+
+
+def test_n_expands_into_rows(engine):
+    client, _ = engine
+    body = chat(client, n=3, seed=5, max_tokens=6, return_token_ids=True).json()
+    assert [c["index"] for c in body["choices"]] == [0, 1, 2]
+    assert body["usage"]["completion_tokens"] == sum(len(c["token_ids"]) for c in body["choices"])
+
+
+def test_concurrent_requests_are_batched(engine):
+    client, _ = engine
+    before = client.get("/health").json()["stats"]["batches"]
+
+    async def burst():
+        async with httpx.AsyncClient(base_url=str(client.base_url), timeout=120) as ac:
+            return await asyncio.gather(*[
+                ac.post("/v1/chat/completions", json={
+                    "model": "SmolLM2-135M-Instruct", "max_tokens": 8, "seed": i,
+                    "messages": [{"role": "user", "content": f"Say the number {i}."}],
+                }) for i in range(8)
+            ])
+
+    responses = asyncio.run(burst())
+    assert all(r.status_code == 200 for r in responses), [r.text for r in responses]
+    assert all(r.json()["choices"][0]["message"]["content"] is not None for r in responses)
+    batches = client.get("/health").json()["stats"]["batches"] - before
+    assert 1 <= batches < 8
+
+
+def test_stop_string_ends_the_row(engine):
+    client, _ = engine
+    full = chat(client, temperature=0, max_tokens=16).json()["choices"][0]["message"]["content"]
+    words = full.split()
+    assert len(words) >= 3, full
+    stop = " " + words[2]
+    cut = chat(client, temperature=0, max_tokens=16, stop=[stop], return_token_ids=True).json()["choices"][0]
+    assert cut["finish_reason"] == "stop"
+    assert cut["message"]["content"] == full[: full.index(stop)]
+    assert len(cut["token_ids"]) < 16
+
+
+def test_bad_request_is_400_naming_the_field(engine):
+    client, _ = engine
+    r = chat(client, messages=[{"role": "robot", "content": "hi"}])
+    assert r.status_code == 400
+    assert r.json()["error"]["param"] == "messages.0.role"
+    r = chat(client, max_tokens=0)
+    assert r.status_code == 400 and "max_tokens" in r.json()["error"]["message"]
+    r = client.post("/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400
+
+
+def test_unknown_model_is_404(engine):
+    client, _ = engine
+    assert chat(client, model="nope").status_code == 404
+    assert chat(client, model="run1@7").status_code == 404
+    assert chat(client, model="../etc@1").status_code == 404
+
+
+def test_checkpoint_adapter_is_served_and_listed(engine):
+    client, store = engine
+    base = chat(client, temperature=0, max_tokens=8, return_token_ids=True).json()["choices"][0]["token_ids"]
+    tuned = chat(client, model="run1@1", temperature=0, max_tokens=8, return_token_ids=True)
+    assert tuned.status_code == 200, tuned.text
+    assert tuned.json()["choices"][0]["token_ids"] != base
+    assert "run1@1" in [m["id"] for m in client.get("/v1/models").json()["data"]]
+    # The base model is served with adapters disabled, even right after an adapter batch.
+    again = chat(client, temperature=0, max_tokens=8, return_token_ids=True).json()["choices"][0]["token_ids"]
+    assert again == base
+    store.invalidate_run("run1")
+    assert "run1@1" not in store.loaded_adapters()
+    assert not any(n.startswith("ckpt:run1") for n in store.model.peft_config)
+
+
+def test_tool_calls_are_parsed(engine):
+    from rollbook_engine.chat_format import parse_tool_calls
+
+    text, calls = parse_tool_calls('ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
+    assert text == "ok" and calls[0].function.name == "add" and calls[0].function.arguments == '{"a": 1}'
+    client, _ = engine
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
+    r = chat(client, tools=tools, max_tokens=4)
+    assert r.status_code == 200, r.text
+
+
+def test_exclusive_waits_for_batches_and_blocks_new_ones(engine):
+    _, store = engine
+    order: list[str] = []
+
+    async def batch():
+        async with store.generating():
+            order.append("gen")
+            await asyncio.sleep(0.05)
+            order.append("gen-done")
+
+    async def train():
+        await asyncio.sleep(0.01)
+        async with store.exclusive():
+            order.append("train")
+            await asyncio.sleep(0.02)
+            order.append("train-done")
+
+    async def late_batch():
+        await asyncio.sleep(0.02)
+        async with store.generating():
+            order.append("late")
+
+    async def main():
+        await asyncio.gather(batch(), train(), late_batch())
+
+    asyncio.run(main())
+    assert order == ["gen", "gen-done", "train", "train-done", "late"]
+
+
+@pytest.mark.gpu
+def test_cuda_store_uses_bf16_and_generates():
+    store = ModelStore(device=torch.device("cuda"))
+    assert store.dtype == torch.bfloat16
+    from rollbook_engine.backends.base import GenerationRequest
+    from rollbook_engine.backends.transformers_backend import TransformersBackend
+
+    prompt = store.tokenizer.apply_chat_template(MSGS, add_generation_prompt=True, tokenize=True, return_dict=False)
+    backend = TransformersBackend(store)
+    reqs = [GenerationRequest(model=store.base_model_name, prompt_token_ids=list(prompt), max_tokens=16, seed=s)
+            for s in range(4)]
+    out = asyncio.run(backend.generate(reqs))
+    for (r,) in out:
+        assert r.token_ids and all(math.isfinite(x) and x <= 0 for x in r.logprobs)
+        assert store.tokenizer.decode(r.token_ids, skip_special_tokens=True) == r.text
