@@ -1,0 +1,79 @@
+/**
+ * The API over HTTP as the browser sees it (tRPC fetch adapter + superjson), against a real Postgres:
+ * error shapes carry the app code, diagnostics and input issues, never a stack or an internal message.
+ *   npx vitest run --project server server/http.servertest.ts
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
+import superjson from "superjson";
+import { appRouter } from "./routers/_app";
+import { createContext } from "./trpc";
+import { createTestDb, newWorkspace, type TestDb } from "./test/harness";
+import { ensureDefaultExperiment } from "./services/workspace";
+
+let tdb: TestDb;
+let workspaceId: string;
+beforeAll(async () => {
+  tdb = await createTestDb();
+  workspaceId = await newWorkspace(tdb.handle.prisma);
+});
+afterAll(async () => {
+  await tdb?.drop();
+});
+
+async function call(path: string, input: unknown, method: "GET" | "POST" = "GET") {
+  const encoded = JSON.stringify(superjson.serialize(input));
+  const url = method === "GET" ? `http://x/api/trpc/${path}?input=${encodeURIComponent(encoded)}` : `http://x/api/trpc/${path}`;
+  const req = new Request(url, method === "POST" ? { method, body: encoded, headers: { "content-type": "application/json" } } : { method });
+  const res = await fetchRequestHandler({
+    endpoint: "/api/trpc",
+    req,
+    router: appRouter,
+    createContext: () => createContext({ db: tdb.handle.prisma, workspaceId }),
+    onError: () => {},
+  });
+  const body = (await res.json()) as { result?: { data: unknown }; error?: { json: { message: string; data: Record<string, unknown> } } };
+  return { status: res.status, body };
+}
+
+describe("HTTP API", () => {
+  it("serves data through superjson (dates survive)", async () => {
+    await ensureDefaultExperiment(tdb.handle.prisma, workspaceId);
+    const { status, body } = await call("experiments.list", undefined);
+    expect(status).toBe(200);
+    const list = superjson.deserialize(body.result!.data as never) as { updatedAt: Date }[];
+    expect(list[0]!.updatedAt).toBeInstanceOf(Date);
+  });
+
+  it("maps AppError NOT_FOUND to 404 with appCode and no stack", async () => {
+    const { status, body } = await call("runs.get", { id: "nope" });
+    expect(status).toBe(404);
+    expect(body.error!.json.message).toBe("run nope not found");
+    expect(body.error!.json.data).toMatchObject({ code: "NOT_FOUND", appCode: "NOT_FOUND" });
+    expect(JSON.stringify(body)).not.toMatch(/stack|\.ts:\d+/);
+  });
+
+  it("bad input is BAD_REQUEST with one readable issue per problem", async () => {
+    const { status, body } = await call("experiments.save", { id: "x", files: { "scenario.ts": 1 } }, "POST");
+    expect(status).toBe(400);
+    expect(body.error!.json.data.issues).toEqual(expect.arrayContaining([expect.stringMatching(/^files\.scenario\.ts: /)]));
+  });
+
+  it("an unexpected failure is a bare 'Internal server error'", async () => {
+    // A closed database makes Prisma throw with connection details; none of that may reach the client.
+    const other = await createTestDb();
+    await other.drop();
+    const req = new Request("http://x/api/trpc/experiments.list");
+    const res = await fetchRequestHandler({
+      endpoint: "/api/trpc",
+      req,
+      router: appRouter,
+      createContext: () => createContext({ db: other.handle.prisma, workspaceId: "w" }),
+      onError: () => {},
+    });
+    const body = (await res.json()) as { error: { json: { message: string; data: Record<string, unknown> } } };
+    expect(res.status).toBe(500);
+    expect(body.error.json.message).toBe("Internal server error");
+    expect(body.error.json.data.appCode).toBeNull();
+  });
+});
