@@ -1,0 +1,111 @@
+"""vLLM backend: selected only with CUDA present and `vllm` importable (server.select_backend); this module
+is never imported otherwise. Untested on the project's machines (no vllm there): keep it small.
+
+- Prompts go in as token ids (TokensPrompt), so vLLM samples from exactly the ids the server rendered.
+- A `<run>@<step>` model becomes a LoRARequest on the checkpoint dir (vLLM loads and caches it); a rewritten
+  checkpoint (new mtime) gets a new LoRA id so a stale copy is never served.
+- Around the trainer's store.exclusive(), vLLM sleeps (level 1: weights offloaded, KV cache freed) so the
+  trainer's HF model has the GPU memory, and wakes after.
+- `n` > 1 is sent as n requests with seeds seed+i, the transformers backend's convention.
+- Logprobs: SamplingParams(logprobs=0) returns the sampled token's logprob; vLLM's default
+  logprobs_mode "raw_logprobs" is the raw model distribution, the convention in backends/base.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from typing import Any, Sequence
+
+from vllm import AsyncEngineArgs, AsyncLLMEngine, SamplingParams
+from vllm.inputs import TokensPrompt
+from vllm.lora.request import LoRARequest
+
+from ..model_loader import ensure_local
+from ..model_store import ModelStore
+from .base import GenerationRequest, GenerationResult
+
+
+class VllmBackend:
+    name = "vllm"
+
+    def __init__(self, store: ModelStore) -> None:
+        self.store = store
+        args = AsyncEngineArgs(
+            model=ensure_local(store.base_model_name),
+            dtype="bfloat16",
+            max_model_len=store.max_context_tokens,
+            # The trainer's copy of the model lives on the same GPU: leave it room.
+            gpu_memory_utilization=float(os.environ.get("ROLLBOOK_VLLM_GPU_MEMORY", "0.5")),
+            enable_lora=True,
+            max_lora_rank=int(os.environ.get("ROLLBOOK_VLLM_MAX_LORA_RANK", "64")),
+            max_loras=store.max_loaded_adapters,
+            enable_sleep_mode=True,
+        )
+        self.engine = AsyncLLMEngine.from_engine_args(args)
+        self._lora_ids: dict[str, tuple[int, float]] = {}  # "<run>@<step>" -> (vLLM LoRA id, mtime)
+        self._next_lora_id = 1
+        self.stats = {"requests": 0, "rows": 0, "completion_tokens": 0}
+        store.exclusive_hooks.append((self._sleep, self._wake))
+
+    async def _sleep(self) -> None:
+        await self.engine.sleep(level=1)
+
+    async def _wake(self) -> None:
+        await self.engine.wake_up()
+
+    def _lora(self, model: str) -> LoRARequest | None:
+        parsed = self.store.parse_model_name(model)  # raises UnknownModelError (404)
+        if parsed is None:
+            return None
+        run, step = parsed
+        path = self.store.checkpoint_dir(run, step)
+        mtime = (path / "adapter_config.json").stat().st_mtime
+        known = self._lora_ids.get(model)
+        if known is None or known[1] != mtime:
+            known = (self._next_lora_id, mtime)
+            self._next_lora_id += 1
+            self._lora_ids[model] = known
+        return LoRARequest(model, known[0], str(path))
+
+    async def _one(self, req: GenerationRequest, seed: int | None, lora: LoRARequest | None) -> GenerationResult:
+        params = SamplingParams(
+            n=1, temperature=req.temperature, top_p=req.top_p, max_tokens=req.max_tokens, seed=seed,
+            stop=req.stop or None, logprobs=0,
+            skip_special_tokens=True,
+        )
+        final = None
+        async for out in self.engine.generate(
+            TokensPrompt(prompt_token_ids=req.prompt_token_ids), params, request_id=uuid.uuid4().hex,
+            lora_request=lora,
+        ):
+            final = out
+        assert final is not None
+        c = final.outputs[0]
+        ids = list(c.token_ids)
+        logprobs = [step[tid].logprob for step, tid in zip(c.logprobs or [], ids)]
+        return GenerationResult(ids, logprobs, c.text, "length" if c.finish_reason == "length" else "stop")
+
+    async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
+        out = []
+        for req in requests:
+            lora = self._lora(req.model)
+            seeds = [None if req.seed is None else req.seed + i for i in range(req.n)]
+            # generating(): waits while the trainer holds exclusive() (vLLM asleep), and lets exclusive() wait
+            # for these requests to finish before it puts vLLM to sleep.
+            async with self.store.generating():
+                rows = await asyncio.gather(*[self._one(req, s, lora) for s in seeds])
+            self.stats["requests"] += 1
+            self.stats["rows"] += len(rows)
+            self.stats["completion_tokens"] += sum(len(r.token_ids) for r in rows)
+            out.append(list(rows))
+        return out
+
+    def health(self) -> dict[str, Any]:
+        return dict(self.stats)
+
+    async def close(self) -> None:
+        shutdown = getattr(self.engine, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
