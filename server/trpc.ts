@@ -85,8 +85,20 @@ export const publicProcedure = t.procedure.use(errorMapper);
 /** Seam for auth: when login exists, reject here without a user. */
 export const protectedProcedure = publicProcedure.use(({ ctx, next }) => next({ ctx: { ...ctx, user: ctx.user } }));
 
+/** The default workspace's id per database client, looked up (or created) once rather than per request. */
+const defaultWorkspaces = new WeakMap<Db, Promise<string>>();
+function defaultWorkspaceId(db: Db): Promise<string> {
+  let id = defaultWorkspaces.get(db);
+  if (!id) {
+    id = ensureDefaultWorkspace(db).then((w) => w.id);
+    id.catch(() => defaultWorkspaces.delete(db));
+    defaultWorkspaces.set(db, id);
+  }
+  return id;
+}
+
 export const workspaceProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  const workspaceId = ctx.workspaceId ?? (await ensureDefaultWorkspace(ctx.db)).id;
+  const workspaceId = ctx.workspaceId ?? (await defaultWorkspaceId(ctx.db));
   return next({
     ctx: {
       ...ctx,

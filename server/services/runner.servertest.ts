@@ -29,7 +29,7 @@ beforeAll(async () => {
       ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
       ROLLBOOK_RUNS_DIR: runsDir,
       RUNNER_NAME: "servertest",
-    }),
+    } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),
     onEngineLog: () => {},
   });
 });
