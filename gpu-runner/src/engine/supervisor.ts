@@ -64,7 +64,8 @@ export class EngineSupervisor {
       maxBackoffMs: 30_000,
       maxConsecutiveRestarts: 8,
       onLog: (line) => process.stderr.write(`[engine] ${line}\n`),
-      ...options,
+      // An explicit `undefined` in options must not erase a default.
+      ...(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as SupervisorOptions),
     };
     this.client = new EngineClient(options.url);
   }
