@@ -8,7 +8,7 @@ import { defaultExperimentId } from "../services/workspace";
 export const FilesInput = ExperimentFiles.refine(
   (f) => Object.values(f).reduce((n, text) => n + text.length, 0) <= 8_000_000,
   "the experiment's files exceed 8 MB together",
-);
+).refine((f) => !Object.values(f).some((text) => text.includes("\0")), "the files may not contain NUL characters");
 
 export const experimentsRouter = createTRPCRouter({
   list: workspaceProcedure.query(({ ctx }) => experiments.listExperiments(ctx.db, ctx.workspaceId)),

@@ -3,6 +3,7 @@
  *   npx vitest run --project server server/services/api.servertest.ts
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type RunEvent } from "@contracts";
 import { closedPort, callerFor, createRunningRun, createTestDb, newWorkspace, runEvents, templateFiles, type TestDb } from "../test/harness";
 import { registerRunner } from "../runner-client";
 import { ensureDefaultExperiment } from "./workspace";
@@ -145,6 +146,17 @@ describe("ingestion", () => {
     expect(rest.items.map((t) => t.task_index)).toEqual([3]);
     expect(rest.items[0]!.error).toEqual({ kind: "thrown", message: "boom" });
     expect(rest.nextCursor).toBeNull();
+  });
+
+  it("NUL characters and unpaired surrogates are stored as U+FFFD instead of failing the batch", async () => {
+    const ws = await newWorkspace(db());
+    const api = callerFor(db(), ws);
+    const runId = await createRunningRun(db(), ws);
+    const [started, rollout] = runEvents(runId) as [RunEvent, Extract<RunEvent, { type: "rollout.finished" }>];
+    const bad = { ...rollout, payload: { ...rollout.payload, logs: ["nul\0here", "half \ud83d pair", "ok \ud83d\ude00"] } };
+    await ingestEvents(db(), runId, [started, bad]);
+    const [t] = (await api.runs.trajectories({ runId })).items;
+    expect(t!.logs).toEqual(["nul\uFFFDhere", "half \uFFFD pair", "ok \ud83d\ude00"]);
   });
 
   it("events after seq N come back in order with no gap, across batches", async () => {

@@ -29,11 +29,28 @@ export type IngestResult = {
 const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "stopped"]);
 
 /**
+ * Postgres text and jsonb reject NUL characters and unpaired surrogates, which sampled text or a
+ * scenario's logs can contain; one such string would fail its batch on every retry and stall the run's
+ * ingestion. Both become U+FFFD, in the stored copy and in what subscribers receive.
+ */
+export function storableStrings<T>(value: T): T {
+  if (typeof value === "string") {
+    // NUL, and a high surrogate not followed by a low one, or a low one not preceded by a high one.
+    return value.replace(/\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD") as T;
+  }
+  if (Array.isArray(value)) return value.map(storableStrings) as T;
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableStrings(k), storableStrings(v)])) as T;
+  }
+  return value;
+}
+
+/**
  * Stores one batch of a run's events in one transaction (see the file comment). Events must belong to
  * `runId`; their order in the array does not matter.
  */
 export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): Promise<IngestResult> {
-  const sorted = [...events].sort((a, b) => a.seq - b.seq);
+  const sorted = events.map(storableStrings).sort((a, b) => a.seq - b.seq);
   for (const e of sorted) {
     if (e.run_id !== runId) throw new AppError("BAD_INPUT", `event seq ${e.seq} belongs to run ${e.run_id}, not ${runId}`);
   }
