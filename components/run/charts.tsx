@@ -28,10 +28,10 @@ function ChartCard({ title, data, color, latest, empty }: { title: string; data:
           <div className="grid h-full place-items-center text-[12px] text-zinc-600">{empty}</div>
         ) : (
           <ResponsiveContainer width="100%" height="100%">
-            <ComposedChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: -18 }}>
+            <ComposedChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
               <CartesianGrid stroke="#27272a" vertical={false} />
               <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} {...AXIS} />
-              <YAxis domain={["auto", "auto"]} width={48} tickFormatter={(v: number) => fmtNum(v, 2)} {...AXIS} />
+              <YAxis domain={["auto", "auto"]} width={50} tickFormatter={fmtTick} {...AXIS} />
               <Tooltip
                 contentStyle={{ background: "#18181b", border: "1px solid #3f3f46", fontSize: 12 }}
                 labelFormatter={(s) => `step ${String(s)}`}
@@ -55,6 +55,16 @@ function ChartCard({ title, data, color, latest, empty }: { title: string; data:
       </div>
     </div>
   );
+}
+
+/** Ticks with enough significant digits to tell small values (KL ~ 1e-3) apart. */
+function fmtTick(v: number): string {
+  if (!Number.isFinite(v)) return "";
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 1) return v.toFixed(2);
+  return String(Number(v.toPrecision(2)));
 }
 
 function last(points: Point[]): string {

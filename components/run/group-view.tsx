@@ -110,7 +110,9 @@ export function GroupView({
   const byId = useMemo(() => new Map(rollouts.map((r) => [r.id, r])), [rollouts]);
   const steps = useMemo(() => [...new Set(groups.map((g) => `${g.split}:${g.step}`))], [groups]);
   const [stepFilter, setStepFilter] = useState<string>("latest");
-  const latest = steps[steps.length - 1];
+  // "latest" means the newest training step: that is where GRPO's groups matter (eval groups come last).
+  const trainSteps = steps.filter((s) => s.startsWith("train:"));
+  const latest = trainSteps[trainSteps.length - 1] ?? steps[steps.length - 1];
   const chosen = stepFilter === "latest" ? latest : stepFilter;
   const shown = groups.filter((g) => stepFilter === "all" || `${g.split}:${g.step}` === chosen).slice(-MAX_GROUPS_SHOWN);
 

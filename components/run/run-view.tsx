@@ -99,7 +99,7 @@ export function RunView({ id }: { id: string }) {
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
   const active = !isTerminal(status);
-  const progress = state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
+  const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
 
   return (
     <div className="flex min-h-0 flex-1 flex-col">
@@ -127,7 +127,11 @@ export function RunView({ id }: { id: string }) {
           </div>
         </div>
         <div className="mt-2 flex flex-wrap gap-x-7 gap-y-2">
-          <Stat label="Step" value={numSteps ? `${currentStep} / ${numSteps}` : currentStep} />
+          <Stat
+            label="Steps"
+            value={numSteps ? `${Math.max(state.steps.length, r?.steps.length ?? 0)} / ${numSteps}` : currentStep}
+            title={`current step ${currentStep}`}
+          />
           <Stat label="Rollouts" value={fmtInt(rolloutCount)} />
           <Stat label="Errors" value={<span className={errorCount > 0 ? "text-red-300" : undefined}>{fmtInt(errorCount)}</span>} />
           <Stat label="Mean reward" value={fmtNum(lastStep?.reward_mean ?? trainRewards?.mean ?? r?.rewardMean)} title="latest step (or all train rollouts so far)" />
@@ -145,7 +149,10 @@ export function RunView({ id }: { id: string }) {
         {status === "failed" && (error || diagnostics.length > 0) && (
           <div className="mt-2">
             <ErrorBox title="Run failed">
-              {error && <div className="font-mono break-words whitespace-pre-wrap">{error}</div>}
+              {/* The error usually summarises the first diagnostic: show it only when it says more. */}
+              {error && !(diagnostics[0] && error.includes(diagnostics[0].message) && diagnostics.length > 0 && error.length < diagnostics[0].message.length + 80) && (
+                <div className="font-mono break-words whitespace-pre-wrap">{error}</div>
+              )}
               {diagnostics.length > 0 && (
                 <ul className="mt-1 space-y-0.5 font-mono">
                   {diagnostics.map((d, i) => (
@@ -167,9 +174,14 @@ export function RunView({ id }: { id: string }) {
       <div className="shrink-0 border-b border-zinc-800 px-4 py-2">
         {kind === "dry-run" ? (
           <div className="text-[12px] text-zinc-500">
-            Dry run: one step of rollouts and rewards, no training — so no training curves. Mean reward{" "}
-            <span className="font-mono text-zinc-300">{fmtNum(trainRewards?.mean)}</span> ± {fmtNum(trainRewards?.std)} over{" "}
-            {fmtInt(state.rollouts.filter((x) => x.reward !== null).length)} scored rollouts.
+            Dry run: one step of rollouts and rewards, no training — so no training curves.
+            {trainRewards && (
+              <>
+                {" "}
+                Mean reward <span className="font-mono text-zinc-300">{fmtNum(trainRewards.mean)}</span> ± {fmtNum(trainRewards.std)} over{" "}
+                {fmtInt(state.rollouts.filter((x) => x.reward !== null).length)} scored rollouts.
+              </>
+            )}
           </div>
         ) : (
           <RunCharts steps={state.steps.length ? state.steps : (r?.steps ?? [])} evals={state.evals.length ? state.evals : (r?.evals ?? [])} />

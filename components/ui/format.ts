@@ -49,7 +49,7 @@ export function fmtDateTime(d: Date | string | number | null | undefined): strin
 export function fmtDuration(from: Date | string | number | null | undefined, to: Date | string | number | null | undefined): string {
   const a = toDate(from);
   const b = toDate(to);
-  if (!a || !b) return "—";
+  if (!a || !b || b.getTime() < a.getTime()) return "—";
   return fmtMs(b.getTime() - a.getTime());
 }
 
