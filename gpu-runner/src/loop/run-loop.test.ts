@@ -131,7 +131,8 @@ async function run(
   return { status, events };
 }
 
-const types = (events: RunEvent[]) => events.filter((e) => e.type !== "rollout.finished" && e.type !== "train.progress").map((e) => e.type);
+const types = (events: RunEvent[]) =>
+  events.filter((e) => !["rollout.finished", "train.progress", "run.log"].includes(e.type)).map((e) => e.type);
 
 describe("executeRun (train)", () => {
   it("runs steps in order, samples each step from the previous checkpoint, evals at 0, every N and the end", async () => {
@@ -217,5 +218,23 @@ describe("executeRun (train)", () => {
     expect(stopped.events.filter((e) => e.type === "rollout.finished")).toHaveLength(2);
     expect(stopping.trains).toHaveLength(0);
     expect(stopped.events.filter((e) => e.type === "run.finished")).toHaveLength(1);
+  });
+});
+
+describe("executeRun (engine outage)", () => {
+  it("fails the step (no empty training step) when no rollout could reach the model", async () => {
+    const engine = new FakeEngine();
+    engine.chat = async () => {
+      throw new Error("connect ECONNREFUSED 127.0.0.1:8100");
+    };
+    const { status, events } = await run(engine, { config: { eval_every: 0 } });
+    expect(status).toBe("failed");
+    expect(engine.trains).toHaveLength(0);
+    expect(events.at(-1)).toMatchObject({
+      type: "run.finished",
+      payload: { status: "failed", error: expect.stringContaining("failed to reach the model") },
+    });
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    expect(rollouts.every((t) => t.error?.kind === "model")).toBe(true);
   });
 });

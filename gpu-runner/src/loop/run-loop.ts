@@ -169,7 +169,24 @@ async function trainStep(
 async function sampleStep(ctx: RunContext, step: number, model: string) {
   const t0 = performance.now();
   const done = await runRollouts(ctx, groupJobs(ctx, step), { step, split: "train", model, idPrefix: "s" });
-  return { groups: byGroup(done, ctx.config.groups_per_step), rolloutS: (performance.now() - t0) / 1000, t0 };
+  // The engine unreachable for a whole step is an outage, not data: fail (resumable) instead of training
+  // an empty step and advancing the checkpoint.
+  const modelErrors = done.filter((d) => d.trajectory.error?.kind === "model");
+  if (done.length > 0 && modelErrors.length === done.length) {
+    throw new Error(`every rollout of step ${step} failed to reach the model: ${modelErrors[0]!.trajectory.error!.message}`);
+  }
+  const groups = byGroup(done, ctx.config.groups_per_step);
+  const untrainable = groups.filter((g) => g.filter((d) => d.sample).length < 2).length;
+  if (untrainable > 0 && ctx.kind === "train") {
+    ctx.emit({
+      type: "run.log",
+      payload: {
+        level: "warn",
+        message: `step ${step}: ${untrainable} of ${groups.length} groups have fewer than 2 valid rollouts and are not trained`,
+      },
+    });
+  }
+  return { groups, rolloutS: (performance.now() - t0) / 1000, t0 };
 }
 
 async function runDry(ctx: RunContext): Promise<void> {
