@@ -51,6 +51,12 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     setDoc({ experimentId: exp.data.id, loadKey: v.id, files: v.files, saved: v.files, versionNumber: v.number });
   }
 
+  // A run start saves the files as a version on the server: pick up its number once the refetch lands.
+  if (exp.data && doc && doc.experimentId === exp.data.id && exp.data.version.number !== doc.versionNumber) {
+    const v = exp.data.version;
+    if (EXPERIMENT_FILE_NAMES.every((n) => v.files[n] === doc.saved[n])) setDoc({ ...doc, versionNumber: v.number });
+  }
+
   const dirtyFiles = useMemo(
     () => new Set(doc ? EXPERIMENT_FILE_NAMES.filter((n) => doc.files[n] !== doc.saved[n]) : []),
     [doc],
@@ -261,7 +267,7 @@ function ProblemsPanel({
           {saveError && <div className="mb-1 text-red-300">Save failed: {saveError}</div>}
           {error && (
             <div className="mb-1 text-red-300">
-              Run refused: {error.message}
+              Run refused: {diagnostics.length > 0 ? `${diagnostics.length} problem${diagnostics.length === 1 ? "" : "s"} to fix (click one to jump to it)` : error.message}
               {error.runId && (
                 <>
                   {" "}
