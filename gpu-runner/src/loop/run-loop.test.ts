@@ -238,3 +238,14 @@ describe("executeRun (engine outage)", () => {
     expect(rollouts.every((t) => t.error?.kind === "model")).toBe(true);
   });
 });
+
+describe("executeRun (existing checkpoints)", () => {
+  it("refuses to train a new run over checkpoints the engine already has for that id", async () => {
+    const engine = new FakeEngine();
+    engine.latest.set("r", 3);
+    const { status, events } = await run(engine, { config: { eval_every: 0 } });
+    expect(status).toBe("failed");
+    expect(engine.trains).toHaveLength(0);
+    expect(events.at(-1)).toMatchObject({ payload: { error: expect.stringContaining("already has checkpoints") } });
+  });
+});

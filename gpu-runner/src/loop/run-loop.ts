@@ -216,7 +216,11 @@ async function runTrain(ctx: RunContext): Promise<void> {
   await ctx.waitForEngine();
   // The engine's newest checkpoint is the truth about how far training got (events may be ahead of it
   // when the runner died mid-step: that step is redone with the same tasks and seeds).
-  const resumedFrom = ctx.resume ? await ctx.engine.latestStep(runId) : 0;
+  const newest = await ctx.engine.latestStep(runId);
+  if (!ctx.resume && newest > 0) {
+    throw new Error(`the engine already has checkpoints of run ${runId} (newest ${newest}): resume it or use a new run id`);
+  }
+  const resumedFrom = ctx.resume ? newest : 0;
   ctx.emit({
     type: "run.started",
     payload: { kind: ctx.kind, config, model: config.model, resumed_from_step: resumedFrom },
