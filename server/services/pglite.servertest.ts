@@ -1,0 +1,38 @@
+/**
+ * The embedded database (PGlite, used when DATABASE_URL is unset) runs the same ingestion SQL: row lock,
+ * skipDuplicates, projections, and the repeatable-read reads of the event tail.
+ *   npx vitest run --project server server/services/pglite.servertest.ts
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { openDatabase, type DbHandle } from "../db";
+import { callerFor, createRunningRun, newWorkspace, runEvents } from "../test/harness";
+import { ingestEvents } from "./ingest";
+
+let handle: DbHandle;
+let dir: string;
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-pglite-"));
+  handle = await openDatabase({ kind: "pglite", dataDir: dir });
+  await handle.migrate();
+});
+afterAll(async () => {
+  await handle?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+it("ingests idempotently on PGlite", async () => {
+  const db = handle.prisma;
+  const ws = await newWorkspace(db);
+  const runId = await createRunningRun(db, ws);
+  const log = runEvents(runId);
+  await ingestEvents(db, runId, log.slice(0, 8));
+  await ingestEvents(db, runId, log);
+  await ingestEvents(db, runId, log);
+  const run = await db.run.findUniqueOrThrow({ where: { id: runId } });
+  expect(run).toMatchObject({ status: "completed", lastSeq: log.length, rolloutCount: 8, errorCount: 1 });
+  const events = await callerFor(db, ws).runs.events({ runId, afterSeq: 0, limit: 500 });
+  expect(events).toEqual(log);
+});
