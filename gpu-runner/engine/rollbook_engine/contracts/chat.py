@@ -1,7 +1,8 @@
 """Mirror of gpu-runner/contracts/chat.ts: the engine's OpenAI-compatible chat API.
 
 Field names, optionality, defaults and bounds follow the zod schemas one to one. Unknown keys are ignored,
-as zod's default object does. Token-level extensions follow vLLM's `return_token_ids`: top-level
+as zod's default object does. Note for serialising: zod's `.optional()` rejects null, so dump responses
+with `exclude_none=True` (server.py does). Token-level extensions follow vLLM's `return_token_ids`: top-level
 `prompt_token_ids` and per-choice `token_ids`.
 """
 
@@ -13,7 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: no "1" -> 1 or "true" -> True coercion, which zod would refuse (JSON from JS never writes 1.0
+    # for an integer, so refusing 1.0 where zod wants an int costs nothing).
+    model_config = ConfigDict(extra="ignore", strict=True)
 
 
 class ToolCallFunction(_Model):
