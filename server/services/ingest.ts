@@ -172,6 +172,10 @@ export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[]): 
   return res;
 }
 
+/** Longer than runs.start's validate + start timeouts (60 s each) together. */
+const QUEUED_LOST_AFTER_MS = 180_000;
+const QUEUED_FOLLOW_AFTER_MS = 10_000;
+
 export type IngestOptions = {
   /** Flush a run's buffer after this long… */
   flushMs?: number;
@@ -345,7 +349,12 @@ export class IngestService {
         where: { status: { in: ["queued", "running"] } },
         select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, lastHeartbeatAt: true },
       });
-      for (const r of active) if (r.status === "running") this.follow(r.id);
+      // Queued runs too, once their start call has had time to finish: a start the runner accepted whose
+      // "running" update was lost still gets its events (run.started makes it running).
+      const now = Date.now();
+      for (const r of active) {
+        if (r.status === "running" || (r.runnerId && now - r.createdAt.getTime() > QUEUED_FOLLOW_AFTER_MS)) this.follow(r.id);
+      }
       await this.checkLost(active);
     } catch (e) {
       this.opts.log(`scan failed: ${e instanceof Error ? e.message : String(e)}`);
@@ -361,7 +370,9 @@ export class IngestService {
     const quiet = active.filter((r) => {
       const follower = this.followers.get(r.id);
       const last = Math.max(r.lastHeartbeatAt?.getTime() ?? 0, r.startedAt?.getTime() ?? 0, r.createdAt.getTime(), follower?.lastActivity ?? 0);
-      return now - last > this.opts.lostAfterMs;
+      // A queued run may still be inside runs.start (validate + start can take minutes on a busy runner).
+      const threshold = r.status === "queued" ? Math.max(this.opts.lostAfterMs, QUEUED_LOST_AFTER_MS) : this.opts.lostAfterMs;
+      return now - last > threshold;
     });
     const byRunner = new Map<string, typeof quiet>();
     for (const r of quiet) {
