@@ -1,7 +1,8 @@
 """`python -m rollbook_engine --host 127.0.0.1 --port 8100 --model SmolLM2-135M-Instruct`.
 
 Logs go to stderr. Once the model is loaded AND the socket is listening, one line `ENGINE READY <port>` is
-printed on stdout (flushed), which is what a parent process waits for.
+printed on stdout (flushed), which is what a parent process waits for. If the model cannot be loaded the
+process exits with status 1 (after `ENGINE FAILED <reason>` on stderr).
 """
 
 from __future__ import annotations
@@ -18,9 +19,16 @@ from .model_loader import DEFAULT_MODEL
 from .server import create_app
 
 
-async def serve(host: str, port: int, model: str) -> None:
+async def serve(host: str, port: int, model: str) -> int:
     loaded = asyncio.Event()
-    app = create_app(model, on_ready=loaded.set)
+    failed: list[str] = []
+
+    def on_error(message: str) -> None:
+        # A process that cannot serve should exit (non-zero) rather than wait with /health saying "error".
+        failed.append(message)
+        server.should_exit = True
+
+    app = create_app(model, on_ready=loaded.set, on_error=on_error)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False))
 
     async def announce() -> None:
@@ -34,6 +42,10 @@ async def serve(host: str, port: int, model: str) -> None:
         await server.serve()
     finally:
         task.cancel()
+    if failed:
+        print(f"ENGINE FAILED {failed[0]}", file=sys.stderr, flush=True)
+        return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,8 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
-    asyncio.run(serve(args.host, args.port, args.model))
-    return 0
+    return asyncio.run(serve(args.host, args.port, args.model))
 
 
 if __name__ == "__main__":

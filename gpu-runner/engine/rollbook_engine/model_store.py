@@ -105,7 +105,7 @@ class ModelStore:
             raise UnknownModelError(f"model '{model_name}' not found: invalid run id")
         if not (self.checkpoint_dir(run, step) / "adapter_config.json").is_file():
             raise UnknownModelError(
-                f"model '{model_name}' not found: no checkpoint at {self.checkpoint_dir(run, step)}"
+                f"model '{model_name}' not found: run '{run}' has no checkpoint for step {step}"
             )
         return run, step
 

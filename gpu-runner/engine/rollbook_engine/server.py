@@ -63,6 +63,7 @@ def create_app(
     model_name: str = DEFAULT_MODEL,
     store_factory: Callable[[str], ModelStore] | None = None,
     on_ready: Callable[[], None] | None = None,
+    on_error: Callable[[str], None] | None = None,
 ) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -89,6 +90,8 @@ def create_app(
         except Exception as exc:  # noqa: BLE001 - reported by /health
             log.exception("model load failed")
             app.state.load_error = f"{type(exc).__name__}: {exc}"
+            if on_error:
+                on_error(app.state.load_error)
 
     def not_ready() -> JSONResponse | None:
         if app.state.store is None:
