@@ -76,7 +76,7 @@ function RolloutRow({
       aria-pressed={selected}
       onClick={() => onSelect(r.id)}
       style={{ height: ROW_HEIGHT }}
-      className={`flex w-full items-center gap-3 border-b border-zinc-800/70 px-3 text-left ${
+      className={`flex w-full items-center gap-3 border-b border-zinc-800/70 px-3 text-left outline-none focus-visible:ring-2 focus-visible:ring-amber-400/60 focus-visible:ring-inset ${
         selected ? "bg-amber-400/10 ring-1 ring-amber-400/40 ring-inset" : r.error ? "bg-red-950/15 hover:bg-zinc-900" : "hover:bg-zinc-900"
       }`}
     >
