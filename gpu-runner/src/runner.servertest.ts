@@ -146,7 +146,7 @@ describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", (
     expect(again.ok).toBe(false);
     const status = await client.status.query();
     expect(status.runs.find((r) => r.run_id === "dry-1")).toMatchObject({ status: "completed", last_seq: events.length });
-  });
+   }, 300_000); // CPU sampling on a shared machine
 
   it("refuses a scenario with a type error, with a diagnostic at its line, and creates no run", async () => {
     const broken = `import type { RolloutContext } from "rollbook";
@@ -197,7 +197,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
     for (const t of rollouts.filter((r) => r.error === null)) expect(typeof t.reward).toBe("number");
     expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
     expect(events.find((e) => e.type === "step.finished")).toMatchObject({ payload: { exception_rate: 0.5 } });
-  });
+   }, 300_000);
   it("trains 2 GRPO steps on the real engine, then resumes to step 3 with no step repeated", async () => {
     const config = { ...small, num_steps: 2, eval_every: 0, trainer: { learning_rate: 0.0002, loss: "ppo", micro_batch_size: 4 } };
     // Unique: an external engine (ENGINE_URL) keeps checkpoints across test runs.
