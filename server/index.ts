@@ -56,7 +56,6 @@ async function main(): Promise<void> {
     // Next's HMR websocket shares this server: let its upgrade requests through untouched.
     destroyUpgrade: false,
     pingInterval: 20_000,
-    cors: dev ? { origin: true } : undefined,
   });
   setIo(io);
   attachRealtime(io, getDb, { workspaceId: async () => workspace.id });
