@@ -167,6 +167,7 @@ class ModelStore:
     def use_adapter(self, adapter: str | None):
         """Hold the store for one generation batch with `adapter` active (None: base model)."""
         with self._model_lock:
+            self._flush_deletes()  # deletions deferred by invalidate_run while a batch ran
             if adapter is None:
                 with self.model.disable_adapter():
                     yield self.model
@@ -182,6 +183,11 @@ class ModelStore:
         if self._cond is None or self._cond_loop is not loop:
             self._cond, self._cond_loop = asyncio.Condition(), loop
         return self._cond
+
+    @property
+    def exclusive_pending(self) -> bool:
+        """True while a trainer holds or waits for exclusive(): running batches stop taking new rows."""
+        return self._exclusive
 
     @contextlib.asynccontextmanager
     async def generating(self) -> AsyncIterator[None]:

@@ -141,6 +141,36 @@ def test_concurrent_requests_are_batched(engine):
     assert 1 <= batches < 8
 
 
+def test_late_request_joins_running_batch_with_exact_logprobs(engine):
+    """A request arriving while a batch runs joins it (KV cache spliced); its logprobs must still equal a
+    fresh forward pass over prompt + completion, which checks the splice."""
+    client, store = engine
+    before = client.get("/health").json()["stats"]["joined_rows"]
+    late_msgs = [{"role": "user", "content": "Name three fruits."}]
+
+    async def run():
+        async with httpx.AsyncClient(base_url=str(client.base_url), timeout=120) as ac:
+            long = asyncio.create_task(ac.post("/v1/chat/completions", json={
+                "model": "SmolLM2-135M-Instruct", "messages": MSGS, "max_tokens": 48, "seed": 1}))
+            await asyncio.sleep(1.0)
+            late = await ac.post("/v1/chat/completions", json={
+                "model": "SmolLM2-135M-Instruct", "messages": late_msgs, "max_tokens": 6, "seed": 2,
+                "temperature": 0.8, "return_token_ids": True, "logprobs": True})
+            return late, await long
+
+    late, long = asyncio.run(run())
+    assert late.status_code == 200 and long.status_code == 200
+    assert client.get("/health").json()["stats"]["joined_rows"] > before
+    body = late.json()
+    ids = body["prompt_token_ids"] + body["choices"][0]["token_ids"]
+    n = len(body["choices"][0]["token_ids"])
+    with torch.no_grad(), store.use_adapter(None) as model:
+        logits = model(input_ids=torch.tensor([ids])).logits[0, -n - 1:-1].float()
+    expected = torch.log_softmax(logits, -1).gather(1, torch.tensor(ids[-n:])[:, None])[:, 0]
+    got = torch.tensor([x["logprob"] for x in body["choices"][0]["logprobs"]["content"]])
+    assert torch.allclose(got, expected, atol=1e-3), (got, expected)
+
+
 def test_stop_string_ends_the_row(engine):
     client, _ = engine
     full = chat(client, temperature=0, max_tokens=16).json()["choices"][0]["message"]["content"]
@@ -183,6 +213,7 @@ def test_checkpoint_adapter_is_served_and_listed(engine):
     assert again == base
     store.invalidate_run("run1")
     assert "run1@1" not in store.loaded_adapters()
+    chat(client, max_tokens=1)  # the PEFT modules go at the next batch if a batch was still finishing
     assert not any(n.startswith("ckpt:run1") for n in store.model.peft_config)
 
 

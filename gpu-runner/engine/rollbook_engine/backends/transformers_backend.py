@@ -3,7 +3,9 @@
 Concurrent requests are expanded into rows (one per sample of `n`) and queued. A single worker takes every
 pending row for the same model (base or one checkpoint adapter), up to `max_batch`, after a few-ms gather
 window, and runs one left-padded sampling loop over them with a KV cache. Rows leave the batch (and the
-cache) as they finish, so one long answer does not make the others pay for padding steps.
+cache) as they finish and their result is returned at once; rows for the same model that arrive meanwhile
+join the running batch between decode steps (their prefill is spliced into the cache), unless a trainer
+is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off).
 
 Our own loop rather than `generate()`: per-row temperature / top_p / seed / stop / max_tokens, and the exact
 logprob of each sampled token under the raw (temperature-1) distribution, see backends/base.py.
@@ -15,6 +17,7 @@ import asyncio
 import logging
 import os
 import secrets
+import threading
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -22,6 +25,7 @@ from typing import Any, Sequence
 
 import torch
 from transformers import DynamicCache
+from transformers.cache_utils import DynamicLayer
 
 from ..model_store import ModelStore
 from .base import GenerationRequest, GenerationResult
@@ -39,6 +43,7 @@ class _Row:
     seed: int
     stop: list[str]
     future: asyncio.Future
+    delivered: bool = False  # its result is on the way to the future (set from the worker thread)
 
 
 class TransformersBackend:
@@ -49,6 +54,9 @@ class TransformersBackend:
         self.max_batch = max_batch or int(os.environ.get("ROLLBOOK_MAX_BATCH", "32"))
         self.gather_s = (gather_ms if gather_ms is not None else float(os.environ.get("ROLLBOOK_GATHER_MS", "5"))) / 1000
         self._pending: deque[_Row] = deque()
+        self._plock = threading.Lock()  # _pending is read by the worker thread too (rows joining a batch)
+        # Continuous batching: rows for the running batch's model join it between decode steps.
+        self.join_inflight = os.environ.get("ROLLBOOK_JOIN_INFLIGHT", "1") != "0"
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         tok = store.tokenizer
@@ -60,7 +68,7 @@ class TransformersBackend:
             eos.add(im_end)
         self.eos_ids = {i for i in eos if i is not None}
         self.stats = {"batches": 0, "rows": 0, "prompt_tokens": 0, "completion_tokens": 0, "busy_s": 0.0,
-                      "largest_batch": 0}
+                      "largest_batch": 0, "joined_rows": 0}
 
     # ---- event-loop side ------------------------------------------------------------------------------
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
@@ -69,15 +77,16 @@ class TransformersBackend:
             self._wakeup = asyncio.Event()
             self._worker = loop.create_task(self._work(), name="transformers-batcher")
         groups: list[list[asyncio.Future]] = []
-        for req in requests:
-            futures = []
-            for i in range(req.n):
-                seed = secrets.randbits(62) if req.seed is None else req.seed + i
-                row = _Row(req.model, list(req.prompt_token_ids), req.max_tokens, req.temperature, req.top_p,
-                           seed, list(req.stop), loop.create_future())
-                self._pending.append(row)
-                futures.append(row.future)
-            groups.append(futures)
+        with self._plock:
+            for req in requests:
+                futures = []
+                for i in range(req.n):
+                    seed = secrets.randbits(62) if req.seed is None else req.seed + i
+                    row = _Row(req.model, list(req.prompt_token_ids), req.max_tokens, req.temperature, req.top_p,
+                               seed, list(req.stop), loop.create_future())
+                    self._pending.append(row)
+                    futures.append(row.future)
+                groups.append(futures)
         assert self._wakeup is not None
         self._wakeup.set()
         return [list(await asyncio.gather(*futures)) for futures in groups]
@@ -91,61 +100,70 @@ class TransformersBackend:
 
     async def _work(self) -> None:
         assert self._wakeup is not None
+        loop = asyncio.get_running_loop()
         while True:
             await self._wakeup.wait()
             self._wakeup.clear()
             await asyncio.sleep(self.gather_s)  # let a burst of concurrent requests land in one batch
             while self._pending:
-                batch = self._take_batch()
-                if not batch:
-                    continue
-                try:
-                    async with self.store.generating():
-                        results = await asyncio.to_thread(self._run_batch, batch)
-                except Exception as exc:  # noqa: BLE001 - handed to every waiting request
-                    if not isinstance(exc, LookupError):
-                        log.exception("generation batch failed")
-                    for row in batch:
-                        if not row.future.done():
-                            row.future.set_exception(exc)
-                    continue
-                for row, result in zip(batch, results):
-                    if not row.future.done():  # the client may have gone away
-                        row.future.set_result(result)
+                async with self.store.generating():
+                    batch = self._take(None, self.max_batch)
+                    if not batch:
+                        continue
+                    try:
+                        await asyncio.to_thread(self._run_batch, batch, loop)
+                    except Exception as exc:  # noqa: BLE001 - handed to every request still waiting
+                        if not isinstance(exc, LookupError):
+                            log.exception("generation batch failed")
+                        for row in batch:  # batch also holds rows that joined while it ran
+                            if not row.delivered and not row.future.done():
+                                row.future.set_exception(exc)
 
-    def _take_batch(self) -> list[_Row]:
-        """All pending rows for the first row's model, up to max_batch; the rest keep their order."""
-        model = self._pending[0].model
-        batch, rest = [], deque()
-        while self._pending:
-            row = self._pending.popleft()
-            if row.future.done():  # cancelled before it ran
-                continue
-            (batch if row.model == model and len(batch) < self.max_batch else rest).append(row)
-        self._pending.extendleft(reversed(rest))
-        return batch
+    def _take(self, model: str | None, limit: int) -> list[_Row]:
+        """Up to `limit` pending rows for `model` (None: the oldest row's model); the rest keep their order.
+        Called from the event loop (a new batch) and from the worker thread (rows joining a running batch)."""
+        with self._plock:
+            batch, rest = [], deque()
+            while self._pending:
+                row = self._pending.popleft()
+                if row.future.done():  # cancelled before it ran
+                    continue
+                if model is None:
+                    model = row.model
+                (batch if row.model == model and len(batch) < limit else rest).append(row)
+            self._pending.extendleft(reversed(rest))
+            return batch
 
     # ---- worker-thread side ---------------------------------------------------------------------------
-    def _run_batch(self, rows: list[_Row]) -> list[GenerationResult]:
+    def _run_batch(self, rows: list[_Row], loop: asyncio.AbstractEventLoop) -> None:
+        """Runs `rows` (and rows that join on the way, appended to `rows`), handing each result to its future
+        as soon as that row finishes, so short answers do not wait for the batch's longest one."""
         started = time.perf_counter()
+        # Counted up front: results reach clients before the batch ends, and /health should agree with them.
+        self.stats["batches"] += 1
+        self.stats["largest_batch"] = max(self.stats["largest_batch"], len(rows))
+
+        def deliver(row: _Row, result: GenerationResult) -> None:
+            self.stats["completion_tokens"] += len(result.token_ids)
+            row.delivered = True
+            loop.call_soon_threadsafe(_resolve, row.future, result)
+
         with torch.inference_mode():
             adapter = self.store.resolve_adapter(rows[0].model)
             with self.store.use_adapter(adapter) as model:
-                results = self._sample(model, rows)
-        self.stats["batches"] += 1
-        self.stats["rows"] += len(rows)
-        self.stats["largest_batch"] = max(self.stats["largest_batch"], len(rows))
-        self.stats["prompt_tokens"] += sum(len(r.prompt) for r in rows)
-        self.stats["completion_tokens"] += sum(len(r.token_ids) for r in results)
+                self._sample(model, rows, deliver)
         self.stats["busy_s"] += time.perf_counter() - started
-        return results
 
-    def _sample(self, model: torch.nn.Module, rows: list[_Row]) -> list[GenerationResult]:
-        tok, dev = self.store.tokenizer, self.store.device
-        n, width = len(rows), max(len(r.prompt) for r in rows)
-        ids = torch.full((n, width), tok.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, r in enumerate(rows):  # left padding: every row's next token sits in the last column
+    def _prefill(self, model: torch.nn.Module, rows: list[_Row]):
+        """Left-padded prefill: every row's next token sits in the last column. Returns the last logits, the
+        cache, the attention mask and each row's next position."""
+        dev = self.store.device
+        self.stats["rows"] += len(rows)
+        self.stats["prompt_tokens"] += sum(len(r.prompt) for r in rows)
+        width = max(len(r.prompt) for r in rows)
+        ids = torch.full((len(rows), width), self.store.tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
             ids[i, width - len(r.prompt):] = torch.tensor(r.prompt)
             mask[i, width - len(r.prompt):] = 1
         ids, mask = ids.to(dev), mask.to(dev)
@@ -153,35 +171,57 @@ class TransformersBackend:
         cache = DynamicCache()
         out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True,
                     logits_to_keep=1)
-        next_pos = pos[:, -1:] + 1
+        return out.logits[:, -1, :].float(), cache, mask, pos[:, -1:] + 1
 
+    def _sample(self, model: torch.nn.Module, rows: list[_Row], deliver) -> None:
+        tok, dev = self.store.tokenizer, self.store.device
+        logits, cache, mask, next_pos = self._prefill(model, rows)
+        # Joining a running batch means splicing KV caches; only plain DynamicLayers are spliced safely.
+        can_join = self.join_inflight and all(type(layer) is DynamicLayer for layer in cache.layers)
         gens = [torch.Generator(device=dev).manual_seed(r.seed) for r in rows]
         temps = torch.tensor([r.temperature for r in rows], device=dev)
         top_ps = torch.tensor([r.top_p for r in rows], device=dev)
         token_ids: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
-        finish: list[str | None] = [None] * n
-        cut: list[int | None] = [None] * n  # text offset of a matched stop string
-        alive = list(range(n))  # original row index of each row still in the batch / cache
+        alive = list(range(len(rows)))  # index into `rows` of each row still in the batch / cache
 
         while alive:
-            logits = out.logits[:, -1, :].float()
+            room = self.max_batch - len(alive)
+            if can_join and room > 0 and self._pending and not self.store.exclusive_pending:
+                more = self._take(rows[0].model, room)
+                if more:
+                    self.stats["joined_rows"] += len(more)
+                    new_logits, new_cache, new_mask, new_pos = self._prefill(model, more)
+                    mask = _splice(cache, new_cache, mask, new_mask)
+                    logits = torch.cat([logits, new_logits])
+                    next_pos = torch.cat([next_pos, new_pos])
+                    alive += range(len(rows), len(rows) + len(more))
+                    rows += more
+                    gens += [torch.Generator(device=dev).manual_seed(r.seed) for r in more]
+                    temps = torch.cat([temps, torch.tensor([r.temperature for r in more], device=dev)])
+                    top_ps = torch.cat([top_ps, torch.tensor([r.top_p for r in more], device=dev)])
+                    token_ids += [[] for _ in more]
+                    logprobs += [[] for _ in more]
             raw_logp = torch.log_softmax(logits, dim=-1)
             chosen = _sample_tokens(logits, temps[alive], top_ps[alive], [gens[i] for i in alive])
             chosen_logp = raw_logp.gather(1, chosen[:, None])[:, 0]
             keep: list[int] = []
             for j, (tid, lp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist())):
-                i = alive[j]
+                i, row = alive[j], rows[alive[j]]
                 token_ids[i].append(tid)
                 logprobs[i].append(lp)
+                finish, cut = None, None
                 if tid in self.eos_ids:
-                    finish[i] = "stop"
-                elif rows[i].stop and (hit := self._find_stop(token_ids[i], rows[i].stop)) is not None:
-                    finish[i], cut[i] = "stop", hit
-                elif len(token_ids[i]) >= rows[i].max_tokens:
-                    finish[i] = "length"
-                else:
+                    finish = "stop"
+                elif row.stop and (cut := self._find_stop(token_ids[i], row.stop)) is not None:
+                    finish = "stop"
+                elif len(token_ids[i]) >= row.max_tokens:
+                    finish = "length"
+                if finish is None:
                     keep.append(j)
+                    continue
+                text = tok.decode(token_ids[i], skip_special_tokens=True)
+                deliver(row, GenerationResult(token_ids[i], logprobs[i], text if cut is None else text[:cut], finish))
             if not keep:
                 break
             if len(keep) < len(alive):  # drop finished rows from the cache rather than padding them along
@@ -192,15 +232,8 @@ class TransformersBackend:
             mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
             out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos,
                         past_key_values=cache, use_cache=True)
+            logits = out.logits[:, -1, :].float()
             next_pos = next_pos + 1
-
-        results = []
-        for i in range(n):
-            text = tok.decode(token_ids[i], skip_special_tokens=True)
-            if cut[i] is not None:
-                text = text[: cut[i]]
-            results.append(GenerationResult(token_ids[i], logprobs[i], text, finish[i] or "length"))
-        return results
 
     def _find_stop(self, ids: list[int], stops: list[str]) -> int | None:
         """Offset of the earliest stop string in the decoded text, looking only where the last token could
@@ -209,6 +242,29 @@ class TransformersBackend:
         tail_start = max(0, len(text) - max(len(s) for s in stops) - 16)
         hits = [p for s in stops if s and (p := text.find(s, tail_start)) != -1]
         return min(hits) if hits else None
+
+
+def _resolve(future: asyncio.Future, result: GenerationResult) -> None:
+    if not future.done():  # the client may have gone away
+        future.set_result(result)
+
+
+def _splice(cache: DynamicCache, new: DynamicCache, mask: torch.Tensor, new_mask: torch.Tensor) -> torch.Tensor:
+    """Append `new`'s rows to `cache`, left-padding the shorter side with masked-out zeros; returns the mask."""
+    width = max(mask.shape[1], new_mask.shape[1])
+
+    def lpad(t: torch.Tensor, dim: int) -> torch.Tensor:
+        short = width - t.shape[dim]
+        if short == 0:
+            return t
+        shape = list(t.shape)
+        shape[dim] = short
+        return torch.cat([t.new_zeros(shape), t], dim=dim)
+
+    for layer, extra in zip(cache.layers, new.layers):
+        layer.keys = torch.cat([lpad(layer.keys, 2), lpad(extra.keys, 2)])
+        layer.values = torch.cat([lpad(layer.values, 2), lpad(extra.values, 2)])
+    return torch.cat([lpad(mask, 1), lpad(new_mask, 1)])
 
 
 def _sample_tokens(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch.Tensor,
