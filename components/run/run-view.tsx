@@ -6,7 +6,9 @@
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
+import { useRouter } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
+import type { ExperimentFiles } from "@contracts";
 import { useTRPC } from "../trpc";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "../ui/primitives";
@@ -80,6 +82,11 @@ export function RunView({ id }: { id: string }) {
     [state.rollouts],
   );
 
+  const allRewards = useMemo(
+    () => meanStd(state.rollouts.filter((r) => r.reward !== null).map((r) => r.reward!)),
+    [state.rollouts],
+  );
+
   if (run.error && !run.data) {
     return (
       <div className="p-6">
@@ -119,6 +126,14 @@ export function RunView({ id }: { id: string }) {
             {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
           </span>
           <div className="ml-auto flex items-center gap-2">
+            {r && r.kind === "train" && r.checkpoints.length > 0 && (
+              <EvalCheckpoint
+                experimentId={r.experiment.id}
+                runId={r.id}
+                files={r.version.files}
+                steps={r.checkpoints.map((c) => c.step)}
+              />
+            )}
             {active && (
               <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
                 {stop.isPending ? "Stopping…" : "Stop"}
@@ -134,9 +149,9 @@ export function RunView({ id }: { id: string }) {
           />
           <Stat label="Rollouts" value={fmtInt(rolloutCount)} />
           <Stat label="Errors" value={<span className={errorCount > 0 ? "text-red-300" : undefined}>{fmtInt(errorCount)}</span>} />
-          <Stat label="Mean reward" value={fmtNum(lastStep?.reward_mean ?? trainRewards?.mean ?? r?.rewardMean)} title="latest step (or all train rollouts so far)" />
+          <Stat label="Mean reward" value={fmtNum(lastStep?.reward_mean ?? trainRewards?.mean ?? allRewards?.mean ?? r?.rewardMean)} title="latest step (or all train rollouts so far)" />
           {latestEval && <Stat label="Eval reward" value={fmtNum(latestEval.reward_mean)} title={`at step ${latestEval.step}`} />}
-          <Stat label="Model" value={<span className="text-[12px]">{state.started?.model ?? r?.baseModel ?? "—"}</span>} />
+          <Stat label="Model" value={<span className="text-[12px]">{r?.evalModel ?? state.started?.model ?? r?.baseModel ?? "—"}</span>} />
           <Stat label="Started" value={<span className="text-[12px]">{fmtDateTime(r?.startedAt ?? r?.createdAt)}</span>} />
           <Stat
             label="Duration"
@@ -172,7 +187,26 @@ export function RunView({ id }: { id: string }) {
 
       {/* Charts */}
       <div className="shrink-0 border-b border-zinc-800 px-4 py-2">
-        {kind === "dry-run" ? (
+        {kind === "eval" ? (
+          <div className="text-[12px] text-zinc-500">
+            Eval of <span className="font-mono text-zinc-300">{r?.evalModel ?? state.started?.model ?? "the base model"}</span> on the
+            validation tasks, no training.
+            {latestEval ? (
+              <>
+                {" "}
+                Reward <span className="font-mono text-zinc-300">{fmtNum(latestEval.reward_mean)}</span> ± {fmtNum(latestEval.reward_std)} over{" "}
+                {fmtInt(latestEval.rollouts)} rollouts, exception rate {fmtNum(latestEval.exception_rate, 2)}.
+              </>
+            ) : (
+              allRewards && (
+                <>
+                  {" "}
+                  Mean reward so far <span className="font-mono text-zinc-300">{fmtNum(allRewards?.mean)}</span> ± {fmtNum(allRewards?.std)}.
+                </>
+              )
+            )}
+          </div>
+        ) : kind === "dry-run" ? (
           <div className="text-[12px] text-zinc-500">
             Dry run: one step of rollouts and rewards, no training — so no training curves.
             {trainRewards && (
@@ -277,6 +311,43 @@ export function RunView({ id }: { id: string }) {
           </div>
         )}
       </div>
+    </div>
+  );
+}
+
+/** Evaluate one of this run's checkpoints on the validation tasks (an eval run of the same frozen files). */
+function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: string; runId: string; files: ExperimentFiles; steps: number[] }) {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const [step, setStep] = useState(steps[steps.length - 1] ?? 0);
+  const start = useMutation(trpc.runs.start.mutationOptions());
+  return (
+    <div className="flex items-center gap-1.5">
+      {start.data && !start.data.ok && <span className="max-w-64 truncate text-[12px] text-red-300" title={start.data.error}>{start.data.error}</span>}
+      {start.error && <span className="text-[12px] text-red-300">{start.error.message}</span>}
+      <select
+        aria-label="Checkpoint"
+        value={step}
+        onChange={(e) => setStep(Number(e.target.value))}
+        className="h-7 rounded border border-zinc-700 bg-zinc-900 px-1.5 text-[12px] text-zinc-200"
+      >
+        {steps.map((s) => (
+          <option key={s} value={s}>
+            step {s}
+          </option>
+        ))}
+      </select>
+      <Button
+        disabled={start.isPending}
+        onClick={() =>
+          start.mutate(
+            { experimentId, files, kind: "eval", evalModel: `${runId}@${step}` },
+            { onSuccess: (res) => res.ok && router.push(`/runs/${res.runId}`) },
+          )
+        }
+      >
+        Eval checkpoint
+      </Button>
     </div>
   );
 }
