@@ -48,7 +48,7 @@ export function ErrorBadge({ error }: { error: NonNullable<Rollout["error"]> }) 
     <span
       data-testid="rollout-error"
       title={`${error.kind}: ${error.message}`}
-      className="inline-flex max-w-full min-w-0 items-center gap-1 rounded bg-red-950 px-1.5 py-0.5 text-[11px] text-red-200 ring-1 ring-red-800 ring-inset"
+      className="inline-flex max-w-full min-w-0 items-center gap-1 self-start rounded bg-red-950 px-1.5 py-0.5 text-[11px] text-red-200 ring-1 ring-red-800 ring-inset"
     >
       <span className="font-mono font-semibold">{error.kind}</span>
       <span className="truncate">{error.message}</span>
