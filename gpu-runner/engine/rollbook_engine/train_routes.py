@@ -47,9 +47,16 @@ def _line(model) -> bytes:
     return (model.model_dump_json() + "\n").encode()
 
 
+def _loading() -> JSONResponse:
+    # server.py loads the model in the background; until then app.state.store is None.
+    return JSONResponse(status_code=503, content={"detail": "model is loading"})
+
+
 @router.post("/train")
 async def train(request: Request):
-    store = request.app.state.store
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        return _loading()
     try:
         req = TrainRequest.model_validate_json(await request.body())
     except ValidationError as e:
@@ -99,7 +106,10 @@ async def train(request: Request):
 async def checkpoints(run_id: str, request: Request):
     if not RUN_ID_RE.match(run_id):
         return JSONResponse(status_code=422, content={"detail": "run_id: must be 1-128 characters of A-Z a-z 0-9 _ -", "field": "run_id"})
-    ckpts = await asyncio.to_thread(list_checkpoints, request.app.state.store, run_id)
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        return _loading()
+    ckpts = await asyncio.to_thread(list_checkpoints, store, run_id)
     return {
         "run_id": run_id,
         # The next /train for this run must send step = newest_step + 1.

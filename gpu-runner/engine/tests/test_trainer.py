@@ -257,3 +257,27 @@ def test_cuda_bf16_step(store, groups):
     assert lora and all(p.dtype == torch.float32 and p.device.type == "cuda" for p in lora)
     result = train_step_sync(store, make_request("cuda", 2, groups))
     assert result.checkpoint.step == 2
+
+
+def test_engine_server_mounts_train_routes(store, groups):
+    """server.create_app includes this router; /train answers 503 until the model is loaded, then trains."""
+    import time
+
+    from rollbook_engine.server import create_app
+
+    app = create_app(store_factory=lambda name: store)
+    with TestClient(app) as c:
+        for _ in range(600):
+            if app.state.store is not None:
+                break
+            time.sleep(0.05)
+        body = make_request("server", 1, groups[:1]).model_dump()
+        with c.stream("POST", "/train", json=body) as r:
+            assert r.status_code == 200
+            last = [json.loads(x) for x in r.iter_lines() if x][-1]
+        assert last["type"] == "result" and last["checkpoint"]["step"] == 1
+        assert c.get("/runs/server/checkpoints").json()["newest_step"] == 1
+    loading = FastAPI()
+    loading.state.store = None
+    loading.include_router(router)
+    assert TestClient(loading).post("/train", json=body).status_code == 503
