@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import dynamic from "next/dynamic";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { EXPERIMENT_FILE_NAMES, type Diagnostic, type ExperimentFileName, type ExperimentFiles, type RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
 import { fmtAgo, fmtNum } from "../ui/format";
@@ -96,10 +96,25 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     }
   }, []);
 
+  // Set synchronously: Monaco's Ctrl+S binding and the page's can both fire for one key press.
+  const saving = useRef(false);
   const onSave = useCallback(() => {
-    if (!doc || save.isPending) return;
-    save.mutate({ id: doc.experimentId, files: doc.files });
+    if (!doc || saving.current) return;
+    saving.current = true;
+    save.mutate({ id: doc.experimentId, files: doc.files }, { onSettled: () => void (saving.current = false) });
   }, [doc, save]);
+
+  // Ctrl/⌘+S saves from anywhere on the page (Monaco has its own binding while it has focus).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === "s") {
+        e.preventDefault();
+        onSave();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onSave]);
 
   const run = useCallback(
     (kind: RunKind) => {

@@ -31,7 +31,7 @@ function ChartCard({ title, data, color, latest, empty }: { title: string; data:
             <ComposedChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
               <CartesianGrid stroke="#27272a" vertical={false} />
               <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} {...AXIS} />
-              <YAxis domain={["auto", "auto"]} width={50} tickFormatter={fmtTick} {...AXIS} />
+              <YAxis domain={["auto", "auto"]} tickCount={4} width={50} tickFormatter={fmtTick} {...AXIS} />
               <Tooltip
                 contentStyle={{ background: "#18181b", border: "1px solid #3f3f46", fontSize: 12 }}
                 labelFormatter={(s) => `step ${String(s)}`}

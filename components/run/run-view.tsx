@@ -261,6 +261,9 @@ export function RunView({ id }: { id: string }) {
                       newest first
                     </label>
                     <span className="ml-auto text-zinc-600">j / k to move · Esc to close</span>
+                    <Button variant="ghost" disabled={visible.length === 0} onClick={() => downloadJsonl(`run-${r?.number ?? id}-rollouts.jsonl`, visible)}>
+                      Export JSONL
+                    </Button>
                   </div>
                   {state.rollouts.length === 0 ? (
                     <div className="p-4">
@@ -350,6 +353,17 @@ function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: s
       </Button>
     </div>
   );
+}
+
+/** The rollouts as shown (filters applied), one trajectory per line, as a file download. */
+function downloadJsonl(name: string, rollouts: readonly Rollout[]) {
+  const text = rollouts.map((r) => JSON.stringify(r)).join("\n") + "\n";
+  const url = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = name;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 1_000);
 }
 
 function Count({ n }: { n: number }) {

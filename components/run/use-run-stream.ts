@@ -58,6 +58,8 @@ export function useRunStream(runId: string): RunStream {
     };
 
     const socket = getSocket();
+    /** The last seq read from the stored log (the socket subscription starts after it). */
+    let latestStored = 0;
     let subscribed = false;
     const subscribe = () => {
       // Ask from the gap-free point: anything after it that we already hold is dropped as a duplicate.
@@ -76,7 +78,6 @@ export function useRunStream(runId: string): RunStream {
       if (!cancelled) setPhase("offline");
     };
 
-    let latestStored = 0;
     void (async () => {
       try {
         for (;;) {
