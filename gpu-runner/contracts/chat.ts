@@ -1,7 +1,7 @@
 /**
  * Chat messages and the engine's OpenAI-compatible chat completion API, with the token-level extensions
  * vLLM uses (`return_token_ids` → top-level `prompt_token_ids` and per-choice `token_ids`). The Python
- * side is gpu-runner/engine/rollbook_engine/schemas.py; fixtures/chat_*.json are checked by both.
+ * side is gpu-runner/engine/rollbook_engine/contracts/chat.py; fixtures/chat_*.json are checked by both.
  */
 import { z } from "zod";
 

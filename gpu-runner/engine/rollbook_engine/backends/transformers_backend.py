@@ -148,8 +148,10 @@ class TransformersBackend:
             row.delivered = True
             loop.call_soon_threadsafe(_resolve, row.future, result)
 
+        # Load the adapter OUTSIDE inference_mode: weights created inside it are inference tensors, and the
+        # trainer can no longer make them trainable (requires_grad) for the next step.
+        adapter = self.store.resolve_adapter(rows[0].model)
         with torch.inference_mode():
-            adapter = self.store.resolve_adapter(rows[0].model)
             with self.store.use_adapter(adapter) as model:
                 self._sample(model, rows, deliver)
         self.stats["busy_s"] += time.perf_counter() - started
