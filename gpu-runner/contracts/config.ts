@@ -2,7 +2,7 @@
  * Run configuration: the `config.json` tab of an experiment. Written once here and imported by the
  * editor (validation), the web server (freezing a run) and the runner (executing it). Every field has a
  * default and a reason, in the spirit of TRL's GRPOConfig. The Python trainer mirrors `TrainerConfig` in
- * gpu-runner/engine/rollbook_engine/schemas.py; fixtures/train_request.json keeps the two in step.
+ * gpu-runner/engine/rollbook_engine/contracts/train.py; fixtures/train_request.json keeps the two in step.
  */
 import { z } from "zod";
 
