@@ -4,7 +4,7 @@
  * seeds, and prints the validation reward curve (eval before training, every eval_every steps, and after
  * the last step) with per-step timings.
  *
- *   node --no-node-snapshot --import tsx bench/learning.ts [--steps 12] [--ci]
+ *   node --no-node-snapshot --import tsx bench/learning.ts [--steps 12] [--override '{"trainer":{"learning_rate":1e-3}}'] [--ci]
  *
  * With --ci it exits non-zero unless the final validation reward beats the base model's by a clear margin.
  */
@@ -22,8 +22,24 @@ const stepsArg = args.indexOf("--steps");
 const steps = stepsArg >= 0 ? Number(args[stepsArg + 1]) : 12;
 const MARGIN = 0.15;
 
+const overrideArg = args.indexOf("--override");
+const override: Record<string, unknown> = overrideArg >= 0 ? JSON.parse(args[overrideArg + 1] ?? "{}") : {};
+
 const template = (f: string) => readFileSync(path.join(root, "templates/say-the-word", f), "utf8");
-const config = { ...JSON.parse(template("config.json")), num_steps: steps };
+const config = deepMerge({ ...JSON.parse(template("config.json")), num_steps: steps }, override);
+console.log(`config: ${JSON.stringify(config)}`);
+
+function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(extra)) {
+    const b = out[k];
+    out[k] =
+      v && typeof v === "object" && !Array.isArray(v) && b && typeof b === "object" && !Array.isArray(b)
+        ? deepMerge(b as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
 
 const runsDir = mkdtempSync(path.join(tmpdir(), "rollbook-bench-"));
 const runnerPort = 4300 + Math.floor(Math.random() * 500);
