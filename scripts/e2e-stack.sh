@@ -5,6 +5,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
+# The production build (test.sh builds it first): what users run, and no clash with a developer's
+# own `next dev` in the same checkout, which Next refuses.
+export NODE_ENV=production
 export PORT="${E2E_PORT:-3100}"
 export RUNNER_PORT="${E2E_RUNNER_PORT:-4200}"
 export ENGINE_PORT="${E2E_ENGINE_PORT:-8200}"

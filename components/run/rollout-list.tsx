@@ -157,6 +157,8 @@ export function RolloutList({
       onScroll={virtual ? (e) => setScrollTop(e.currentTarget.scrollTop) : undefined}
       className="min-h-0 flex-1 overflow-auto"
       data-testid="rollout-list"
+      // The list is virtualised, so the DOM holds only the visible rows: expose the true count.
+      data-count={rollouts.length}
     >
       <div style={virtual ? { height: rollouts.length * ROW_HEIGHT, position: "relative" } : undefined}>
         <div style={virtual ? { position: "absolute", top: start * ROW_HEIGHT, left: 0, right: 0 } : undefined}>
