@@ -36,11 +36,14 @@ ensure_node_modules() {
   want=$(hash_files "$ROOT/package-lock.json")
   [ -f "$ROOT/node_modules/.rollbook-stamp" ] && have=$(cat "$ROOT/node_modules/.rollbook-stamp")
   if [ "$want" != "$have" ]; then
-    log "installing npm packages (npm ci)"
+    log "installing npm packages"
     if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node_version.h ]; then
       export npm_config_nodedir=/usr
     fi
-    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error)
+    # `npm install`, not `npm ci`: the registry reachable here serves only this platform's optional
+    # binaries (tailwind oxide, next swc), so the lockfile cannot list the others and `npm ci` refuses it
+    # as out of sync. `npm install` still installs the locked versions; --no-save keeps the lockfile as is.
+    (cd "$ROOT" && npm install --no-save --no-audit --no-fund --loglevel=error)
     echo "$want" > "$ROOT/node_modules/.rollbook-stamp"
   fi
 }
