@@ -150,11 +150,33 @@ describe("run-state reducer", () => {
     s = runReducer(s, { type: "events", events: runLog().slice(-1) });
     expect(s.status).toBe("completed");
     expect(isTerminal(s.status)).toBe(true);
-    // A late run.started (replayed) does not reopen a finished run.
-    s = runReducer(s, { type: "events", events: [{ ...runLog()[0]!, seq: 13 }] });
+    // A replayed run.started (same seq) does not reopen a finished run, nor does a stale status.
+    s = runReducer(s, { type: "events", events: [runLog()[0]!] });
     expect(s.status).toBe("completed");
     s = runReducer(s, { type: "status", status: "running" });
     expect(s.status).toBe("completed");
+  });
+
+  it("reopens a run resumed after it stopped (a newer run.started), in any order", () => {
+    const base = { run_id: RUN, ts: 1000 };
+    const log: RunEvent[] = [
+      ...runLog().slice(0, 3),
+      { ...base, seq: 4, type: "run.finished", payload: { status: "stopped", error: null, diagnostics: [] } },
+      { ...base, seq: 5, type: "run.started", payload: { kind: "train", config: {} as never, model: "m", resumed_from_step: 1 } },
+      { ...base, seq: 6, type: "rollout.finished", payload: traj("e", 2, 0, 1) },
+    ];
+    const live = applyEvents(initialRunState, log);
+    expect(live.status).toBe("running");
+    expect(live.finished).toBeNull();
+    expect(live.started?.resumed_from_step).toBe(0); // the first start is kept
+    const reversed = applyEvents(initialRunState, [...log].reverse());
+    expect(reversed.status).toBe("running");
+
+    const done = applyEvents(live, [
+      { ...base, seq: 7, type: "run.finished", payload: { status: "completed", error: null, diagnostics: [] } },
+    ]);
+    expect(done.status).toBe("completed");
+    expect(done.finished?.status).toBe("completed");
   });
 
   it("keeps the later copy of a re-emitted trajectory and regroups it", () => {

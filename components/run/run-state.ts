@@ -63,6 +63,10 @@ export interface RunViewState {
   status: RunStatus | null;
   started: RunStarted | null;
   finished: RunFinished | null;
+  /** Seq of the newest run.finished, and of the newest run.started: a run.started after a run.finished
+   * means the run was resumed (a stopped or failed train run continues from its newest checkpoint). */
+  finishedSeq: number;
+  lastStartedSeq: number;
   logs: RunLogLine[];
   /** Sorted by seq (finish order). */
   rollouts: Rollout[];
@@ -88,6 +92,8 @@ export const initialRunState: RunViewState = {
   status: null,
   started: null,
   finished: null,
+  finishedSeq: 0,
+  lastStartedSeq: 0,
   logs: [],
   rollouts: [],
   steps: [],
@@ -159,7 +165,7 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
   while (seen.has(contiguousSeq + 1)) contiguousSeq++;
   const maxSeq = Math.max(state.maxSeq, fresh[fresh.length - 1]!.seq);
 
-  let { status, started, finished, trainProgress } = state;
+  let { status, started, finished, finishedSeq, lastStartedSeq, trainProgress } = state;
   let startedSeq = started ? -1 : 0;
   let logs: RunLogLine[] | null = null;
   let rolloutsById: Map<string, Rollout> | null = null;
@@ -176,11 +182,15 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
           started = e.payload;
           startedSeq = e.seq;
         }
+        lastStartedSeq = Math.max(lastStartedSeq, e.seq);
         if (!finished) status = pickStatus(status, "running");
         break;
       case "run.finished":
-        finished = e.payload;
-        status = e.payload.status;
+        if (e.seq > finishedSeq) {
+          finished = e.payload;
+          finishedSeq = e.seq;
+          status = e.payload.status;
+        }
         break;
       case "run.log":
         logs ??= [...state.logs];
@@ -216,6 +226,14 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
     }
   }
 
+  // Resumed: the newest run.started comes after the newest run.finished, so the run is live again.
+  if (finished && lastStartedSeq > finishedSeq) {
+    finished = null;
+    status = "running";
+  } else if (finished) {
+    status = finished.status;
+  }
+
   const next: RunViewState = {
     ...state,
     seen,
@@ -224,6 +242,8 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
     status,
     started,
     finished,
+    finishedSeq,
+    lastStartedSeq,
     trainProgress,
   };
   if (logs) next.logs = logs.sort(bySeq);

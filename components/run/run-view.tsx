@@ -25,13 +25,13 @@ type Tab = "rollouts" | "groups" | "logs" | "code";
 export function RunView({ id }: { id: string }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
-  const { state, phase, loadError } = useRunStream(id);
   const run = useQuery(
     trpc.runs.get.queryOptions(
       { id },
       { refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status as never) ? false : 5_000) },
     ),
   );
+  const { state, phase, loadError } = useRunStream(id, run.data?.lastSeq ?? 0);
   const status = state.finished?.status ?? (isTerminal(run.data?.status as never) ? run.data?.status : null) ?? state.status ?? run.data?.status ?? "queued";
 
   // When the log says the run ended, read the final row once (error, counters, finishedAt).
@@ -45,6 +45,13 @@ export function RunView({ id }: { id: string }) {
       onSettled: () => void queryClient.invalidateQueries({ queryKey: trpc.runs.get.queryKey({ id }) }),
     }),
   );
+
+  const resume = useMutation(
+    trpc.runs.resume.mutationOptions({
+      onSettled: () => void queryClient.invalidateQueries({ queryKey: trpc.runs.get.queryKey({ id }) }),
+    }),
+  );
+  const resumeError = resume.error?.message ?? (resume.data && !resume.data.ok ? resume.data.error : null);
 
   const [tab, setTab] = useState<Tab>("rollouts");
   const [selectedId, setSelectedId] = useState<string | null>(null);
@@ -134,6 +141,11 @@ export function RunView({ id }: { id: string }) {
                 steps={r.checkpoints.map((c) => c.step)}
               />
             )}
+            {r && r.kind === "train" && (state.status === "stopped" || state.status === "failed") && (
+              <Button onClick={() => resume.mutate({ id })} disabled={resume.isPending} title="Continue from the newest checkpoint">
+                {resume.isPending ? "Resuming…" : "Resume"}
+              </Button>
+            )}
             {active && (
               <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
                 {stop.isPending ? "Stopping…" : "Stop"}
@@ -182,6 +194,7 @@ export function RunView({ id }: { id: string }) {
         )}
         {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
         {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
+        {resumeError && <div className="mt-2 text-[12px] text-red-300">Resume failed: {resumeError}</div>}
         {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}
       </div>
 

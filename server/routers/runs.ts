@@ -2,6 +2,7 @@ import { z } from "zod";
 import { RunKind } from "@contracts";
 import { createTRPCRouter, workspaceProcedure } from "../trpc";
 import * as runs from "../services/runs";
+import { resumeRun } from "../services/run-resume";
 import { FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
@@ -57,4 +58,9 @@ export const runsRouter = createTRPCRouter({
   stop: workspaceProcedure
     .input(z.object({ id: z.string().min(1) }))
     .mutation(({ ctx, input }) => runs.stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
+
+  /** Continue a stopped or failed train run from its newest checkpoint. */
+  resume: workspaceProcedure
+    .input(z.object({ id: z.string().min(1) }))
+    .mutation(({ ctx, input }) => resumeRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
 });

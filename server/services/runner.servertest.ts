@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
 import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { registerRunner } from "../runner-client";
-import { callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
+import { callerFor, closedPort, createRunningRun, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { ensureDefaultExperiment } from "./workspace";
 
 const TOKEN = "web-servertest-token-0123";
@@ -42,10 +42,10 @@ afterAll(async () => {
 async function setup(token = TOKEN) {
   const ws = await newWorkspace(db());
   const name = `real-${ws}`;
-  await registerRunner(db(), { name, url: runner.url, token });
+  const runnerRow = await registerRunner(db(), { name, url: runner.url, token });
   const api = callerFor(db(), ws, name);
   const { id: experimentId } = await ensureDefaultExperiment(db(), ws);
-  return { ws, api, experimentId };
+  return { ws, api, experimentId, runnerId: runnerRow.id };
 }
 
 describe("with the real runner", () => {
@@ -85,5 +85,39 @@ describe("with the real runner", () => {
     const { api } = await setup();
     const status = await api.runners.status();
     expect(status).toMatchObject({ reachable: true, url: runner.url, status: { runner: "servertest" } });
+  });
+
+  it("resume: only stopped/failed train runs; accepted → running, refused → left as it was", async () => {
+    const { ws, api, runnerId } = await setup();
+    const runId = await createRunningRun(db(), ws);
+    await db().run.update({ where: { id: runId }, data: { runnerId } });
+    // Still running: nothing to resume.
+    await expect(api.runs.resume({ id: runId })).rejects.toMatchObject({ code: "CONFLICT" });
+
+    // A stopped train run goes back to the runner with resume: true and is running again.
+    await db().run.update({ where: { id: runId }, data: { status: "stopped", finishedAt: new Date(), error: "x" } });
+    expect(await api.runs.resume({ id: runId })).toEqual({ ok: true, runId });
+    expect(await db().run.findUnique({ where: { id: runId }, select: { status: true, error: true, finishedAt: true } })).toEqual({
+      status: "running",
+      error: null,
+      finishedAt: null,
+    });
+    const status = await api.runners.status();
+    expect(status.status?.runs.map((r) => r.run_id)).toContain(runId);
+
+    // The runner refuses (the stored code no longer compiles): the run stays stopped, nothing half-started.
+    const refused = await createRunningRun(db(), ws);
+    const row = await db().run.update({ where: { id: refused }, data: { runnerId, status: "stopped" }, select: { versionId: true } });
+    const broken = { ...templateFiles(), "reward.ts": "export default function reward(: number {\n" };
+    await db().experimentVersion.update({ where: { id: row.versionId }, data: { files: broken } });
+    const res = await api.runs.resume({ id: refused });
+    expect(res.ok).toBe(false);
+    if (res.ok) throw new Error("unreachable");
+    expect(res.diagnostics[0]).toMatchObject({ file: "reward.ts", line: 1 });
+    expect(await db().run.findUnique({ where: { id: refused }, select: { status: true } })).toEqual({ status: "stopped" });
+
+    // Dry runs have no checkpoints to resume from.
+    await db().run.update({ where: { id: refused }, data: { kind: "dry_run" } });
+    await expect(api.runs.resume({ id: refused })).rejects.toMatchObject({ code: "BAD_REQUEST" });
   });
 });

@@ -1,0 +1,45 @@
+/**
+ * Resume a stopped or failed train run from its newest checkpoint (ART's "the step is the newest
+ * checkpoint"). The runner continues the same run id and event log: numbering goes on after the stored
+ * seq, no step is repeated or skipped, and ingestion picks the stream up again once the run is running.
+ */
+import { AppError } from "../errors";
+import { type RunnerHandle } from "../runner-client";
+import { parseStoredFiles } from "./experiments";
+import { emitRunStatus, notifyRunStarted } from "./run-hooks";
+import type { Db } from "./types";
+import type { Diagnostic } from "@contracts";
+
+export type ResumeRunResult = { ok: true; runId: string } | { ok: false; error: string; diagnostics: Diagnostic[] };
+
+export async function resumeRun(
+  db: Db,
+  workspaceId: string,
+  id: string,
+  runnerById: (runnerId: string) => Promise<RunnerHandle>,
+): Promise<ResumeRunResult> {
+  const run = await db.run.findFirst({
+    where: { id, workspaceId },
+    select: { id: true, kind: true, status: true, runnerId: true, lastSeq: true, version: { select: { files: true } } },
+  });
+  if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
+  if (run.kind !== "train") throw new AppError("BAD_INPUT", "only train runs can be resumed (they have checkpoints)");
+  if (run.status !== "stopped" && run.status !== "failed") {
+    throw new AppError("CONFLICT", `run is ${run.status}: only a stopped or failed run can be resumed`);
+  }
+  if (!run.runnerId) throw new AppError("BAD_INPUT", "the run never reached a runner, so there is nothing to resume");
+
+  const runner = await runnerById(run.runnerId);
+  const files = parseStoredFiles(run.version.files);
+  const res = await runner.start({ run_id: run.id, kind: "train", files, resume: true });
+  if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
+
+  const now = new Date();
+  await db.run.updateMany({
+    where: { id: run.id, status: { in: ["stopped", "failed"] } },
+    data: { status: "running", error: null, finishedAt: null, lastHeartbeatAt: now },
+  });
+  emitRunStatus({ runId: run.id, status: "running", error: null, lastSeq: run.lastSeq });
+  notifyRunStarted(run.id);
+  return { ok: true, runId: run.id };
+}
