@@ -8,34 +8,20 @@ import {
   type ChatCompletionRequest,
   type RolloutError,
   type RunConfig,
-  type ToolCall,
-  type ToolSpec,
   type Trajectory,
   type TrainSample,
 } from "../../contracts";
-import { runRollout } from "../sandbox/run-rollout";
+import { runRollout, type SandboxChatResult } from "../sandbox/run-rollout";
+import { type ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { deriveSeed } from "./seed";
 
-/** What user code may pass to ctx.chat (the SDK's ChatOptions). */
-export interface UserChatOptions {
-  temperature?: number;
-  top_p?: number;
-  max_tokens?: number;
-  stop?: string | string[];
-  seed?: number;
-  tools?: ToolSpec[];
-}
-
-export interface ChatReply {
-  content: string;
-  finishReason: "stop" | "length" | "tool_calls" | null;
-  toolCalls: ToolCall[];
-  message: ChatMessage;
-}
+/** What user code may pass to ctx.chat and gets back: the sandbox's own types, validated there. */
+type UserChatOptions = ChatOptions;
+type ChatReply = SandboxChatResult;
 
 export interface RecordedTurn extends SampledTurn {
   modelMs: number;
