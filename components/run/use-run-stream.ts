@@ -21,7 +21,11 @@ export interface RunStream {
   loadError: string | null;
 }
 
-export function useRunStream(runId: string): RunStream {
+/**
+ * @param knownLastSeq the run's stored last seq from elsewhere (runs.get, polled): when it is ahead of
+ * what was folded, the gap is read over HTTP too, so a dead socket never leaves the page behind.
+ */
+export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
   const client = useTRPCClient();
   const [state, dispatch] = useReducer(runReducer, initialRunState);
   const [phase, setPhase] = useState<StreamPhase>("loading");
@@ -113,6 +117,36 @@ export function useRunStream(runId: string): RunStream {
       if (subscribed && socket.connected) socket.emit("run:unsubscribe", { runId });
     };
   }, [runId, client]);
+
+  // Catch up over HTTP whenever the stored log is known to be ahead of what the page folded. One loop at
+  // a time; it reads the latest target each round and stops if the page moved to another run.
+  const catchingUp = useRef(false);
+  const target = useRef(knownLastSeq);
+  const currentRun = useRef(runId);
+  useEffect(() => {
+    target.current = knownLastSeq;
+    currentRun.current = runId;
+  });
+  useEffect(() => {
+    if (phase === "loading" || catchingUp.current || knownLastSeq <= state.contiguousSeq) return;
+    catchingUp.current = true;
+    const forRun = runId;
+    void (async () => {
+      try {
+        let after = state.contiguousSeq;
+        while (currentRun.current === forRun && after < target.current) {
+          const page = await client.runs.events.query({ runId: forRun, afterSeq: after, limit: PAGE });
+          if (currentRun.current !== forRun || page.length === 0) break;
+          dispatch({ type: "events", events: page });
+          after = page[page.length - 1]!.seq;
+        }
+      } catch {
+        // The next poll of runs.get retries.
+      } finally {
+        catchingUp.current = false;
+      }
+    })();
+  }, [knownLastSeq, state.contiguousSeq, phase, client, runId]);
 
   return { state, phase, loadError };
 }
