@@ -55,7 +55,7 @@ describe("validateExperiment", () => {
   it("passes the template", async () => {
     const r = await validateExperiment(template, "train");
     if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
-    expect(r.tasks.train).toHaveLength(12);
+    expect(r.tasks.train).toHaveLength(24);
     expect(r.config.num_steps).toBe(12);
     expect(r.compiled.hash).toMatch(/^[0-9a-f]{64}$/);
   });

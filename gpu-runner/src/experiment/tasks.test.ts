@@ -6,10 +6,10 @@ describe("parseTasks", () => {
   it("splits the template's tasks and strips the split key", () => {
     const r = parseTasks(readFileSync(new URL("../../../templates/say-the-word/tasks.jsonl", import.meta.url), "utf8"));
     if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
-    expect(r.train).toHaveLength(12);
-    expect(r.val).toHaveLength(4);
+    expect(r.train).toHaveLength(24);
+    expect(r.val).toHaveLength(8);
     expect(r.train[0]).toEqual({ index: 0, line: 1, split: "train", data: { word: "apple" } });
-    expect(r.val[0]).toEqual({ index: 0, line: 13, split: "val", data: { word: "falcon" } });
+    expect(r.val[0]).toEqual({ index: 0, line: 25, split: "val", data: { word: "falcon" } });
   });
 
   it("skips blank lines but keeps real line numbers", () => {

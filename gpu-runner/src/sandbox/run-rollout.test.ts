@@ -50,7 +50,7 @@ describe("runRollout", () => {
     expect(o.error).toBeNull();
     expect(o.output).toBe("Apple.");
     expect(o.reward).toBe(1);
-    expect(o.metrics).toEqual({ exact: 1, contains: 1, chars: 5 });
+    expect(o.metrics).toEqual({ exact: 1, contains: 1, words: 1 });
     expect(o.logs).toEqual(["asked for apple"]);
     expect(model.messages.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
   });
