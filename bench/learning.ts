@@ -20,7 +20,7 @@ const args = process.argv.slice(2);
 const ci = args.includes("--ci");
 const stepsArg = args.indexOf("--steps");
 const steps = stepsArg >= 0 ? Number(args[stepsArg + 1]) : 12;
-const MARGIN = 0.15;
+const MARGIN = 0.2;
 
 const overrideArg = args.indexOf("--override");
 const override: Record<string, unknown> = overrideArg >= 0 ? JSON.parse(args[overrideArg + 1] ?? "{}") : {};
