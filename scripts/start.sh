@@ -10,6 +10,9 @@ if [ "${NODE_ENV:-}" = "production" ] && [ ! -f .next/BUILD_ID ]; then
   npx next build
 fi
 
+# The web server finds the runner started here, on whatever port it was given.
+export RUNNER_URL="${RUNNER_URL:-http://127.0.0.1:${RUNNER_PORT:-4100}}"
+
 log "starting the runner"
 node --no-node-snapshot --import tsx gpu-runner/src/server.ts &
 RUNNER_PID=$!
