@@ -5,7 +5,7 @@
  */
 import { Area, CartesianGrid, ComposedChart, Line, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { EvalMetrics, StepMetrics } from "@contracts";
-import { fmtNum } from "../ui/format";
+import { fmtAxisTick, fmtNum } from "../ui/format";
 
 interface Point {
   step: number;
@@ -31,7 +31,7 @@ function ChartCard({ title, data, color, latest, empty }: { title: string; data:
             <ComposedChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
               <CartesianGrid stroke="#27272a" vertical={false} />
               <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} {...AXIS} />
-              <YAxis domain={["auto", "auto"]} tickCount={4} width={50} tickFormatter={fmtTick} {...AXIS} />
+              <YAxis domain={["auto", "auto"]} tickCount={4} width={50} tickFormatter={fmtAxisTick} {...AXIS} />
               <Tooltip
                 contentStyle={{ background: "#18181b", border: "1px solid #3f3f46", fontSize: 12 }}
                 labelFormatter={(s) => `step ${String(s)}`}
@@ -55,16 +55,6 @@ function ChartCard({ title, data, color, latest, empty }: { title: string; data:
       </div>
     </div>
   );
-}
-
-/** Ticks with enough significant digits to tell small values (KL ~ 1e-3) apart. */
-function fmtTick(v: number): string {
-  if (!Number.isFinite(v)) return "";
-  const a = Math.abs(v);
-  if (a === 0) return "0";
-  if (a >= 100) return v.toFixed(0);
-  if (a >= 1) return v.toFixed(2);
-  return String(Number(v.toPrecision(2)));
 }
 
 function last(points: Point[]): string {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fmtAgo, fmtDuration, fmtMs, fmtNum, fmtSigned, truncate } from "./format";
+import { fmtAgo, fmtAxisTick, fmtDuration, fmtMs, fmtNum, fmtSigned, truncate } from "./format";
 
 describe("format helpers", () => {
   it("formats numbers and missing values", () => {
@@ -24,5 +24,18 @@ describe("format helpers", () => {
     expect(fmtAgo(new Date(0), 7_200_000)).toBe("2h ago");
     expect(truncate("abcdef", 4)).toBe("abc…");
     expect(truncate("abc", 4)).toBe("abc");
+  });
+});
+
+describe("fmtAxisTick", () => {
+  it("keeps small values short and distinguishable", () => {
+    expect(fmtAxisTick(0)).toBe("0");
+    expect(fmtAxisTick(0.000022)).toBe("2.2e-5");
+    expect(fmtAxisTick(-0.000011)).toBe("-1.1e-5");
+    expect(fmtAxisTick(0.0042)).toBe("0.0042");
+    expect(fmtAxisTick(0.35)).toBe("0.35");
+    expect(fmtAxisTick(1.05)).toBe("1.05");
+    expect(fmtAxisTick(250.4)).toBe("250");
+    for (const v of [0.000022, -0.000011, 0.0042, 123456]) expect(fmtAxisTick(v).length).toBeLessThanOrEqual(7);
   });
 });

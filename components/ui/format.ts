@@ -57,3 +57,15 @@ export function fmtDuration(from: Date | string | number | null | undefined, to:
 export function truncate(s: string, max: number): string {
   return s.length <= max ? s : `${s.slice(0, max - 1)}…`;
 }
+
+/** Axis ticks: short enough for a 50 px axis, with enough significant digits to tell small values (a
+ * loss of 2e-5, a KL of 1e-3) apart; below 1e-3 that means exponent notation. */
+export function fmtAxisTick(v: number): string {
+  if (!Number.isFinite(v)) return "";
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 1) return v.toFixed(2);
+  if (a < 1e-3) return v.toExponential(1);
+  return String(Number(v.toPrecision(2)));
+}
