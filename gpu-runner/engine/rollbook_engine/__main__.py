@@ -16,6 +16,7 @@ import sys
 import uvicorn
 
 from .model_loader import DEFAULT_MODEL
+from .parent_watch import exit_with_parent
 from .server import create_app
 
 
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
+    exit_with_parent()
     return asyncio.run(serve(args.host, args.port, args.model))
 
 

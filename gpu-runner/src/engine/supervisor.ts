@@ -159,7 +159,8 @@ export class EngineSupervisor {
     this.failedChecks = 0;
     const child = spawn(spec.python, spec.args, {
       cwd: spec.cwd,
-      env: { ...process.env, ...spec.env, PYTHONUNBUFFERED: "1" },
+      // ROLLBOOK_EXIT_WITH_PARENT: the engine ends itself if this process dies without stopping it.
+      env: { ...process.env, ...spec.env, PYTHONUNBUFFERED: "1", ROLLBOOK_EXIT_WITH_PARENT: "1" },
       detached: true, // own process group, so stop() can signal the whole group and nothing else
       stdio: ["ignore", "pipe", "pipe"],
     });
