@@ -49,3 +49,23 @@ def test_tool_call_type_defaults_to_function():
     msg = chat.ChatMessage.model_validate(
         {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]})
     assert msg.tool_calls[0].type == "function" and msg.content is None
+
+
+def test_shared_chat_fixtures_parse_with_the_pydantic_models():
+    # The same files gpu-runner/contracts/fixtures.test.ts parses with zod.
+    import json
+    from pathlib import Path
+
+    from rollbook_engine.contracts.chat import ChatCompletionRequest, ChatCompletionResponse
+
+    fixtures = Path(__file__).resolve().parents[2] / "contracts" / "fixtures"
+    req = ChatCompletionRequest.model_validate(json.loads((fixtures / "chat_request.json").read_text()))
+    assert req.return_token_ids is True and req.messages[2].tool_calls
+    res = ChatCompletionResponse.model_validate(json.loads((fixtures / "chat_response.json").read_text()))
+    assert res.choices[0].token_ids == [22815, 2]
+    bad = json.loads((fixtures / "chat_request.json").read_text()) | {"max_tokens": "24"}
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        ChatCompletionRequest.model_validate(bad)
