@@ -23,12 +23,12 @@ test("dry run of the default experiment streams rollouts live and survives a rel
   await expect(page.getByTestId("run-status")).toHaveText(/completed/i, { timeout: 180_000 });
   // The list is virtualised (only visible rows are in the DOM); it exposes its true length.
   const list = page.getByTestId("rollout-list");
-  // The default experiment's dry run: 4 groups × 4 rollouts.
-  await expect(list).toHaveAttribute("data-count", "16");
+  // The default experiment's dry run: 4 groups × 8 rollouts.
+  await expect(list).toHaveAttribute("data-count", "32");
 
   await page.reload();
   expect(page.url()).toBe(runUrl);
   await expect(page.getByTestId("run-status")).toHaveText(/completed/i);
-  await expect(list).toHaveAttribute("data-count", "16");
+  await expect(list).toHaveAttribute("data-count", "32");
   await expect.poll(async () => rollouts.count()).toBeGreaterThanOrEqual(4);
 });
