@@ -28,6 +28,25 @@ export default tseslint.config(
     },
   },
   {
+    // The web tier reaches the runner only through the contracts and the runner's client (plus the SDK's
+    // type libs for the editor): never its internals, which belong to a process that may be on another box.
+    files: ["server/**/*.ts", "app/**/*.ts", "app/**/*.tsx", "components/**/*.ts", "components/**/*.tsx"],
+    ignores: ["**/*.test.ts", "**/*.servertest.ts", "server/test/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "gpu-runner/(?!contracts(/|$)|src/client$|sdk/type-libs$)",
+              message: "server/, app/ and components/ import only @contracts and the runner's client (@/gpu-runner/src/client).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ["**/*.js", "**/*.cjs", "**/*.mjs"],
     languageOptions: { globals: { process: "readonly", console: "readonly" } },
   },

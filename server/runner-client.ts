@@ -128,7 +128,7 @@ export function runnerHandle(row: RunnerRow): RunnerHandle {
     name: row.name,
     url: row.url,
     async validate(input) {
-      const res = await withTimeout(row, "validate", TIMEOUTS_MS.validate, (signal) => client.validate.query(input, { signal }));
+      const res = await withTimeout(row, "validate", TIMEOUTS_MS.validate, (signal) => client.validate.mutate(input, { signal }));
       return res.diagnostics.map((d) => Diagnostic.parse(d));
     },
     async start(spec) {

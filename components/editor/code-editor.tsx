@@ -6,12 +6,12 @@
  */
 import Editor from "@monaco-editor/react";
 import { useEffect, useRef, useState } from "react";
-import { EXPERIMENT_FILE_NAMES, type Diagnostic, type ExperimentFileName, type ExperimentFiles } from "@contracts";
+import type { Diagnostic, ExperimentFiles } from "@contracts";
 import { setupMonaco, monaco } from "./monaco-setup";
-import { FILE_LANGUAGE, diagnosticFile, fileUri, jsonlDiagnostics } from "./files";
+import { diagnosticFile, fileLanguage, filePaths, fileUri, jsonlDiagnostics } from "./files";
 
 export interface RevealRequest {
-  file: ExperimentFileName;
+  file: string;
   line: number;
   column: number;
   /** Changes on every request, so revealing the same place twice works. */
@@ -23,8 +23,8 @@ export interface CodeEditorProps {
   /** Contents to load into the models; they are (re)loaded whenever `loadKey` changes. */
   files: ExperimentFiles;
   loadKey: string;
-  active: ExperimentFileName;
-  onChange: (file: ExperimentFileName, value: string) => void;
+  active: string;
+  onChange: (file: string, value: string) => void;
   /** Server diagnostics (compile errors, config errors) shown as markers at their file and line. */
   diagnostics: readonly Diagnostic[];
   reveal: RevealRequest | null;
@@ -34,14 +34,14 @@ export interface CodeEditorProps {
 
 const MARKER_OWNER = "rollbook";
 
-function getModel(name: ExperimentFileName) {
+function getModel(name: string) {
   return monaco.editor.getModel(monaco.Uri.parse(fileUri(name)));
 }
 
 function ensureModels(files: ExperimentFiles) {
-  for (const name of EXPERIMENT_FILE_NAMES) {
+  for (const name of filePaths(files)) {
     const model = getModel(name);
-    if (!model) monaco.editor.createModel(files[name], FILE_LANGUAGE[name], monaco.Uri.parse(fileUri(name)));
+    if (!model) monaco.editor.createModel(files[name] ?? "", fileLanguage(name), monaco.Uri.parse(fileUri(name)));
   }
 }
 
@@ -83,17 +83,20 @@ export default function CodeEditor(props: CodeEditorProps) {
   // Load a version's files into the models (a different experiment, or the saved version after a reload).
   useEffect(() => {
     ensureModels(files);
-    for (const name of EXPERIMENT_FILE_NAMES) {
+    for (const name of filePaths(files)) {
       const model = getModel(name);
-      if (model && model.getValue() !== files[name]) model.setValue(files[name]);
+      const text = files[name] ?? "";
+      if (model && model.getValue() !== text) model.setValue(text);
     }
     // Only a new loadKey reloads; `files` changing under the same key is the user's own typing.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [loadKey]);
 
   // Report edits of every model (not only the visible one: setValue above is filtered by comparison).
+  // Re-subscribe when the set of files changes (a file added or removed), not on every keystroke.
+  const pathsKey = filePaths(files).join("\n");
   useEffect(() => {
-    const subs = EXPERIMENT_FILE_NAMES.map((name) => {
+    const subs = pathsKey.split("\n").map((name) => {
       const model = getModel(name);
       if (!model) return null;
       if (name === "tasks.jsonl") setJsonlMarkers(model);
@@ -103,16 +106,18 @@ export default function CodeEditor(props: CodeEditorProps) {
       });
     });
     return () => subs.forEach((s) => s?.dispose());
-  }, [loadKey]);
+  }, [loadKey, pathsKey]);
 
   useEffect(() => {
-    for (const name of EXPERIMENT_FILE_NAMES) {
+    const paths = pathsKey.split("\n");
+    const byPath = Object.fromEntries(paths.map((p) => [p, ""]));
+    for (const name of paths) {
       const model = getModel(name);
       if (!model) continue;
-      const mine = diagnostics.filter((d) => diagnosticFile(d) === name);
+      const mine = diagnostics.filter((d) => diagnosticFile(d, byPath) === name);
       monaco.editor.setModelMarkers(model, MARKER_OWNER, mine.map((d) => toMarker(d, model)));
     }
-  }, [diagnostics]);
+  }, [diagnostics, pathsKey]);
 
   useEffect(() => {
     const editor = editorRef.current;
@@ -128,7 +133,7 @@ export default function CodeEditor(props: CodeEditorProps) {
   return (
     <Editor
       path={fileUri(active)}
-      defaultLanguage={FILE_LANGUAGE[active]}
+      defaultLanguage={fileLanguage(active)}
       defaultValue={files[active]}
       theme="rollbook-dark"
       // The models are ours: never let the wrapper dispose one on unmount.

@@ -9,12 +9,12 @@ import dynamic from "next/dynamic";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { EXPERIMENT_FILE_NAMES, type Diagnostic, type ExperimentFileName, type ExperimentFiles, type RunKind } from "@contracts";
+import type { Diagnostic, ExperimentFiles, RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
 import { fmtAgo, fmtNum } from "../ui/format";
 import { Button, ErrorBox, KindBadge, Spinner, StatusBadge } from "../ui/primitives";
 import type { RevealRequest } from "./code-editor";
-import { diagnosticFile } from "./files";
+import { diagnosticFile, filePaths } from "./files";
 
 const CodeEditor = dynamic(() => import("./code-editor"), {
   ssr: false,
@@ -33,6 +33,11 @@ interface Doc {
 
 const ACTIVE_STATUSES = new Set(["queued", "running"]);
 
+function sameFiles(a: Record<string, string>, b: Record<string, string>): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
+}
+
 export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: string }) {
   const trpc = useTRPC();
   const router = useRouter();
@@ -40,7 +45,7 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
   const exp = useQuery(trpc.experiments.get.queryOptions({ id }));
 
   const [doc, setDoc] = useState<Doc | null>(null);
-  const [active, setActive] = useState<ExperimentFileName>("scenario.ts");
+  const [active, setActive] = useState<string>("scenario.ts");
   const [diagnostics, setDiagnostics] = useState<Diagnostic[]>([]);
   const [startError, setStartError] = useState<{ message: string; runId?: string } | null>(null);
   const [reveal, setReveal] = useState<RevealRequest | null>(null);
@@ -54,11 +59,11 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
   // A run start saves the files as a version on the server: pick up its number once the refetch lands.
   if (exp.data && doc && doc.experimentId === exp.data.id && exp.data.version.number !== doc.versionNumber) {
     const v = exp.data.version;
-    if (EXPERIMENT_FILE_NAMES.every((n) => v.files[n] === doc.saved[n])) setDoc({ ...doc, versionNumber: v.number });
+    if (sameFiles(v.files, doc.saved)) setDoc({ ...doc, versionNumber: v.number });
   }
 
   const dirtyFiles = useMemo(
-    () => new Set(doc ? EXPERIMENT_FILE_NAMES.filter((n) => doc.files[n] !== doc.saved[n]) : []),
+    () => new Set(doc ? filePaths({ ...doc.saved, ...doc.files }).filter((n) => doc.files[n] !== doc.saved[n]) : []),
     [doc],
   );
   const dirty = dirtyFiles.size > 0;
@@ -71,7 +76,7 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     return () => window.removeEventListener("beforeunload", onBeforeUnload);
   }, [dirty]);
 
-  const onChange = useCallback((file: ExperimentFileName, value: string) => {
+  const onChange = useCallback((file: string, value: string) => {
     setDoc((d) => (d && d.files[file] !== value ? { ...d, files: { ...d.files, [file]: value } } : d));
   }, []);
 
@@ -86,10 +91,10 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
 
   const start = useMutation(trpc.runs.start.mutationOptions());
 
-  const showDiagnostics = useCallback((diags: Diagnostic[]) => {
+  const showDiagnostics = useCallback((diags: Diagnostic[], files: ExperimentFiles) => {
     setDiagnostics(diags);
     const first = diags.find((d) => d.severity !== "warning") ?? diags[0];
-    const file = first ? diagnosticFile(first) : null;
+    const file = first ? diagnosticFile(first, files) : null;
     if (first && file) {
       setActive(file);
       setReveal({ file, line: first.line, column: first.column, nonce: Date.now() });
@@ -136,7 +141,7 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
             }
             const runId = "runId" in res && typeof res.runId === "string" ? res.runId : undefined;
             setStartError({ message: res.error, runId });
-            showDiagnostics(res.diagnostics);
+            showDiagnostics(res.diagnostics, files);
           },
           onError: (e) => setStartError({ message: e.message }),
         },
@@ -160,9 +165,9 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     );
   }
 
-  const errorCounts = new Map<ExperimentFileName, number>();
+  const errorCounts = new Map<string, number>();
   for (const d of diagnostics) {
-    const f = diagnosticFile(d);
+    const f = diagnosticFile(d, doc.files);
     if (f) errorCounts.set(f, (errorCounts.get(f) ?? 0) + 1);
   }
   const busy = start.isPending;
@@ -199,7 +204,7 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
         </div>
 
         <div className="flex shrink-0 items-end border-b border-zinc-800 bg-zinc-900/40 px-2" role="tablist" aria-label="Files">
-          {EXPERIMENT_FILE_NAMES.map((name) => {
+          {filePaths(doc.files).map((name) => {
             const errors = errorCounts.get(name) ?? 0;
             const selected = name === active;
             return (
@@ -244,7 +249,7 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
           saveError={save.error?.message ?? null}
           busy={busy}
           onPick={(d) => {
-            const file = diagnosticFile(d);
+            const file = diagnosticFile(d, doc.files);
             if (!file) return;
             setActive(file);
             setReveal({ file, line: d.line, column: d.column, nonce: Date.now() });

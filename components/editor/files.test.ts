@@ -2,11 +2,14 @@ import { describe, expect, it } from "vitest";
 import { diagnosticFile, jsonlDiagnostics } from "./files";
 
 describe("editor file helpers", () => {
-  it("maps diagnostics to the experiment's files by base name", () => {
-    expect(diagnosticFile({ file: "scenario.ts" })).toBe("scenario.ts");
-    expect(diagnosticFile({ file: "/work/x/reward.ts" })).toBe("reward.ts");
-    expect(diagnosticFile({ file: "file:///config.json" })).toBe("config.json");
-    expect(diagnosticFile({ file: "other.ts" })).toBeNull();
+  it("maps diagnostics to the experiment's files, exact path first, then by base name", () => {
+    const files = { "scenario.ts": "", "reward.ts": "", "tasks.jsonl": "", "config.json": "", "lib/tools.ts": "" };
+    expect(diagnosticFile({ file: "scenario.ts" }, files)).toBe("scenario.ts");
+    expect(diagnosticFile({ file: "lib/tools.ts" }, files)).toBe("lib/tools.ts");
+    expect(diagnosticFile({ file: "/lib/tools.ts" }, files)).toBe("lib/tools.ts");
+    expect(diagnosticFile({ file: "/work/x/reward.ts" }, files)).toBe("reward.ts");
+    expect(diagnosticFile({ file: "file:///config.json" }, files)).toBe("config.json");
+    expect(diagnosticFile({ file: "other.ts" }, files)).toBeNull();
   });
 
   it("flags tasks.jsonl lines that are not JSON objects, with 1-based lines", () => {

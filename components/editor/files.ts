@@ -1,23 +1,26 @@
-/** The experiment's four files as the editor shows them. Shared by the editor and the run's code tab. */
-import { EXPERIMENT_FILE_NAMES, type Diagnostic, type ExperimentFileName } from "@contracts";
+/** An experiment's files as the editor shows them. Shared by the editor and the run's code tab. */
+import { isExperimentPath, sortPaths, type Diagnostic } from "@contracts";
 
-export const FILE_LANGUAGE: Record<ExperimentFileName, string> = {
-  "scenario.ts": "typescript",
-  "reward.ts": "typescript",
-  "tasks.jsonl": "plaintext",
-  "config.json": "json",
-};
-
-export const fileUri = (name: ExperimentFileName) => `file:///${name}`;
-
-export function isExperimentFile(name: string): name is ExperimentFileName {
-  return (EXPERIMENT_FILE_NAMES as readonly string[]).includes(name);
+export function fileLanguage(path: string): string {
+  if (path.endsWith(".ts")) return "typescript";
+  if (path.endsWith(".json")) return "json";
+  return "plaintext";
 }
 
-/** Diagnostics may name a file with a path prefix ("/scenario.ts", "src/reward.ts"): match on the base name. */
-export function diagnosticFile(d: Pick<Diagnostic, "file">): ExperimentFileName | null {
-  const base = d.file.split(/[\\/]/).pop() ?? d.file;
-  return isExperimentFile(base) ? base : null;
+export const fileUri = (path: string) => `file:///${path}`;
+
+/** The experiment's paths in display order. */
+export const filePaths = (files: Record<string, string>) => sortPaths(Object.keys(files));
+
+/**
+ * The experiment file a diagnostic is about. Diagnostics may name a file with a leading slash or a folder
+ * prefix from elsewhere ("/scenario.ts", "src/reward.ts"): match the exact path first, then the base name.
+ */
+export function diagnosticFile(d: Pick<Diagnostic, "file">, files: Record<string, string>): string | null {
+  const path = d.file.replace(/^\/+/, "");
+  if (Object.hasOwn(files, path) && isExperimentPath(path)) return path;
+  const base = path.split(/[\\/]/).pop() ?? path;
+  return Object.keys(files).find((p) => p === base || p.endsWith(`/${base}`)) ?? null;
 }
 
 /** Problems in tasks.jsonl a user can fix before running: lines that are not a JSON object. */

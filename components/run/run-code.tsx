@@ -1,14 +1,16 @@
 "use client";
 /** The frozen files a run executed, and its resolved config: what the run ran, not what the editor holds now. */
 import { useState } from "react";
-import { EXPERIMENT_FILE_NAMES, type ExperimentFileName, type ExperimentFiles } from "@contracts";
+import type { ExperimentFiles } from "@contracts";
+import { filePaths } from "../editor/files";
 import { Tabs } from "../ui/primitives";
 
-type Tab = ExperimentFileName | "resolved";
+type Tab = string;
+const RESOLVED = "(resolved config)";
 
 export function RunCode({ files, config, meta }: { files: ExperimentFiles; config: unknown; meta: [string, string][] }) {
   const [tab, setTab] = useState<Tab>("scenario.ts");
-  const text = tab === "resolved" ? JSON.stringify(config, null, 2) : files[tab];
+  const text = tab === RESOLVED ? JSON.stringify(config, null, 2) : (files[tab] ?? "");
   const lines = text.split("\n");
   return (
     <div className="flex min-h-0 flex-1 flex-col">
@@ -18,8 +20,8 @@ export function RunCode({ files, config, meta }: { files: ExperimentFiles; confi
         value={tab}
         onChange={setTab}
         tabs={[
-          ...EXPERIMENT_FILE_NAMES.map((n) => ({ id: n as Tab, label: <span className="font-mono text-[12px]">{n}</span> })),
-          { id: "resolved" as Tab, label: <span className="text-[12px]">resolved config</span> },
+          ...filePaths(files).map((n) => ({ id: n, label: <span className="font-mono text-[12px]">{n}</span> })),
+          { id: RESOLVED, label: <span className="text-[12px]">resolved config</span> },
         ]}
       />
       <div className="flex min-h-0 flex-1">

@@ -31,6 +31,13 @@ export const ToolSpec = z.object({
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
 
+/** "auto": the model decides; "required": it must call a tool; a named function: it must call that one. */
+export const ToolChoice = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
+]);
+export type ToolChoice = z.infer<typeof ToolChoice>;
+
 export const ChatCompletionRequest = z.object({
   /** Base model id, or `<run>@<step>` for a run's LoRA checkpoint. */
   model: z.string(),
@@ -43,6 +50,16 @@ export const ChatCompletionRequest = z.object({
   stop: z.union([z.string(), z.array(z.string())]).optional(),
   logprobs: z.boolean().optional(),
   tools: z.array(ToolSpec).optional(),
+  tool_choice: ToolChoice.optional(),
+  /**
+   * Rollbook extension (token-exact multi-turn): the first `message_count` messages are exactly the
+   * conversation whose tokens are `token_ids` (the previous call's prompt_token_ids + its sampled token_ids);
+   * the engine renders only the later messages and appends them, so earlier turns keep the exact tokens
+   * the model saw and sampled.
+   */
+  continue_from: z
+    .object({ token_ids: z.array(z.number().int().min(0)).min(1), message_count: z.number().int().min(1) })
+    .optional(),
   /** vLLM extension: return prompt and completion token ids. */
   return_token_ids: z.boolean().optional(),
 });
@@ -58,6 +75,8 @@ export const ChatChoice = z.object({
     tool_calls: z.array(ToolCall).optional(),
   }),
   finish_reason: z.enum(["stop", "length", "tool_calls"]).nullable(),
+  /** Rollbook extension: `<tool_call>` blocks that could not be parsed (they stay in the content too). */
+  malformed_tool_calls: z.array(z.object({ text: z.string(), error: z.string() })).optional(),
   logprobs: z.object({ content: z.array(TokenLogprob) }).nullable().optional(),
   /** Sampled completion token ids, in order (the stop/EOS token included when it was sampled). */
   token_ids: z.array(z.number().int()).optional(),

@@ -62,8 +62,39 @@ export const LimitsConfig = z
     cpu_timeout_ms: z.number().int().min(10).max(600_000).default(5_000),
     /** Heap limit of each rollout's isolate. */
     memory_mb: z.number().int().min(8).max(4096).default(64),
+    /** Model, judge and MCP calls one rollout may have in flight; more wait in a short queue. */
+    max_inflight_calls: z.number().int().min(1).max(64).default(4),
+    /** Characters of messages and tools in one model call: a multi-megabyte prompt is refused before it costs anything. */
+    max_prompt_chars: z.number().int().min(1_000).max(8_000_000).default(400_000),
+    /** Characters of JSON arguments in one MCP tool call. */
+    max_tool_args_chars: z.number().int().min(100).max(8_000_000).default(100_000),
+    /** Characters of JSON the scenario may return as its output. */
+    max_output_chars: z.number().int().min(100).max(8_000_000).default(1_000_000),
   })
   .strict();
+
+export const JudgeConfig = z
+  .object({
+    /** An OpenAI-compatible endpoint (e.g. https://api.openai.com/v1); null = the runner's own engine. */
+    base_url: z.string().url().nullable().default(null),
+    /** The judge model; null = the run's base model (adapter off) on the runner's engine. Required with base_url. */
+    model: z.string().min(1).nullable().default(null),
+    /** Name of the runner's environment variable holding the endpoint's API key (never the key itself). */
+    api_key_env: z
+      .string()
+      .regex(/^[A-Z_][A-Z0-9_]*$/, "an environment variable name, e.g. OPENAI_API_KEY")
+      .nullable()
+      .default(null),
+    /** Greedy by default: a judge should be consistent, not creative. */
+    temperature: z.number().min(0).max(2).default(0),
+    max_tokens: z.number().int().min(1).max(8192).default(512),
+    timeout_ms: z.number().int().min(1_000).max(600_000).default(60_000),
+    /** US dollars per million prompt tokens, for the cost counted per rollout and per run. */
+    prompt_price_per_million: z.number().min(0).default(0),
+    completion_price_per_million: z.number().min(0).default(0),
+  })
+  .strict()
+  .refine((j) => j.base_url === null || j.model !== null, { message: "judge.model is required with judge.base_url", path: ["model"] });
 
 export const RunConfig = z
   .object({
@@ -85,12 +116,14 @@ export const RunConfig = z
     sampling: SamplingConfig.default(SamplingConfig.parse({})),
     trainer: TrainerConfig.default(TrainerConfig.parse({})),
     limits: LimitsConfig.default(LimitsConfig.parse({})),
+    judge: JudgeConfig.default(JudgeConfig.parse({})),
   })
   .strict();
 
 export type SamplingConfig = z.infer<typeof SamplingConfig>;
 export type TrainerConfig = z.infer<typeof TrainerConfig>;
 export type LimitsConfig = z.infer<typeof LimitsConfig>;
+export type JudgeConfig = z.infer<typeof JudgeConfig>;
 export type RunConfig = z.infer<typeof RunConfig>;
 
 export const RunKind = z.enum(["train", "dry-run", "eval"]);

@@ -7,16 +7,7 @@ import { z } from "zod";
 import { RunConfig, RunKind } from "./config";
 import { ChatMessage } from "./chat";
 import { TrainMetrics, CheckpointInfo } from "./train";
-
-export const ExperimentFiles = z.object({
-  "scenario.ts": z.string(),
-  "reward.ts": z.string(),
-  "tasks.jsonl": z.string(),
-  "config.json": z.string(),
-});
-export type ExperimentFiles = z.infer<typeof ExperimentFiles>;
-export const EXPERIMENT_FILE_NAMES = ["scenario.ts", "reward.ts", "tasks.jsonl", "config.json"] as const;
-export type ExperimentFileName = (typeof EXPERIMENT_FILE_NAMES)[number];
+import { ExperimentFiles } from "./experiment/files";
 
 export const RunSpec = z.object({
   run_id: z.string().min(1),
@@ -44,8 +35,9 @@ export type Diagnostic = z.infer<typeof Diagnostic>;
 
 export const RolloutError = z.object({
   /** thrown: user code threw; timeout: wall clock or CPU limit; memory: heap limit; reward: the reward
-   * function returned NaN / a non-number or threw; model: the engine failed the call. */
-  kind: z.enum(["thrown", "timeout", "memory", "reward", "model"]),
+   * function returned NaN / a non-number or threw; model: the engine failed the call; mcp: an MCP server
+   * was unavailable or failed; limit: a sandbox cap was exceeded (calls in flight, prompt size, context). */
+  kind: z.enum(["thrown", "timeout", "memory", "reward", "model", "mcp", "limit"]),
   message: z.string(),
   stack: z.string().optional(),
 });

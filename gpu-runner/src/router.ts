@@ -1,6 +1,6 @@
 /**
  * The runner's API (RunnerRouter), used by the web server through createRunnerClient (client.ts).
- *   validate({files, kind})        query         → {ok, diagnostics}          (creates nothing)
+ *   validate({files, kind})        mutation      → {ok, diagnostics}          (creates nothing)
  *   start(RunSpec)                 mutation      → StartResult                (refuses with diagnostics)
  *   stop({run_id})                 mutation      → {stopped}                  (resolves once it has ended)
  *   status()                       query         → RunnerStatus
@@ -25,7 +25,8 @@ export const runnerRouter = router({
   validate: authedProcedure
     .input(z.object({ files: ExperimentFiles, kind: RunKind }))
     .output(ValidateOutput)
-    .query(({ ctx, input }) => ctx.manager.validate(input.files, input.kind)),
+    // A mutation, not a query: files travel in the request body (a query would put up to 8 MB in the URL).
+    .mutation(({ ctx, input }) => ctx.manager.validate(input.files, input.kind)),
 
   start: authedProcedure
     .input(RunSpec)

@@ -157,7 +157,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
 }
 `;
     const files = template(small, broken);
-    const checked = await client.validate.query({ files, kind: "dry-run" });
+    const checked = await client.validate.mutate({ files, kind: "dry-run" });
     expect(checked.ok).toBe(false);
     const result = await client.start.mutate({ run_id: "broken-1", kind: "dry-run", files, resume: false });
     expect(result.ok).toBe(false);

@@ -14,6 +14,9 @@ import { RunManager } from "./loop/run-manager";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
 
+/** The largest request body the runner reads: an 8 MB experiment even if JSON escaping tripled it. */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
 export interface RunnerServer {
   port: number;
   url: string;
@@ -70,6 +73,8 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
 
   const server = createHTTPServer({
     router: runnerRouter,
+    // Files travel in request bodies (an experiment is up to 8 MB; JSON escaping can grow it).
+    maxBodySize: MAX_BODY_BYTES,
     createContext: ({ req }): RunnerContext => ({
       manager,
       authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),

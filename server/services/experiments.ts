@@ -3,7 +3,7 @@
  * makes no new version; anything else gets the next number. Runs point at the exact version they ran.
  */
 import { createHash } from "node:crypto";
-import { EXPERIMENT_FILE_NAMES, ExperimentFiles, type Diagnostic, type RunKind } from "@contracts";
+import { codePaths, sortPaths, type Diagnostic, type ExperimentFiles, type RunKind } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import type { Db, DbOrTx } from "./types";
@@ -13,22 +13,25 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 
 /** sha256 of the files in a fixed order, so key order in the stored JSON never changes the hash. */
 export function filesHash(files: ExperimentFiles): string {
-  return sha256(JSON.stringify(EXPERIMENT_FILE_NAMES.map((name) => [name, files[name]])));
+  return sha256(JSON.stringify(sortPaths(Object.keys(files)).map((name) => [name, files[name]])));
 }
-/** The code a run executes (scenario + reward); config and tasks are hashed and frozen separately. */
+/** The code a run executes (every TypeScript file); config and tasks are hashed and frozen separately. */
 export function codeHash(files: ExperimentFiles): string {
-  return sha256(JSON.stringify([files["scenario.ts"], files["reward.ts"]]));
+  return sha256(JSON.stringify(codePaths(files).map((name) => [name, files[name]])));
 }
 export function tasksHash(files: ExperimentFiles): string {
   return sha256(files["tasks.jsonl"]);
 }
 
-/** Stored JSON back to files; a version written by hand with a missing file reads as empty. */
+/**
+ * Stored JSON back to files. Versions are validated when saved; one written by hand with a required file
+ * missing reads it as empty, and entries that are not strings are dropped, so a bad row never breaks a page.
+ */
 export function parseStoredFiles(value: Prisma.JsonValue): ExperimentFiles {
   const obj = (value && typeof value === "object" && !Array.isArray(value) ? value : {}) as Record<string, unknown>;
-  return ExperimentFiles.parse(
-    Object.fromEntries(EXPERIMENT_FILE_NAMES.map((n) => [n, typeof obj[n] === "string" ? obj[n] : ""])),
-  );
+  const files: Record<string, string> = { "scenario.ts": "", "reward.ts": "", "tasks.jsonl": "", "config.json": "" };
+  for (const [name, text] of Object.entries(obj)) if (typeof text === "string") files[name] = text;
+  return files as ExperimentFiles;
 }
 
 export async function listExperiments(db: DbOrTx, workspaceId: string) {

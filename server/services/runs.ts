@@ -4,8 +4,10 @@
  * (diagnostics) leaves no row; a row whose runner cannot be reached is failed in the same call, so no run is
  * ever left queued or running by a failed start.
  */
+import { randomUUID } from "node:crypto";
 import {
-  RunConfig,
+  parseRunConfig,
+  type RunConfig,
   type RunEvent,
   type Diagnostic,
   type EvalMetrics,
@@ -13,7 +15,6 @@ import {
   type RunKind,
   type StepMetrics,
 } from "@contracts";
-import { findKeyOffset, jsonErrorOffset, offsetToPosition } from "@/gpu-runner/src/experiment/json-position";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError, isAppError, rootMessage } from "../errors";
 import { type RunnerHandle } from "../runner-client";
@@ -37,37 +38,8 @@ export type StartRunResult =
 
 const isError = (d: Diagnostic) => (d.severity ?? "error") === "error";
 
-function diagAt(text: string, path: readonly (string | number)[], message: string): Diagnostic {
-  const offset = findKeyOffset(text, path);
-  const pos = offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
-  return { file: "config.json", line: pos.line, column: pos.column, message, severity: "error" };
-}
-
-/** config.json → RunConfig with defaults applied, or diagnostics positioned in config.json. */
-export function parseConfig(text: string): { ok: true; config: RunConfig } | { ok: false; diagnostics: Diagnostic[] } {
-  let raw: unknown;
-  try {
-    raw = text.trim() === "" ? {} : JSON.parse(text);
-  } catch (err) {
-    const pos = offsetToPosition(text, jsonErrorOffset(text, err));
-    return {
-      ok: false,
-      diagnostics: [{ file: "config.json", ...pos, message: `config.json is not valid JSON: ${(err as Error).message}`, severity: "error" }],
-    };
-  }
-  const parsed = RunConfig.safeParse(raw);
-  if (parsed.success) return { ok: true, config: parsed.data };
-  return {
-    ok: false,
-    diagnostics: parsed.error.issues.flatMap((issue) => {
-      const path = issue.path.filter((k): k is string | number => typeof k !== "symbol");
-      if (issue.code === "unrecognized_keys") {
-        return issue.keys.map((key) => diagAt(text, [...path, key], `${[...path, key].join(".")}: unknown field`));
-      }
-      return [diagAt(text, path, `${path.join(".") || "(root)"}: ${issue.message}`)];
-    }),
-  };
-}
+/** Run ids are made here, before the runner is asked, so a refused start leaves no row behind. */
+const newRunId = () => `r${randomUUID().replace(/-/g, "")}`;
 
 function summarize(diagnostics: Diagnostic[]): string {
   const errors = diagnostics.filter(isError);
@@ -100,6 +72,12 @@ export async function failRun(db: DbOrTx, runId: string, error: string, diagnost
   return res.count > 0;
 }
 
+/**
+ * Start a run: the files become (or match) an immutable version; config.json is checked here (the shared
+ * parser: a broken config needs no runner to be refused); then the runner validates and type-checks
+ * everything once and starts it, or refuses with diagnostics — and then no run row exists. A runner that
+ * cannot be reached leaves a failed row saying so, never a queued or running one.
+ */
 export async function startRun(
   db: Db,
   workspaceId: string,
@@ -113,85 +91,93 @@ export async function startRun(
     throw new AppError("BAD_INPUT", "evalModel is only for eval runs");
   }
 
-  // 1. The exact files become (or match) an immutable version.
   const version = await saveVersion(db, workspaceId, input.experimentId, input.files);
-
-  // 2. The config is checked here first: a broken config.json needs no runner to be refused.
-  const parsed = parseConfig(input.files["config.json"]);
+  const parsed = parseRunConfig(input.files["config.json"], input.kind);
   if (!parsed.ok) return { ok: false, diagnostics: parsed.diagnostics, error: summarize(parsed.diagnostics) };
   const config = parsed.config;
+  const runId = newRunId();
 
-  // 3. The runner compiles and checks everything (scenario, reward, tasks, config) without starting.
-  let runner: RunnerHandle | undefined;
-  let unreachable: AppError | undefined;
+  const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null) =>
+    createRunRow(db, { id: runId, workspaceId, input, versionId: version.versionId, runnerId, config, status, error, createdById: opts.createdById ?? null });
+
+  let runner: RunnerHandle;
   try {
     runner = await getRunner();
-    const diagnostics = await runner.validate({ files: input.files, kind: input.kind });
-    if (diagnostics.some(isError)) return { ok: false, diagnostics, error: summarize(diagnostics) };
   } catch (e) {
-    if (!isAppError(e) || (e.code !== "RUNNER_UNAVAILABLE" && e.code !== "RUNNER_ERROR")) throw e;
-    unreachable = e;
+    if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
+    await createRow(null, "failed", e.message);
+    return { ok: false, runId, diagnostics: [], error: e.message };
   }
+  try {
+    const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel });
+    if (!res.ok) return { ok: false, diagnostics: res.diagnostics, error: res.diagnostics.some(isError) ? summarize(res.diagnostics) : res.error };
+  } catch (e) {
+    const error = isAppError(e) ? e.message : `runner '${runner.name}' at ${runner.url} failed to start the run: ${rootMessage(e)}`;
+    await createRow(runner.id, "failed", error);
+    return { ok: false, runId, diagnostics: [], error };
+  }
+  try {
+    await createRow(runner.id, "running", null);
+  } catch (e) {
+    // The runner is running a run the history cannot hold: stop it rather than let it run unseen.
+    await runner.stop(runId).catch(() => undefined);
+    throw e;
+  }
+  emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
+  notifyRunStarted(runId);
+  return { ok: true, runId };
+}
 
-  // 4. Accepted (or the runner cannot be asked): freeze the run.
-  let runId: string | undefined;
-  for (let attempt = 0; !runId; attempt++) {
+async function createRunRow(
+  db: Db,
+  r: {
+    id: string;
+    workspaceId: string;
+    input: StartRunInput;
+    versionId: string;
+    runnerId: string | null;
+    config: RunConfig;
+    status: "running" | "failed";
+    error: string | null;
+    createdById: string | null;
+  },
+): Promise<void> {
+  const now = new Date();
+  for (let attempt = 0; ; attempt++) {
     try {
-      runId = await db.$transaction(async (tx) => {
-        const number = await nextRunNumber(tx, workspaceId);
-        const run = await tx.run.create({
+      await db.$transaction(async (tx) => {
+        const number = await nextRunNumber(tx, r.workspaceId);
+        await tx.run.create({
           data: {
+            id: r.id,
             number,
-            workspaceId,
-            experimentId: input.experimentId,
-            versionId: version.versionId,
-            runnerId: runner?.id ?? null,
-            createdById: opts.createdById ?? null,
-            kind: toDbKind(input.kind),
-            status: "queued",
-            config: config as unknown as Prisma.InputJsonValue,
-            baseModel: config.model,
-            seed: config.seed,
-            evalModel: input.evalModel ?? null,
-            codeHash: codeHash(input.files),
-            tasksHash: tasksHash(input.files),
+            workspaceId: r.workspaceId,
+            experimentId: r.input.experimentId,
+            versionId: r.versionId,
+            runnerId: r.runnerId,
+            createdById: r.createdById,
+            kind: toDbKind(r.input.kind),
+            status: r.status,
+            error: r.error,
+            config: r.config as unknown as Prisma.InputJsonValue,
+            baseModel: r.config.model,
+            seed: r.config.seed,
+            evalModel: r.input.evalModel ?? null,
+            codeHash: codeHash(r.input.files),
+            tasksHash: tasksHash(r.input.files),
+            startedAt: r.status === "running" ? now : null,
+            lastHeartbeatAt: r.status === "running" ? now : null,
+            finishedAt: r.status === "failed" ? now : null,
           },
-          select: { id: true },
         });
-        return run.id;
       });
+      return;
     } catch (e) {
       // Two starts racing for the same per-workspace number: take the next one.
       if (attempt < 5 && e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002") continue;
       throw e;
     }
   }
-
-  // 5. Hand it to the runner; any failure fails the row now.
-  if (!runner || unreachable) {
-    const error = unreachable?.message ?? "no runner available";
-    await failRun(db, runId, error);
-    return { ok: false, runId, diagnostics: [], error };
-  }
-  try {
-    const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel });
-    if (!res.ok) {
-      await failRun(db, runId, res.error, res.diagnostics);
-      return { ok: false, runId, diagnostics: res.diagnostics, error: res.error };
-    }
-  } catch (e) {
-    const error = isAppError(e) ? e.message : `runner '${runner.name}' at ${runner.url} failed to start the run: ${rootMessage(e)}`;
-    await failRun(db, runId, error);
-    return { ok: false, runId, diagnostics: [], error };
-  }
-  const now = new Date();
-  await db.run.updateMany({
-    where: { id: runId, status: "queued" },
-    data: { status: "running", startedAt: now, lastHeartbeatAt: now },
-  });
-  emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
-  notifyRunStarted(runId);
-  return { ok: true, runId };
 }
 
 export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {

@@ -2,24 +2,13 @@
  * The default workspace and the default experiment (templates/say-the-word), created once. Until login
  * exists every request acts in the default workspace; server/trpc.ts's workspaceProcedure is the seam.
  */
-import fs from "node:fs/promises";
-import path from "node:path";
-import { ExperimentFiles, EXPERIMENT_FILE_NAMES } from "@contracts";
 import type { DbOrTx } from "./types";
 import { filesHash } from "./experiments";
+import { readTemplate } from "./templates";
 
 export const DEFAULT_WORKSPACE_SLUG = "default";
 export const DEFAULT_EXPERIMENT_NAME = "say-the-word";
 const DEFAULT_TEMPLATE = "say-the-word";
-
-/** Templates are read relative to the repository root (the process's cwd: scripts start from there). */
-export async function readTemplate(name = DEFAULT_TEMPLATE, root = process.cwd()): Promise<ExperimentFiles> {
-  const dir = path.resolve(root, "templates", name);
-  const entries = await Promise.all(
-    EXPERIMENT_FILE_NAMES.map(async (file) => [file, await fs.readFile(path.join(dir, file), "utf8")] as const),
-  );
-  return ExperimentFiles.parse(Object.fromEntries(entries));
-}
 
 export async function ensureDefaultWorkspace(db: DbOrTx): Promise<{ id: string }> {
   return db.workspace.upsert({

@@ -1,26 +1,31 @@
 /**
- * Import policy for user code. Scenario and reward files run in a bare V8 isolate, so the only imports
- * that make sense are the SDK's types ("rollbook", an empty module at run time) and each other
- * (reward.ts commonly does `import type { Task } from "./scenario"`). Everything else (node:fs, npm
+ * Import policy for user code. An experiment's TypeScript files run in a bare V8 isolate, bundled into one
+ * script, so an import can only be another file of the experiment (`./lib/tools`, `../scenario`), the SDK
+ * ("rollbook") or zod (bundled, for tool parameters and task schemas). Everything else (node:fs, other npm
  * packages, URLs) is refused at compile time with a diagnostic at the import, rather than failing later.
  */
 import ts from "typescript";
-import type { Diagnostic } from "../../contracts";
+import { resolveRelativeImport, type Diagnostic } from "../../contracts";
 
-export const USER_FILES = ["scenario.ts", "reward.ts"] as const;
-export type UserFileName = (typeof USER_FILES)[number];
+/** Packages user code may import, mapped to what the bundler and the type checker load for them. */
+export const PACKAGE_IMPORTS = new Set(["rollbook", "zod", "zod/v4"]);
 
-/** The user file an import specifier names, "rollbook", or null when it is not allowed. */
-export function classifyImport(specifier: string): UserFileName | "rollbook" | null {
-  if (specifier === "rollbook") return "rollbook";
-  const m = /^\.\/(scenario|reward)(\.ts|\.js)?$/.exec(specifier);
-  return m ? (`${m[1]}.ts` as UserFileName) : null;
+export type ImportTarget = { kind: "file"; path: string } | { kind: "package"; name: string };
+
+/** What an import specifier in `fromPath` names, or null when it is not allowed. */
+export function classifyImport(fromPath: string, specifier: string, files: Record<string, string>): ImportTarget | null {
+  if (PACKAGE_IMPORTS.has(specifier)) return { kind: "package", name: specifier };
+  const path = resolveRelativeImport(fromPath, specifier, files);
+  return path ? { kind: "file", path } : null;
 }
 
 export function importNotAllowed(specifier: string): string {
+  if (specifier.startsWith("./") || specifier.startsWith("../")) {
+    return `cannot import "${specifier}": no such file in this experiment (files are scenario.ts, reward.ts and lib/<name>.ts)`;
+  }
   return (
-    `cannot import "${specifier}": user code runs in a sandbox without modules; ` +
-    `only types from "rollbook" and "./scenario" / "./reward" can be imported`
+    `cannot import "${specifier}": user code runs in a sandbox without Node or npm modules; ` +
+    `import "rollbook", "zod" or the experiment's own files ("./lib/<name>")`
   );
 }
 
@@ -55,17 +60,11 @@ export function findImports(sf: ts.SourceFile): ImportSite[] {
 }
 
 /** Diagnostics for the imports of one user file that the sandbox cannot satisfy. */
-export function checkImports(file: UserFileName, sf: ts.SourceFile): Diagnostic[] {
+export function checkImports(file: string, sf: ts.SourceFile, files: Record<string, string>): Diagnostic[] {
   return findImports(sf)
-    .filter((s) => classifyImport(s.specifier) === null)
+    .filter((s) => classifyImport(file, s.specifier, files) === null)
     .map((s) => {
       const pos = sf.getLineAndCharacterOfPosition(s.start);
-      return {
-        file,
-        line: pos.line + 1,
-        column: pos.character + 1,
-        message: importNotAllowed(s.specifier),
-        severity: "error" as const,
-      };
+      return { file, line: pos.line + 1, column: pos.character + 1, message: importNotAllowed(s.specifier), severity: "error" as const };
     });
 }

@@ -3,8 +3,7 @@
  * `"split": "train" | "val"` picks the split (train by default) and is removed from the task the scenario
  * sees. Every bad line is reported, so a user fixes the file in one pass instead of one error per run.
  */
-import type { Diagnostic } from "../../contracts";
-import { jsonErrorOffset } from "./json-position";
+import { jsonErrorOffset, type Diagnostic } from "../../contracts";
 
 export interface TaskRow {
   /** Index within its split (what Trajectory.task_index refers to). */
@@ -34,7 +33,7 @@ export function parseTasks(text: string): ParseTasksResult {
     try {
       value = JSON.parse(raw);
     } catch (err) {
-      fail(line, `invalid JSON (${(err as Error).message})`, jsonErrorOffset(raw, err) + 1);
+      fail(line, `invalid JSON (${(err as Error).message})`, jsonErrorOffset(raw) + 1);
       return;
     }
     if (value === null || typeof value !== "object" || Array.isArray(value)) {

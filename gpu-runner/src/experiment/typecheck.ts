@@ -1,19 +1,19 @@
 /**
- * Type checks scenario.ts and reward.ts together, in memory, against the ES2022 library and the SDK's
- * rollbook.d.ts only (plus the sandbox's `console`): no DOM and no Node types, because neither exists in the sandbox. Library and SDK
- * source files are parsed once per process and reused (TypeScript also keeps their binding on the
- * SourceFile), which takes a warm check from ~1 s down to a small fraction of it.
+ * Type checks an experiment's TypeScript files together, in memory, against the ES2022 library and the
+ * SDK's type libs only (rollbook, the sandbox's console, zod: gpu-runner/sdk/type-libs.ts — the same list
+ * Monaco loads): no DOM and no Node types, because neither exists in the sandbox. Everything lives in a
+ * virtual file system under /experiment/; nothing is looked up on disk but TypeScript's own lib files.
+ * Library and SDK source files are parsed once per process and reused (TypeScript also keeps their binding
+ * on the SourceFile), which keeps a warm check well under a second.
  */
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import ts from "typescript";
-import type { Diagnostic } from "../../contracts";
-import { SANDBOX_GLOBALS_DTS, SDK_DTS } from "./sdk";
-import { USER_FILES, type UserFileName, checkImports, classifyImport, findImports } from "./imports";
+import { codePaths, type Diagnostic } from "../../contracts";
+import { sdkTypeLibs, SANDBOX_GLOBALS_PATH, SDK_DTS_PATH } from "../../sdk/type-libs";
+import { checkImports, classifyImport, findImports } from "./imports";
 
 const ROOT = "/experiment/";
-const SDK_PATH = `${ROOT}rollbook.d.ts`;
-const GLOBALS_PATH = `${ROOT}sandbox-globals.d.ts`;
 const LIB_DIR = path.dirname(ts.getDefaultLibFilePath({}));
 
 /** What user code is checked with: strict, as the SDK examples are written; no emit (esbuild bundles). */
@@ -31,7 +31,9 @@ export const USER_COMPILER_OPTIONS: ts.CompilerOptions = {
   noFallthroughCasesInSwitch: true,
 };
 
-/** Parsed library/SDK files, shared by every check in this process (they never change). */
+const typeLibs = new Map(sdkTypeLibs().map((l) => [`${ROOT}${l.path}`, l.text]));
+
+/** Parsed library and SDK files, shared by every check in this process (they never change). */
 const staticFiles = new Map<string, ts.SourceFile>();
 /** The last parse of each user file, reused while its text is unchanged (the editor re-checks often). */
 const userFiles = new Map<string, ts.SourceFile>();
@@ -40,16 +42,15 @@ let lastProgram: ts.Program | undefined;
 function staticSourceFile(fileName: string): ts.SourceFile | undefined {
   const cached = staticFiles.get(fileName);
   if (cached) return cached;
-  let text: string;
-  if (fileName === SDK_PATH) text = SDK_DTS;
-  else if (fileName === GLOBALS_PATH) text = SANDBOX_GLOBALS_DTS;
-  else if (path.dirname(fileName) === LIB_DIR) {
+  let text = typeLibs.get(fileName);
+  if (text === undefined && path.dirname(fileName) === LIB_DIR) {
     try {
       text = readFileSync(fileName, "utf8");
     } catch {
       return undefined;
     }
-  } else return undefined;
+  }
+  if (text === undefined) return undefined;
   const sf = ts.createSourceFile(fileName, text, ts.ScriptTarget.ES2022, false);
   staticFiles.set(fileName, sf);
   return sf;
@@ -63,13 +64,22 @@ function userSourceFile(fileName: string, text: string): ts.SourceFile {
   return sf;
 }
 
-function createHost(files: Record<UserFileName, string>): ts.CompilerHost {
-  const user = (fileName: string): UserFileName | undefined =>
-    USER_FILES.find((f) => `${ROOT}${f}` === fileName);
+function createHost(files: Record<string, string>, code: readonly string[]): ts.CompilerHost {
+  const userPath = (fileName: string): string | undefined => {
+    if (!fileName.startsWith(ROOT)) return undefined;
+    const rel = fileName.slice(ROOT.length);
+    return code.includes(rel) ? rel : undefined;
+  };
+  const fileExists = (f: string) => userPath(f) !== undefined || typeLibs.has(f) || (path.dirname(f) === LIB_DIR && ts.sys.fileExists(f));
+  const readFile = (f: string) => {
+    const u = userPath(f);
+    return u !== undefined ? files[u] : (typeLibs.get(f) ?? staticSourceFile(f)?.text);
+  };
+  const moduleHost: ts.ModuleResolutionHost = { fileExists, readFile, directoryExists: () => true, getCurrentDirectory: () => ROOT };
   return {
     getSourceFile: (fileName) => {
-      const u = user(fileName);
-      return u ? userSourceFile(fileName, files[u]) : staticSourceFile(fileName);
+      const u = userPath(fileName);
+      return u !== undefined ? userSourceFile(fileName, files[u] ?? "") : staticSourceFile(fileName);
     },
     getDefaultLibFileName: (options) => ts.getDefaultLibFilePath(options),
     getDefaultLibLocation: () => LIB_DIR,
@@ -78,20 +88,24 @@ function createHost(files: Record<UserFileName, string>): ts.CompilerHost {
     getCanonicalFileName: (f) => f,
     useCaseSensitiveFileNames: () => true,
     getNewLine: () => "\n",
-    fileExists: (f) => user(f) !== undefined || staticSourceFile(f) !== undefined,
-    readFile: (f) => {
-      const u = user(f);
-      return u ? files[u] : staticSourceFile(f)?.text;
-    },
-    // Only the two user files resolve; "rollbook" is the SDK's ambient module, and anything else is
-    // reported by checkImports. Nothing is looked up on disk, so node_modules types never leak in.
-    resolveModuleNameLiterals: (literals) =>
+    fileExists,
+    readFile,
+    resolveModuleNameLiterals: (literals, containingFile) =>
       literals.map((lit) => {
-        const target = classifyImport(lit.text);
-        if (target === null || target === "rollbook") return { resolvedModule: undefined };
-        return {
-          resolvedModule: { resolvedFileName: `${ROOT}${target}`, extension: ts.Extension.Ts, isExternalLibraryImport: false },
-        };
+        const from = userPath(containingFile);
+        if (from !== undefined) {
+          // User files: only what the import policy allows resolves; checkImports reports the rest.
+          const target = classifyImport(from, lit.text, files);
+          if (target === null) return { resolvedModule: undefined };
+          if (target.kind === "file") {
+            return { resolvedModule: { resolvedFileName: `${ROOT}${target.path}`, extension: ts.Extension.Ts, isExternalLibraryImport: false } };
+          }
+          if (target.name === "rollbook") {
+            return { resolvedModule: { resolvedFileName: `${ROOT}${SDK_DTS_PATH}`, extension: ts.Extension.Dts, isExternalLibraryImport: true } };
+          }
+        }
+        // zod, and imports inside the type libs: ordinary resolution over the virtual file system.
+        return ts.resolveModuleName(lit.text, containingFile, USER_COMPILER_OPTIONS, moduleHost);
       }),
   };
 }
@@ -115,7 +129,7 @@ function hasDefaultExport(checker: ts.TypeChecker, sf: ts.SourceFile): boolean {
   return checker.getExportsOfModule(moduleSymbol).some((s) => s.escapedName === "default");
 }
 
-const MISSING_DEFAULT: Record<UserFileName, string> = {
+const MISSING_DEFAULT: Record<string, string> = {
   "scenario.ts": "scenario.ts needs a default export: `export default async function rollout(ctx: RolloutContext<Task>) { ... }`",
   "reward.ts": "reward.ts needs a default export: `export default function reward({ task, output, messages }: RewardInput<Task, Output>): RewardResult { ... }`",
 };
@@ -124,20 +138,20 @@ const MISSING_DEFAULT: Record<UserFileName, string> = {
  * Syntax errors first (when a file does not parse, its type errors are noise), then import policy,
  * type errors and the default-export requirement. Positions are 1-based in the user's own file.
  */
-export function typecheckExperiment(files: Record<UserFileName, string>): Diagnostic[] {
+export function typecheckExperiment(files: Record<string, string>): Diagnostic[] {
+  const code = codePaths(files);
   const program = ts.createProgram({
-    rootNames: [SDK_PATH, GLOBALS_PATH, ...USER_FILES.map((f) => `${ROOT}${f}`)],
+    rootNames: [`${ROOT}${SDK_DTS_PATH}`, `${ROOT}${SANDBOX_GLOBALS_PATH}`, ...code.map((f) => `${ROOT}${f}`)],
     options: USER_COMPILER_OPTIONS,
-    host: createHost(files),
+    host: createHost(files, code),
     oldProgram: lastProgram,
   });
   lastProgram = program;
-  const sources = USER_FILES.map((name) => {
+  const sources = code.map((name) => {
     const sf = program.getSourceFile(`${ROOT}${name}`);
     if (!sf) throw new Error(`internal: ${name} missing from the program`);
     return { name, sf };
   });
-
   const out: Diagnostic[] = [];
   const push = (ds: readonly ts.Diagnostic[]) => {
     for (const d of ds) {
@@ -145,17 +159,13 @@ export function typecheckExperiment(files: Record<UserFileName, string>): Diagno
       if (diag) out.push(diag);
     }
   };
-
   for (const { sf } of sources) push(program.getSyntacticDiagnostics(sf));
-  if (out.length > 0) return sortDiagnostics(out);
+  if (out.length > 0) return sortDiagnostics(out, code);
 
   const badImportStarts = new Map<ts.SourceFile, Set<number>>();
   for (const { name, sf } of sources) {
-    out.push(...checkImports(name, sf));
-    badImportStarts.set(
-      sf,
-      new Set(findImports(sf).filter((s) => classifyImport(s.specifier) === null).map((s) => s.start)),
-    );
+    out.push(...checkImports(name, sf, files));
+    badImportStarts.set(sf, new Set(findImports(sf).filter((s) => classifyImport(name, s.specifier, files) === null).map((s) => s.start)));
   }
   push(program.getOptionsDiagnostics());
   push(program.getGlobalDiagnostics());
@@ -167,16 +177,17 @@ export function typecheckExperiment(files: Record<UserFileName, string>): Diagno
   }
   const checker = program.getTypeChecker();
   for (const { name, sf } of sources) {
-    if (!hasDefaultExport(checker, sf)) out.push({ file: name, line: 1, column: 1, message: MISSING_DEFAULT[name], severity: "error" });
+    const missing = MISSING_DEFAULT[name];
+    if (missing && !hasDefaultExport(checker, sf)) out.push({ file: name, line: 1, column: 1, message: missing, severity: "error" });
   }
-  return sortDiagnostics(out);
+  return sortDiagnostics(out, code);
 }
 
-function sortDiagnostics(ds: Diagnostic[]): Diagnostic[] {
-  // scenario.ts before reward.ts (the order the editor shows the tabs), then by position.
+function sortDiagnostics(ds: Diagnostic[], code: readonly string[]): Diagnostic[] {
+  // In the order the editor lists the files, then by position.
   const rank = (f: string) => {
-    const i = (USER_FILES as readonly string[]).indexOf(f);
-    return i < 0 ? USER_FILES.length : i;
+    const i = code.indexOf(f);
+    return i < 0 ? code.length : i;
   };
   return ds.sort((a, b) => rank(a.file) - rank(b.file) || a.line - b.line || a.column - b.column);
 }

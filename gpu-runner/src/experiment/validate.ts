@@ -1,39 +1,73 @@
 /**
- * One check of a whole experiment before a run starts (and for the editor's Check button): compile the
- * code, parse the tasks and the config, and report every problem of every file together, so a user is
- * not sent round one error at a time.
+ * One check of a whole experiment, once per start (and for the editor's Check button): compile the code,
+ * parse the tasks and the config, look inside the bundle (its exports; every task row against the
+ * scenario's taskSchema), and report every problem of every file together, so a user is not sent round
+ * one error at a time.
  */
-import type { Diagnostic, ExperimentFiles, RunConfig, RunKind } from "../../contracts";
+import { parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../contracts";
+import { inspectExperiment, type ExperimentExports } from "../sandbox/inspect";
 import { type CompiledExperiment, compileExperiment } from "./compile";
 import { type TaskRow, parseTasks } from "./tasks";
-import { parseRunConfig } from "./run-config";
 
 export interface ExperimentTasks {
   train: TaskRow[];
   val: TaskRow[];
 }
 
+export interface ValidExperiment {
+  compiled: CompiledExperiment;
+  tasks: ExperimentTasks;
+  config: RunConfig;
+  exports: ExperimentExports;
+}
+
 export type ValidateExperimentResult =
-  | { ok: true; diagnostics: Diagnostic[]; compiled: CompiledExperiment; tasks: ExperimentTasks; config: RunConfig }
-  | { ok: false; diagnostics: Diagnostic[]; compiled?: CompiledExperiment; tasks?: ExperimentTasks; config?: RunConfig };
+  | ({ ok: true; diagnostics: Diagnostic[] } & ValidExperiment)
+  | { ok: false; diagnostics: Diagnostic[] };
+
+/** Task rows that do not fit taskSchema, at their line in tasks.jsonl (the first 50, then a count). */
+function taskSchemaDiagnostics(rows: readonly TaskRow[], errors: { row: number; path: string; message: string }[], failed: number): Diagnostic[] {
+  const out: Diagnostic[] = errors.map((e) => {
+    const row = rows[e.row];
+    const line = row?.line ?? 1;
+    const field = e.path ? `, field "${e.path}"` : "";
+    return { file: "tasks.jsonl", line, column: 1, message: `tasks.jsonl line ${line}${field}: does not fit taskSchema: ${e.message}`, severity: "error" as const };
+  });
+  if (failed > errors.length) {
+    out.push({ file: "tasks.jsonl", line: 1, column: 1, message: `${failed - errors.length} more task rows do not fit taskSchema`, severity: "error" });
+  }
+  return out;
+}
 
 export async function validateExperiment(files: ExperimentFiles, kind: RunKind): Promise<ValidateExperimentResult> {
-  const compiled = await compileExperiment({ "scenario.ts": files["scenario.ts"], "reward.ts": files["reward.ts"] });
+  const compiled = await compileExperiment(files);
   const tasks = parseTasks(files["tasks.jsonl"]);
   const config = parseRunConfig(files["config.json"], kind);
-
   const diagnostics: Diagnostic[] = [
     ...(compiled.ok ? [] : compiled.diagnostics),
     ...(tasks.ok ? [] : tasks.diagnostics),
     ...(config.ok ? [] : config.diagnostics),
   ];
-  const partial = {
-    compiled: compiled.ok ? compiled.compiled : undefined,
-    tasks: tasks.ok ? { train: tasks.train, val: tasks.val } : undefined,
-    config: config.ok ? config.config : undefined,
-  };
-  if (partial.compiled && partial.tasks && partial.config && diagnostics.every((d) => d.severity !== "error")) {
-    return { ok: true, diagnostics, compiled: partial.compiled, tasks: partial.tasks, config: partial.config };
+  if (!compiled.ok || !tasks.ok || !config.ok || diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
+
+  const rows = [...tasks.train, ...tasks.val];
+  const inspected = await inspectExperiment(compiled.compiled, rows.map((r) => r.data), config.config.limits);
+  if (!inspected.ok) {
+    const where = inspected.error.stack?.match(/\(?([\w./-]+\.ts):(\d+):(\d+)\)?/);
+    const file = where?.[1] ?? "scenario.ts";
+    diagnostics.push({
+      file,
+      line: Number(where?.[2] ?? 1),
+      column: Number(where?.[3] ?? 1),
+      message: `the experiment failed to load: ${inspected.error.message}`,
+      severity: "error",
+    });
+    return { ok: false, diagnostics };
   }
-  return { ok: false, diagnostics, ...partial };
+  diagnostics.push(...taskSchemaDiagnostics(rows, inspected.taskErrors, inspected.failedRows));
+  if (inspected.exports.taskSchema === "invalid") {
+    diagnostics.push({ file: "scenario.ts", line: 1, column: 1, message: "scenario.ts exports a taskSchema that is not a zod schema", severity: "error" });
+  }
+  if (diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
+  return { ok: true, diagnostics, compiled: compiled.compiled, tasks: { train: tasks.train, val: tasks.val }, config: config.config, exports: inspected.exports };
 }

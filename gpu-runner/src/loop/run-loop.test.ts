@@ -15,6 +15,7 @@ import {
 import { compileExperiment, type CompiledExperiment } from "../experiment/compile";
 import { parseTasks } from "../experiment/tasks";
 import { type RunEventInput } from "../events/event-log";
+import { createJudgeClient } from "../judge/judge-client";
 import { executeRun, type RunContext, type RunEngine } from "./run-loop";
 
 const SCENARIO = `
@@ -115,9 +116,11 @@ async function run(
     runId: "r",
     kind: "train",
     compiled: await getCompiled(),
+    exports: { scenario: true, reward: true, groupReward: false, taskSchema: "none" },
     tasks: { train: tasks.train, val: tasks.val },
     resume: false,
     engine,
+    judge: createJudgeClient(config.judge, config.model, engine),
     waitForEngine: async () => {},
     signal: controller.signal,
     ...overrides,
@@ -247,5 +250,46 @@ describe("executeRun (existing checkpoints)", () => {
     expect(status).toBe("failed");
     expect(engine.trains).toHaveLength(0);
     expect(events.at(-1)).toMatchObject({ payload: { error: expect.stringContaining("already has checkpoints") } });
+  });
+});
+
+describe("executeRun (groupReward)", () => {
+  const GROUP_REWARD = `${REWARD}
+import type { GroupRewardInput } from "rollbook";
+import { judgeChat } from "rollbook";
+/** Ranks the group: the first rollout that said the word gets 1, the rest 0.25 (and the judge is asked once). */
+export async function groupReward({ rollouts }: GroupRewardInput<{ word: string }, string>) {
+  await judgeChat([{ role: "user", content: "rank these" }]);
+  const first = rollouts.findIndex((r) => r.reward === 1);
+  return { rewards: rollouts.map((_, i) => (i === first ? 1 : 0.25)), metrics: rollouts.map(() => ({ ranked: 1 })) };
+}
+`;
+
+  it("scores each group together: the group's rewards train, the independent ones stay as a metric, judge usage is shared", async () => {
+    const r = await compileExperiment({ "scenario.ts": SCENARIO, "reward.ts": GROUP_REWARD });
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = new FakeEngine();
+    const { status, events } = await run(engine, {
+      compiled: r.compiled,
+      exports: { scenario: true, reward: true, groupReward: true, taskSchema: "none" },
+      config: { num_steps: 1, eval_every: 1 },
+    });
+    expect(status).toBe("completed");
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    const train = rollouts.filter((t) => t.split === "train" && t.error === null);
+    expect(train.length).toBeGreaterThan(0);
+    for (const t of train) {
+      expect([1, 0.25]).toContain(t.reward);
+      expect(t.metrics.independent_reward).toBeTypeOf("number");
+      expect(t.metrics.ranked).toBe(1);
+      expect(t.metrics.judge_tokens).toBeGreaterThan(0);
+    }
+    // Validation rollouts keep their own reward: one rollout has nothing to be ranked against.
+    expect(rollouts.filter((t) => t.split === "val").every((t) => t.metrics.independent_reward === undefined)).toBe(true);
+    // The trainer got the group's rewards.
+    const trained = engine.trains[0]!.groups.flatMap((g) => g.samples.map((s) => [s.trajectory_id, s.reward]));
+    for (const [id, reward] of trained) expect(train.find((t) => t.id === id)?.reward).toBe(reward);
+    // The judge (the local engine, base model) was asked once per group: 2 groups.
+    expect(engine.chats.filter((c) => c.messages[0]?.content === "rank these")).toHaveLength(2);
   });
 });

@@ -16,24 +16,43 @@ import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient } from "../engine/client";
 import { type RunEventInput } from "../events/event-log";
-import { executeRollout, type ExecutedRollout } from "../rollout/execute";
+import type { JudgeClient } from "../judge/judge-client";
+import { executeRollout, type ExecutedRollout, type RolloutServices } from "../rollout/execute";
+import { NO_MCP, type RunMcp } from "../rollout/run-mcp";
 import { deriveSeed } from "../rollout/seed";
+import type { ExperimentExports } from "../sandbox/inspect";
+import { applyGroupReward } from "./group-reward";
 import { computeEvalMetrics, computeStepMetrics } from "./metrics";
 import { mapConcurrent } from "./pool";
 import { tasksForStep } from "./schedule";
 
 export type RunEngine = Pick<EngineClient, "chat" | "train" | "latestStep">;
 
+/** The run's MCP servers, connected when the run starts and closed when it ends. */
+export interface McpConnection {
+  mcp: RunMcp;
+  /** One line per server that failed to start ("MCP server 'files' (stdio: …) failed to start: …"). */
+  problems: string[];
+  /** One line per server that is ready. */
+  ready: string[];
+  close(): Promise<void>;
+}
+
 export interface RunContext {
   runId: string;
   kind: RunKind;
   config: RunConfig;
   compiled: CompiledExperiment;
+  /** What the bundle exports (a groupReward changes how rewards are given). */
+  exports: ExperimentExports;
   tasks: { train: TaskRow[]; val: TaskRow[] };
   /** Eval runs: `<run>@<step>` or a base model id; absent = config.model. */
   evalModel?: string;
   resume: boolean;
   engine: RunEngine;
+  judge: JudgeClient;
+  /** Connects the experiment's MCP servers (absent: the experiment has none). */
+  connectMcp?: () => Promise<McpConnection>;
   /** Resolves when the engine can serve (waits through a restart). */
   waitForEngine: () => Promise<void>;
   emit: (event: RunEventInput) => void;
@@ -67,18 +86,30 @@ interface RolloutJob {
   rolloutIndex: number;
 }
 
-/** Run a batch of rollouts, emitting each as it finishes; aborted rollouts are not emitted. */
+/**
+ * Run a batch of rollouts, emitting each as it finishes; aborted rollouts are not emitted. With a
+ * groupReward (training only: a relative score means nothing for one validation rollout), a group's
+ * rollouts are scored together as soon as its last one finishes, and emitted then.
+ */
 async function runRollouts(
   ctx: RunContext,
+  services: RolloutServices,
   jobs: readonly RolloutJob[],
-  opts: { step: number; split: "train" | "val"; model: string; idPrefix: string; temperature?: number },
+  opts: { step: number; split: "train" | "val"; model: string; idPrefix: string },
 ): Promise<ExecutedRollout[]> {
+  const byGroupReward = ctx.exports.groupReward && opts.split === "train";
+  const groupSize = new Map<number, number>();
+  for (const job of jobs) groupSize.set(job.group, (groupSize.get(job.group) ?? 0) + 1);
+  const finished = new Map<number, ExecutedRollout[]>();
+  const emit = (done: ExecutedRollout) => {
+    if (!ctx.signal.aborted) ctx.emit({ type: "rollout.finished", payload: done.trajectory });
+  };
   const results = await mapConcurrent(
     jobs,
     ctx.config.max_concurrency,
     async (job) => {
       const done = await executeRollout({
-        engine: ctx.engine,
+        services,
         compiled: ctx.compiled,
         runId: ctx.runId,
         config: ctx.config,
@@ -88,11 +119,21 @@ async function runRollouts(
         group: job.group,
         rolloutIndex: job.rolloutIndex,
         model: opts.model,
-        samplingOverrides: opts.temperature === undefined ? undefined : { temperature: opts.temperature },
         idPrefix: opts.idPrefix,
         signal: ctx.signal,
       });
-      if (!ctx.signal.aborted) ctx.emit({ type: "rollout.finished", payload: done.trajectory });
+      if (!byGroupReward) {
+        emit(done);
+        return done;
+      }
+      const group = finished.get(job.group) ?? [];
+      group.push(done);
+      finished.set(job.group, group);
+      if (group.length === groupSize.get(job.group)) {
+        group.sort((a, b) => a.trajectory.id.localeCompare(b.trajectory.id, "en", { numeric: true }));
+        if (!ctx.signal.aborted) await applyGroupReward({ compiled: ctx.compiled, config: ctx.config, services, task: job.task, rollouts: group, signal: ctx.signal });
+        group.forEach(emit);
+      }
       return done;
     },
     ctx.signal,
@@ -101,16 +142,11 @@ async function runRollouts(
   return results;
 }
 
-async function runEval(ctx: RunContext, step: number, model: string): Promise<void> {
+async function runEval(ctx: RunContext, services: RolloutServices, step: number, model: string): Promise<void> {
   const jobs = ctx.tasks.val.map((task) => ({ task, group: task.index, rolloutIndex: 0 }));
   if (jobs.length === 0) return;
-  const done = await runRollouts(ctx, jobs, {
-    step,
-    split: "val",
-    model,
-    idPrefix: "eval",
-    temperature: ctx.config.eval_temperature,
-  });
+  // Decoding (config.eval_temperature, greedy by default) is fixed in executeRollout for the "val" split.
+  const done = await runRollouts(ctx, services, jobs, { step, split: "val", model, idPrefix: "eval" });
   ctx.emit({ type: "eval.finished", payload: computeEvalMetrics(step, model, done.map((d) => d.trajectory)) });
 }
 
@@ -166,9 +202,9 @@ async function trainStep(
   return result;
 }
 
-async function sampleStep(ctx: RunContext, step: number, model: string) {
+async function sampleStep(ctx: RunContext, services: RolloutServices, step: number, model: string) {
   const t0 = performance.now();
-  const done = await runRollouts(ctx, groupJobs(ctx, step), { step, split: "train", model, idPrefix: "s" });
+  const done = await runRollouts(ctx, services, groupJobs(ctx, step), { step, split: "train", model, idPrefix: "s" });
   // The engine unreachable for a whole step is an outage, not data: fail (resumable) instead of training
   // an empty step and advancing the checkpoint.
   const modelErrors = done.filter((d) => d.trajectory.error?.kind === "model");
@@ -189,12 +225,10 @@ async function sampleStep(ctx: RunContext, step: number, model: string) {
   return { groups, rolloutS: (performance.now() - t0) / 1000, t0 };
 }
 
-async function runDry(ctx: RunContext): Promise<void> {
-  const model = ctx.config.model;
-  ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: 0 } });
+async function runDry(ctx: RunContext, services: RolloutServices): Promise<void> {
   await ctx.waitForEngine();
   ctx.onStep?.(1);
-  const { groups, rolloutS, t0 } = await sampleStep(ctx, 1, model);
+  const { groups, rolloutS, t0 } = await sampleStep(ctx, services, 1, ctx.config.model);
   const trajectories = groups.map((g) => g.map((d) => d.trajectory));
   ctx.emit({
     type: "step.finished",
@@ -202,41 +236,40 @@ async function runDry(ctx: RunContext): Promise<void> {
   });
 }
 
-async function runEvalOnly(ctx: RunContext): Promise<void> {
+async function runEvalOnly(ctx: RunContext, services: RolloutServices): Promise<void> {
   const model = ctx.evalModel ?? ctx.config.model;
-  ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: 0 } });
   await ctx.waitForEngine();
   const step = modelStep(model);
   ctx.onStep?.(step);
-  await runEval(ctx, step, model);
+  await runEval(ctx, services, step, model);
 }
 
-async function runTrain(ctx: RunContext): Promise<void> {
-  const { config, runId } = ctx;
+/** Where a train run starts: after the engine's newest checkpoint when resuming, else 0. */
+async function trainStart(ctx: RunContext): Promise<number> {
   await ctx.waitForEngine();
   // The engine's newest checkpoint is the truth about how far training got (events may be ahead of it
   // when the runner died mid-step: that step is redone with the same tasks and seeds).
-  const newest = await ctx.engine.latestStep(runId);
+  const newest = await ctx.engine.latestStep(ctx.runId);
   if (!ctx.resume && newest > 0) {
-    throw new Error(`the engine already has checkpoints of run ${runId} (newest ${newest}): resume it or use a new run id`);
+    throw new Error(`the engine already has checkpoints of run ${ctx.runId} (newest ${newest}): resume it or use a new run id`);
   }
-  const resumedFrom = ctx.resume ? newest : 0;
-  ctx.emit({
-    type: "run.started",
-    payload: { kind: ctx.kind, config, model: config.model, resumed_from_step: resumedFrom },
-  });
+  return ctx.resume ? newest : 0;
+}
+
+async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom: number): Promise<void> {
+  const { config, runId } = ctx;
   if (resumedFrom > 0) {
     ctx.emit({ type: "run.log", payload: { level: "info", message: `resuming after checkpoint ${resumedFrom}` } });
   }
   const evalOn = config.eval_every > 0 && ctx.tasks.val.length > 0;
-  if (evalOn && resumedFrom === 0) await runEval(ctx, 0, config.model);
+  if (evalOn && resumedFrom === 0) await runEval(ctx, services, 0, config.model);
 
   for (let step = resumedFrom + 1; step <= config.num_steps; step++) {
     checkStopped(ctx.signal);
     await ctx.waitForEngine();
     ctx.onStep?.(step);
     const model = step === 1 ? config.model : checkpointModel(runId, step - 1);
-    const { groups, rolloutS, t0 } = await sampleStep(ctx, step, model);
+    const { groups, rolloutS, t0 } = await sampleStep(ctx, services, step, model);
     const t1 = performance.now();
     const { metrics, checkpoint } = await trainStep(ctx, step, groups);
     const trainS = (performance.now() - t1) / 1000;
@@ -252,7 +285,7 @@ async function runTrain(ctx: RunContext): Promise<void> {
     });
     checkStopped(ctx.signal);
     if (evalOn && (step % config.eval_every === 0 || step === config.num_steps)) {
-      await runEval(ctx, step, checkpointModel(runId, step));
+      await runEval(ctx, services, step, checkpointModel(runId, step));
     }
   }
 }
@@ -264,10 +297,23 @@ async function runTrain(ctx: RunContext): Promise<void> {
 export async function executeRun(ctx: RunContext): Promise<"completed" | "stopped" | "failed"> {
   let status: "completed" | "stopped" | "failed" = "completed";
   let error: string | null = null;
+  let connection: McpConnection | undefined;
   try {
-    if (ctx.kind === "train") await runTrain(ctx);
-    else if (ctx.kind === "dry-run") await runDry(ctx);
-    else await runEvalOnly(ctx);
+    const resumedFrom = ctx.kind === "train" ? await trainStart(ctx) : 0;
+    const model = ctx.kind === "eval" ? (ctx.evalModel ?? ctx.config.model) : ctx.config.model;
+    ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: resumedFrom } });
+    if (ctx.exports.groupReward) {
+      ctx.emit({ type: "run.log", payload: { level: "info", message: `reward.ts exports groupReward: each group's rollouts are scored together; the default export's reward is kept as independent_reward` } });
+    }
+    if (ctx.connectMcp) {
+      connection = await ctx.connectMcp();
+      for (const line of connection.ready) ctx.emit({ type: "run.log", payload: { level: "info", message: line } });
+      for (const line of connection.problems) ctx.emit({ type: "run.log", payload: { level: "error", message: line } });
+    }
+    const services: RolloutServices = { engine: ctx.engine, judge: ctx.judge, mcp: connection?.mcp ?? NO_MCP };
+    if (ctx.kind === "train") await runTrain(ctx, services, resumedFrom);
+    else if (ctx.kind === "dry-run") await runDry(ctx, services);
+    else await runEvalOnly(ctx, services);
     checkStopped(ctx.signal);
   } catch (err) {
     if (ctx.signal.aborted || err instanceof RunStopped) {
@@ -276,6 +322,11 @@ export async function executeRun(ctx: RunContext): Promise<"completed" | "stoppe
       status = "failed";
       error = err instanceof Error ? err.message : String(err);
     }
+  }
+  if (connection) {
+    await connection.close().catch((err: unknown) => {
+      ctx.emit({ type: "run.log", payload: { level: "warn", message: `closing the MCP servers: ${err instanceof Error ? err.message : String(err)}` } });
+    });
   }
   ctx.emit({ type: "run.finished", payload: { status, error, diagnostics: [] } });
   return status;

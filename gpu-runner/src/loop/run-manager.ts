@@ -11,7 +11,9 @@ import {
   type RunStatus,
   type StartResult,
 } from "../../contracts";
+import { findKeyOffset, offsetToPosition } from "../../contracts";
 import { validateExperiment } from "../experiment/validate";
+import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { executeRun, type RunEngine } from "./run-loop";
 
@@ -33,11 +35,10 @@ export interface ValidateResult {
   diagnostics: Diagnostic[];
 }
 
-/** 1-based position of `"key"` in a JSON text (line 1 when absent: the default applies). */
-function keyPosition(text: string, key: string): { line: number; column: number } {
-  const lines = text.split("\n");
-  const i = lines.findIndex((l) => l.includes(`"${key}"`));
-  return i < 0 ? { line: 1, column: 1 } : { line: i + 1, column: (lines[i] as string).indexOf(`"${key}"`) + 1 };
+/** 1-based position of a config key (line 1 when absent: the default applies). */
+function keyPosition(text: string, path: readonly string[]): { line: number; column: number } {
+  const offset = findKeyOffset(text, path);
+  return offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
 }
 
 export class RunManager {
@@ -104,7 +105,11 @@ export class RunManager {
       const engineMax = health?.status === "ok" ? (health.max_context_tokens ?? 0) : 0;
       if (engineMax > 0 && checked.config.max_context_tokens > engineMax) {
         const message = `max_context_tokens: ${checked.config.max_context_tokens} exceeds the model's context of ${engineMax}`;
-        return refuse(message, [{ file: "config.json", ...keyPosition(spec.files["config.json"], "max_context_tokens"), message, severity: "error" }]);
+        return refuse(message, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["max_context_tokens"]), message, severity: "error" }]);
+      }
+      const judgeProblem = judgeConfigProblem(checked.config.judge);
+      if (judgeProblem) {
+        return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_env"]), message: judgeProblem, severity: "error" }]);
       }
 
       const controller = new AbortController();
@@ -116,10 +121,12 @@ export class RunManager {
         kind: spec.kind,
         config: checked.config,
         compiled: checked.compiled,
+        exports: checked.exports,
         tasks: checked.tasks,
         evalModel: spec.eval_model,
         resume: spec.resume,
         engine: this.engine.engine,
+        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine),
         waitForEngine: () => this.engine.waitReady(signal),
         emit: (event) => {
           this.events.append(runId, event);

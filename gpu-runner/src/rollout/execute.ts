@@ -1,35 +1,49 @@
 /**
- * Runs one rollout: the user's scenario and reward in the sandbox, with a `chat` callback that samples the
- * engine and records every turn itself (prompt token ids, sampled token ids and logprobs, timings), so the
- * training sample is exactly what the model saw and sampled — user code cannot forge it.
+ * Runs one rollout: the user's scenario and reward in the sandbox, with the runner's side of the bridge —
+ * `chat` samples the engine and records every turn itself (prompt token ids, sampled token ids and logprobs,
+ * timings), so the training sample is exactly what the model saw and sampled and user code cannot forge it;
+ * `judge` and `mcp` go to the run's judge model and MCP servers. What the runner can count itself (turns,
+ * tool calls, malformed tool calls, judge tokens and cost) it records as the rollout's metrics, after the
+ * user's, so they cannot be overridden.
  */
 import {
-  type ChatMessage,
   type ChatCompletionRequest,
+  type ChatMessage,
   type RolloutError,
   type RunConfig,
+  type ToolSpec,
   type Trajectory,
   type TrainSample,
 } from "../../contracts";
-import { runRollout, type SandboxChatResult } from "../sandbox/run-rollout";
-import { type ChatOptions } from "../sandbox/chat-args";
+import type { ChatResult } from "../../sdk/rollbook";
+import { runRollout, type RolloutHost } from "../sandbox/run-rollout";
+import type { ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
+import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
+import { type RunMcp } from "./run-mcp";
 import { deriveSeed } from "./seed";
-
-/** What user code may pass to ctx.chat and gets back: the sandbox's own types, validated there. */
-type UserChatOptions = ChatOptions;
-type ChatReply = SandboxChatResult;
 
 export interface RecordedTurn extends SampledTurn {
   modelMs: number;
   finishReason: string | null;
+  /** The messages this call was made with, and the reply it returned: what a follow-up call must extend. */
+  requestMessages: ChatMessage[];
+  reply: ChatMessage;
+  tools: ToolSpec[] | undefined;
+}
+
+/** The run's services a rollout uses. */
+export interface RolloutServices {
+  engine: Pick<EngineClient, "chat">;
+  judge: JudgeClient;
+  mcp: RunMcp;
 }
 
 export interface ExecuteRolloutInput {
-  engine: Pick<EngineClient, "chat">;
+  services: RolloutServices;
   compiled: CompiledExperiment;
   runId: string;
   config: RunConfig;
@@ -40,8 +54,6 @@ export interface ExecuteRolloutInput {
   rolloutIndex: number;
   /** Base model id or `<run>@<step>`. */
   model: string;
-  /** Overrides of config.sampling (eval uses eval_temperature). User options still win over these. */
-  samplingOverrides?: { temperature?: number };
   /** Distinguishes eval rollouts' ids and seeds from training ones. */
   idPrefix?: string;
   signal?: AbortSignal;
@@ -52,6 +64,8 @@ export interface ExecutedRollout {
   /** The token-exact training sample, or null when the rollout failed (or made no model call). */
   sample: TrainSample | null;
   turns: RecordedTurn[];
+  /** What the scenario returned (the group reward reads it). */
+  output: unknown;
 }
 
 export class ContextLimitError extends Error {
@@ -61,111 +75,140 @@ export class ContextLimitError extends Error {
   }
 }
 
-function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
+export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
   return (
     a.role === b.role &&
     (a.content ?? "") === (b.content ?? "") &&
     (a.tool_call_id ?? null) === (b.tool_call_id ?? null) &&
+    (a.name ?? null) === (b.name ?? null) &&
     JSON.stringify(a.tool_calls ?? []) === JSON.stringify(b.tool_calls ?? [])
   );
 }
 
-function normaliseMessages(messages: unknown): ChatMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) throw new TypeError("ctx.chat needs a non-empty array of messages");
-  return messages.map((m, i) => {
-    const msg = m as Partial<ChatMessage> | null;
-    if (!msg || typeof msg !== "object" || !["system", "user", "assistant", "tool"].includes(String(msg.role))) {
-      throw new TypeError(`ctx.chat: message ${i} needs a role of system, user, assistant or tool`);
-    }
-    const out: ChatMessage = { role: msg.role!, content: msg.content == null ? null : String(msg.content) };
-    if (msg.name !== undefined) out.name = String(msg.name);
-    if (msg.tool_calls !== undefined) out.tool_calls = msg.tool_calls;
-    if (msg.tool_call_id !== undefined) out.tool_call_id = String(msg.tool_call_id);
-    return out;
-  });
+/** `messages` starts with every message of `prefix`. */
+function extendsConversation(messages: readonly ChatMessage[], prefix: readonly ChatMessage[]): boolean {
+  return messages.length > prefix.length && prefix.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
 }
 
 export function trajectoryId(runId: string, prefix: string, step: number, group: number, rollout: number): string {
   return `${runId}:${prefix}${step}:g${group}:r${rollout}`;
 }
 
+/** A tool call names a tool that was offered, with arguments that are a JSON object. */
+function wellFormed(call: { function: { name: string; arguments: string } }, offered: ReadonlySet<string>): boolean {
+  if (!offered.has(call.function.name)) return false;
+  try {
+    const args: unknown = JSON.parse(call.function.arguments || "{}");
+    return args !== null && typeof args === "object" && !Array.isArray(args);
+  } catch {
+    return false;
+  }
+}
+
 export async function executeRollout(input: ExecuteRolloutInput): Promise<ExecutedRollout> {
-  const { engine, config, step, group, rolloutIndex, model, signal } = input;
+  const { services, config, step, group, rolloutIndex, model, signal } = input;
   const prefix = input.idPrefix ?? "s";
   const id = trajectoryId(input.runId, prefix, step, group, rolloutIndex);
+  const evaluating = input.split === "val";
   const turns: RecordedTurn[] = [];
   const transcript: ChatMessage[] = [];
+  const counts = { toolsOffered: false, toolCalls: 0, malformed: 0 };
+  const notes: string[] = [];
   let modelError: string | null = null;
-  let contextError: string | null = null;
   const startedAt = Date.now();
 
-  const chat = async (rawMessages: unknown, rawOptions?: unknown): Promise<ChatReply> => {
-    const messages = normaliseMessages(rawMessages);
-    const options = (rawOptions ?? {}) as UserChatOptions;
+  const chat = async (messages: ChatMessage[], options: ChatOptions, gateSignal: AbortSignal): Promise<ChatResult> => {
     const turnIndex = turns.length;
-    // Context budget: what the previous turn already used is a lower bound on this prompt's length.
     const last = turns.at(-1);
+    // Context budget: what the previous turn already used is a lower bound on this prompt's length.
     const used = last ? last.promptTokenIds.length + last.completionTokenIds.length : 0;
     const budget = config.max_context_tokens - used;
-    if (budget <= 0) {
-      contextError = `context limit: ${used} tokens already used of max_context_tokens ${config.max_context_tokens}`;
-      throw new ContextLimitError(contextError);
+    if (budget <= 0) throw new ContextLimitError(`context limit: ${used} tokens already used of max_context_tokens ${config.max_context_tokens}`);
+
+    // Evaluation decoding is the config's (greedy by default); a scenario's per-call options cannot change it.
+    if (evaluating && (options.temperature !== undefined || options.top_p !== undefined || options.seed !== undefined) && notes.length === 0) {
+      notes.push(`evaluation: ctx.chat's temperature/top_p/seed ignored; evaluation decodes with config.eval_temperature = ${config.eval_temperature}`);
     }
     const wanted = options.max_tokens ?? config.sampling.max_tokens;
     const request: ChatCompletionRequest = {
       model,
       messages,
-      temperature: options.temperature ?? input.samplingOverrides?.temperature ?? config.sampling.temperature,
-      top_p: options.top_p ?? config.sampling.top_p,
+      temperature: evaluating ? config.eval_temperature : (options.temperature ?? config.sampling.temperature),
+      top_p: evaluating ? 1 : (options.top_p ?? config.sampling.top_p),
       max_tokens: Math.max(1, Math.min(wanted, budget)),
       n: 1,
-      seed: options.seed ?? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex),
+      seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
       logprobs: true,
       return_token_ids: true,
     };
     if (options.stop !== undefined) request.stop = options.stop;
-    if (options.tools !== undefined) request.tools = options.tools;
+    if (options.tools !== undefined && options.tools.length > 0) {
+      request.tools = options.tools;
+      counts.toolsOffered = true;
+    }
+    if (options.tool_choice !== undefined) request.tool_choice = options.tool_choice;
+    // Token-exact multi-turn: when this call extends the previous one's conversation with the same tools,
+    // the engine appends only the new turns to the exact tokens already seen and sampled.
+    if (last && JSON.stringify(last.tools ?? null) === JSON.stringify(request.tools ?? null) && extendsConversation(messages, [...last.requestMessages, last.reply])) {
+      request.continue_from = { token_ids: [...last.promptTokenIds, ...last.completionTokenIds], message_count: last.requestMessages.length + 1 };
+    }
 
     const t0 = performance.now();
     let response;
     try {
-      response = await engine.chat(request, signal);
+      response = await services.engine.chat(request, signal ? AbortSignal.any([gateSignal, signal]) : gateSignal);
     } catch (err) {
-      if (signal?.aborted) throw err;
+      if (gateSignal.aborted || signal?.aborted) throw err;
       modelError = err instanceof EngineError ? err.message : `model call failed: ${(err as Error).message}`;
-      throw new Error(modelError);
+      throw Object.assign(new Error(modelError), { name: "ModelError" });
     }
     const modelMs = performance.now() - t0;
     const choice = response.choices[0];
     if (!choice) {
       modelError = "engine returned no choices";
-      throw new Error(modelError);
+      throw Object.assign(new Error(modelError), { name: "ModelError" });
     }
     const promptIds = response.prompt_token_ids ?? [];
     const completionIds = choice.token_ids ?? [];
-    const logprobs = choice.logprobs?.content ? choice.logprobs.content.map((l) => l.logprob) : null;
+    const toolCalls = choice.message.tool_calls ?? [];
+    const malformed = choice.malformed_tool_calls ?? [];
+    const reply: ChatMessage = { role: "assistant", content: choice.message.content ?? "" };
+    if (toolCalls.length) reply.tool_calls = toolCalls;
     turns.push({
       promptTokenIds: promptIds,
       completionTokenIds: completionIds,
-      completionLogprobs: logprobs,
+      completionLogprobs: choice.logprobs?.content ? choice.logprobs.content.map((l) => l.logprob) : null,
       modelMs,
       finishReason: choice.finish_reason,
+      requestMessages: messages,
+      reply,
+      tools: request.tools,
     });
-    const total = promptIds.length + completionIds.length;
-    if (total > config.max_context_tokens) {
-      contextError = `context limit: ${total} tokens > max_context_tokens ${config.max_context_tokens}`;
-      throw new ContextLimitError(contextError);
-    }
+    const offered = new Set((request.tools ?? []).map((t) => t.function.name));
+    const good = toolCalls.filter((c) => wellFormed(c, offered)).length;
+    counts.toolCalls += good;
+    counts.malformed += malformed.length + (toolCalls.length - good);
 
+    const total = promptIds.length + completionIds.length;
+    if (total > config.max_context_tokens) throw new ContextLimitError(`context limit: ${total} tokens > max_context_tokens ${config.max_context_tokens}`);
     // Transcript: append only what is new when this call continues the conversation so far.
-    const continues =
-      transcript.length <= messages.length && transcript.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
-    transcript.push(...(continues ? messages.slice(transcript.length) : messages));
-    const toolCalls = choice.message.tool_calls ?? [];
-    const message: ChatMessage = { role: "assistant", content: choice.message.content ?? "" };
-    if (toolCalls.length) message.tool_calls = toolCalls;
-    transcript.push(message);
-    return { content: choice.message.content ?? "", finishReason: choice.finish_reason, toolCalls, message };
+    const continues = transcript.length <= messages.length && transcript.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
+    transcript.push(...(continues ? messages.slice(transcript.length) : messages), reply);
+    return {
+      content: choice.message.content ?? "",
+      finishReason: choice.finish_reason,
+      toolCalls,
+      malformedToolCalls: malformed,
+      message: reply,
+      usage: { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens },
+    };
+  };
+
+  const host: RolloutHost = {
+    chat,
+    judge: (messages, options, gateSignal) => services.judge.chat(messages, options, signal ? AbortSignal.any([gateSignal, signal]) : gateSignal),
+    mcpList: () => services.mcp.list(),
+    mcpCall: (server, tool, args, gateSignal) => services.mcp.call(server, tool, args, signal ? AbortSignal.any([gateSignal, signal]) : gateSignal),
   };
 
   const result = await runRollout({
@@ -173,22 +216,18 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     task: input.task.data,
     split: input.split,
     step,
+    group,
     rolloutIndex,
     limits: config.limits,
-    chat,
+    host,
+    mcpServers: services.mcp.servers,
     getMessages: () => transcript.map((m) => ({ ...m })),
     signal,
   });
 
   let error: RolloutError | null = result.error;
   if (error && modelError && error.kind === "thrown") error = { ...error, kind: "model", message: modelError };
-  if (error && contextError && error.kind === "thrown") error = { ...error, message: contextError };
   let reward: number | null = error ? null : result.reward;
-  if (!error && (typeof reward !== "number" || !Number.isFinite(reward))) {
-    error = { kind: "reward", message: `reward is ${String(reward)}, not a finite number` };
-    reward = null;
-  }
-
   let sample: TrainSample | null = null;
   if (!error && reward !== null && turns.length > 0) {
     try {
@@ -199,11 +238,18 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     }
   }
 
+  // The runner's own counts go last: a user metric of the same name cannot override them.
+  const metrics: Record<string, number> = { ...result.metrics, turns: turns.length };
+  if (counts.toolsOffered) Object.assign(metrics, { tool_calls: counts.toolCalls, malformed_tool_calls: counts.malformed });
+  if (result.record.judge.calls > 0) {
+    metrics.judge_tokens = result.record.judge.prompt_tokens + result.record.judge.completion_tokens;
+    metrics.judge_cost_usd = result.record.judge.cost_usd;
+  }
+
   const completionTokens = turns.reduce((n, t) => n + t.completionTokenIds.length, 0);
   const promptTokens = sample
     ? sample.sequences.reduce((n, s) => n + s.mask.filter((m) => m === 0).length, 0)
     : turns.reduce((n, t) => n + t.promptTokenIds.length, 0);
-
   const trajectory: Trajectory = {
     id,
     step,
@@ -213,16 +259,12 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     task: input.task.data,
     messages: transcript,
     reward,
-    metrics: result.metrics ?? {},
+    metrics,
     error,
     model,
     tokens: { prompt: promptTokens, completion: completionTokens },
-    timings: {
-      started_at: startedAt,
-      duration_ms: result.durationMs,
-      model_ms: turns.reduce((n, t) => n + t.modelMs, 0),
-    },
-    logs: result.logs ?? [],
+    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0) },
+    logs: [...notes, ...result.logs],
   };
-  return { trajectory, sample, turns };
+  return { trajectory, sample, turns, output: result.output };
 }

@@ -1,39 +1,43 @@
 /**
- * The sandbox's glue, as source text evaluated inside each fresh isolate before the user's bundles. It
- * builds `ctx` around three host references (chat, log, metric), hides those references from user code
- * (they live only in this closure), and defines the two entry points the host calls: run the scenario,
- * then run the reward. Results come back as small plain objects built here, so the host never has to copy
- * arbitrary user values across the boundary; the host validates them again anyway (run-rollout.ts).
+ * The sandbox's glue, as source text evaluated inside each fresh isolate before the experiment's bundle. It
+ * turns the host's ivm.References (set as a temporary global and deleted here at once) into the bridge the
+ * SDK runtime uses (`__rollbook_host`, see gpu-runner/sdk/runtime/host.ts) and defines `console`. Every call
+ * copies plain data across the boundary in both directions; the host validates every argument again, caps
+ * everything and bounds the calls in flight, so user code that calls the bridge itself gains nothing.
  */
 
 export const BOOTSTRAP_FILENAME = "rollbook-sandbox.js";
+/** Each host reference is set as `__rollbook_ref_<name>` and taken (and deleted) by the glue at once. */
+export const REF_GLOBAL_PREFIX = "__rollbook_ref_";
+export const HOST_GLOBAL = "__rollbook_host";
 
-/** Per-rollout caps, so a chatty or buggy scenario cannot flood the trajectory or the event log. */
-export const SANDBOX_CAPS = {
-  maxLogLines: 200,
-  maxLogLineChars: 2_000,
-  maxMetrics: 64,
-  maxMetricNameChars: 100,
-} as const;
+/** The host functions a sandbox gets (each an ivm.Reference to a host function). */
+export const BRIDGE_FUNCTIONS = ["chat", "judge", "mcpList", "mcpCall", "log", "metric"] as const;
+export type BridgeFunction = (typeof BRIDGE_FUNCTIONS)[number];
 
-export function bootstrapSource(globals: { scenario: string; reward: string }): string {
-  const caps = JSON.stringify(SANDBOX_CAPS);
+export function bootstrapSource(): string {
   return `"use strict";
 (() => {
   const g = globalThis;
-  const chatRef = g.__rollbook_chat, logRef = g.__rollbook_log, metricRef = g.__rollbook_metric;
-  delete g.__rollbook_chat; delete g.__rollbook_log; delete g.__rollbook_metric;
+  const refs = {};
+  for (const name of ${JSON.stringify(BRIDGE_FUNCTIONS)}) {
+    const key = ${JSON.stringify(REF_GLOBAL_PREFIX)} + name;
+    refs[name] = g[key];
+    delete g[key];
+  }
   // Captured now: user code may overwrite globals later, and that must not break the glue.
-  const { stringify, parse } = JSON;
-  const isFiniteNumber = Number.isFinite, keys = Object.keys, freeze = Object.freeze, toStr = Object.prototype.toString;
-  const ErrorCtor = Error, TypeErrorCtor = TypeError, SetCtor = Set;
-  const caps = ${caps};
-  let logLines = 0;
-  const metricNames = new SetCtor();
-  let outputJson = "null";
-
-  class ModelError extends ErrorCtor {}
-  ModelError.prototype.name = "ModelError";
+  const freeze = Object.freeze, stringify = JSON.stringify, toStr = Object.prototype.toString, ErrorCtor = Error;
+  const ASYNC = { arguments: { copy: true }, result: { promise: true, copy: true } };
+  const call = (ref, args) => ref.apply(undefined, args, ASYNC);
+  const host = freeze({
+    chat: (messages, options) => call(refs.chat, [messages, options]),
+    judge: (messages, options) => call(refs.judge, [messages, options]),
+    mcpList: () => call(refs.mcpList, []),
+    mcpCall: (server, tool, args) => call(refs.mcpCall, [server, tool, args]),
+    log: (line) => { refs.log.applySync(undefined, [typeof line === "string" ? line : String(line)]); },
+    metric: (name, value) => { refs.metric.applySync(undefined, [name, value], { arguments: { copy: true } }); },
+  });
+  Object.defineProperty(g, ${JSON.stringify(HOST_GLOBAL)}, { value: host, writable: false, configurable: false, enumerable: false });
 
   function show(v) {
     if (typeof v === "string") return v;
@@ -41,110 +45,8 @@ export function bootstrapSource(globals: { scenario: string; reward: string }): 
     try { const s = stringify(v); if (s !== undefined) return s; } catch {}
     try { return String(v); } catch { return toStr.call(v); }
   }
-
-  function log(...args) {
-    if (logLines > caps.maxLogLines) return;
-    logLines++;
-    let line = logLines > caps.maxLogLines
-      ? "(log limit of " + caps.maxLogLines + " lines reached; later lines dropped)"
-      : args.map(show).join(" ");
-    if (line.length > caps.maxLogLineChars) {
-      line = line.slice(0, caps.maxLogLineChars) + "… (" + (line.length - caps.maxLogLineChars) + " more characters)";
-    }
-    logRef.applySync(undefined, [line]);
-  }
-
-  function metric(name, value) {
-    if (typeof name !== "string" || name.length === 0 || name.length > caps.maxMetricNameChars) {
-      throw new TypeErrorCtor("ctx.metric: the name must be a non-empty string of at most " + caps.maxMetricNameChars + " characters");
-    }
-    if (typeof value !== "number" || !isFiniteNumber(value)) {
-      throw new TypeErrorCtor("ctx.metric(" + stringify(name) + "): the value must be a finite number, got " + show(value));
-    }
-    if (!metricNames.has(name) && metricNames.size >= caps.maxMetrics) {
-      throw new TypeErrorCtor("ctx.metric: at most " + caps.maxMetrics + " metric names per rollout");
-    }
-    metricNames.add(name);
-    metricRef.applySync(undefined, [name, value]);
-  }
-
-  async function chat(messages, options) {
-    let pending;
-    try {
-      pending = chatRef.apply(undefined, [messages, options], { arguments: { copy: true }, result: { promise: true, copy: true } });
-    } catch (e) {
-      throw new TypeErrorCtor("ctx.chat: messages and options must be plain data (" + show(e && e.message) + ")");
-    }
-    const r = await pending;
-    if (!r.ok) throw r.name === "ModelError" ? new ModelError(r.message) : r.name === "TypeError" ? new TypeErrorCtor(r.message) : new ErrorCtor(r.message);
-    return r.value;
-  }
-
-  const consoleLike = freeze({ log, info: log, warn: log, error: log, debug: log });
-  g.console = consoleLike;
-
-  function describe(e) {
-    try {
-      if (e instanceof ErrorCtor) {
-        return { ok: false, name: String(e.name), message: String(e.message), stack: typeof e.stack === "string" ? e.stack : undefined };
-      }
-      return { ok: false, name: "Error", message: "threw a non-Error value: " + show(e) };
-    } catch {
-      return { ok: false, name: "Error", message: "threw a value that could not be described" };
-    }
-  }
-
-  function defaultExport(globalName) {
-    const mod = g[globalName];
-    return mod && typeof mod.default === "function" ? mod.default : null;
-  }
-
-  g.__rollbook_run_scenario = async (taskJson, split, step, rolloutIndex) => {
-    try {
-      const fn = defaultExport(${JSON.stringify(globals.scenario)});
-      if (!fn) return { ok: false, name: "TypeError", message: "scenario.ts must export default the rollout function" };
-      const ctx = freeze({ task: parse(taskJson), split, step, rolloutIndex, chat, log, metric });
-      const out = await fn(ctx);
-      let json;
-      try {
-        json = out === undefined ? "null" : stringify(out);
-      } catch (e) {
-        return { ok: false, name: "TypeError", message: "the scenario's return value is not JSON-serialisable: " + show(e && e.message) };
-      }
-      if (json === undefined) {
-        return { ok: false, name: "TypeError", message: "the scenario returned a " + typeof out + "; return JSON-serialisable data (or nothing)" };
-      }
-      outputJson = json;
-      return { ok: true, outputJson: json };
-    } catch (e) {
-      return describe(e);
-    }
-  };
-
-  g.__rollbook_run_reward = async (taskJson, messagesJson) => {
-    try {
-      const fn = defaultExport(${JSON.stringify(globals.reward)});
-      if (!fn) return { ok: false, name: "TypeError", message: "reward.ts must export default the reward function" };
-      const r = await fn({ task: parse(taskJson), output: parse(outputJson), messages: parse(messagesJson) });
-      if (typeof r === "number") return { ok: true, type: "number", reward: r, metrics: [] };
-      if (r === null || typeof r !== "object") return { ok: true, type: r === null ? "null" : typeof r, reward: null, metrics: [] };
-      const reward = r.reward, m = r.metrics;
-      const metrics = [];
-      const metricsType = m === null ? "null" : Array.isArray(m) ? "array" : typeof m;
-      if (metricsType === "object") {
-        for (const k of keys(m).slice(0, caps.maxMetrics + 1)) {
-          const v = m[k];
-          metrics.push([k, typeof v === "number" ? v : null, typeof v]);
-        }
-      }
-      return {
-        ok: true, type: "object", rewardType: typeof reward,
-        reward: typeof reward === "number" ? reward : null, metricsType, metrics,
-      };
-    } catch (e) {
-      return describe(e);
-    }
-  };
+  const log = (...args) => host.log(args.map(show).join(" "));
+  g.console = freeze({ log, info: log, warn: log, error: log, debug: log });
 })();
 `;
 }

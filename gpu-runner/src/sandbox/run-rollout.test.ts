@@ -4,9 +4,10 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, LimitsConfig } from "../../contracts";
+import { LimitsConfig, type ChatMessage } from "../../contracts";
+import type { ChatResult } from "../../sdk/rollbook";
 import { type CompiledExperiment, compileExperiment } from "../experiment/compile";
-import { type RolloutInput, type SandboxChatResult, runRollout } from "./run-rollout";
+import { type RolloutHost, type RolloutInput, runRollout } from "./run-rollout";
 
 const TEMPLATE = new URL("../../../templates/say-the-word/", import.meta.url);
 const template = {
@@ -15,43 +16,63 @@ const template = {
 };
 const HEADER = `import type { RolloutContext } from "rollbook";\n`;
 const PLAIN_REWARD = `export default function reward({ output }: { output: unknown }) { return output === "ok" ? 1 : 0; }\n`;
-const LIMITS: LimitsConfig = { rollout_timeout_ms: 3_000, cpu_timeout_ms: 200, memory_mb: 32 };
+const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 3_000, cpu_timeout_ms: 200, memory_mb: 32 });
 
-async function compile(scenario: string, reward = PLAIN_REWARD): Promise<CompiledExperiment> {
-  const r = await compileExperiment({ "scenario.ts": scenario, "reward.ts": reward });
+async function compile(scenario: string, reward = PLAIN_REWARD, extra: Record<string, string> = {}): Promise<CompiledExperiment> {
+  const r = await compileExperiment({ "scenario.ts": scenario, "reward.ts": reward, ...extra });
   if (!r.ok) throw new Error(JSON.stringify(r.diagnostics, null, 2));
   return r.compiled;
 }
 
-/** A fake model that records the conversation as a caller would, and answers `reply`. */
-function fakeModel(reply = "Apple.") {
+/** A host whose model records the conversation as the runner does, and answers `reply`. */
+function fakeHost(reply: string | ((messages: ChatMessage[]) => ChatResult) = "Apple.", over: Partial<RolloutHost> = {}) {
   const messages: ChatMessage[] = [];
   const calls: unknown[] = [];
-  const chat = async (msgs: ChatMessage[], options: unknown): Promise<SandboxChatResult> => {
+  const chat: RolloutHost["chat"] = async (msgs, options) => {
     calls.push(options);
     messages.push(...msgs.slice(messages.length));
-    const message: ChatMessage = { role: "assistant", content: reply };
-    messages.push(message);
-    return { content: reply, finishReason: "stop", toolCalls: [], message };
+    const result: ChatResult =
+      typeof reply === "function"
+        ? reply(msgs)
+        : { content: reply, finishReason: "stop", toolCalls: [], malformedToolCalls: [], message: { role: "assistant", content: reply }, usage: { promptTokens: 1, completionTokens: 1 } };
+    messages.push(result.message);
+    return result;
   };
-  return { chat, messages, calls, getMessages: () => messages };
+  const host: RolloutHost = {
+    chat,
+    judge: async () => ({ content: "SCORE: 1", usage: { promptTokens: 10, completionTokens: 2, costUsd: 0.001 } }),
+    mcpList: async () => [],
+    mcpCall: async () => ({ text: "", isError: false }),
+    ...over,
+  };
+  return { host, messages, calls, getMessages: () => messages };
 }
 
 function input(compiled: CompiledExperiment, over: Partial<RolloutInput> = {}): RolloutInput {
-  const model = fakeModel("ok");
-  return { compiled, task: { word: "apple" }, split: "train", step: 3, rolloutIndex: 1, limits: LIMITS, chat: model.chat, getMessages: model.getMessages, ...over };
+  const model = fakeHost("ok");
+  return {
+    compiled,
+    task: { word: "apple" },
+    split: "train",
+    step: 3,
+    group: 0,
+    rolloutIndex: 1,
+    limits: LIMITS,
+    host: model.host,
+    mcpServers: [],
+    getMessages: model.getMessages,
+    ...over,
+  };
 }
 
 describe("runRollout", () => {
   it("runs the template: output, reward, metrics and logs", async () => {
     const compiled = await compile(template["scenario.ts"], template["reward.ts"]);
-    const model = fakeModel("Apple.");
-    const o = await runRollout(input(compiled, { chat: model.chat, getMessages: model.getMessages }));
+    const model = fakeHost("Apple.");
+    const o = await runRollout(input(compiled, { host: model.host, getMessages: model.getMessages }));
     expect(o.error).toBeNull();
     expect(o.output).toBe("Apple.");
     expect(o.reward).toBe(1);
-    expect(o.metrics).toEqual({ exact: 1, contains: 1, words: 1 });
-    expect(o.logs).toEqual(["asked for apple"]);
     expect(model.messages.map((m) => m.role)).toEqual(["system", "user", "assistant"]);
   });
 
@@ -73,8 +94,8 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
 }
 `,
     );
-    const model = fakeModel("ok");
-    const o = await runRollout(input(compiled, { chat: model.chat, getMessages: model.getMessages }));
+    const model = fakeHost("ok");
+    const o = await runRollout(input(compiled, { host: model.host, getMessages: model.getMessages }));
     expect(o.error).toBeNull();
     expect(o.output).toEqual({ split: "train", step: 3, i: 1, reply: "ok", role: "assistant", hasRequire: "undefined", hasProcess: "undefined" });
     expect(o.reward).toBe(2);
@@ -105,7 +126,7 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
     const compiled = await compile(
       HEADER + `export default async function rollout(ctx: RolloutContext) {\n  await ctx.chat([{ role: "user", content: "hi" }]);\n  return "ok";\n}\n`,
     );
-    const o = await runRollout(input(compiled, { chat: () => new Promise(() => {}), limits: { ...LIMITS, rollout_timeout_ms: 300 } }));
+    const o = await runRollout(input(compiled, { host: fakeHost("ok", { chat: () => new Promise(() => {}) }).host, limits: { ...LIMITS, rollout_timeout_ms: 300 } }));
     expect(o.error).toMatchObject({ kind: "timeout", message: expect.stringContaining("wall-clock") });
     expect(o.durationMs).toBeGreaterThanOrEqual(290);
     expect(o.durationMs).toBeLessThan(2_000);
@@ -175,10 +196,10 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
 
   it("classifies an uncaught model failure as a model error", async () => {
     const compiled = await compile(HEADER + `export default async function rollout(ctx: RolloutContext) {\n  await ctx.chat([{ role: "user", content: "hi" }]);\n}\n`);
-    const o = await runRollout(input(compiled, { chat: () => Promise.reject(new Error("engine down")) }));
+    const o = await runRollout(input(compiled, { host: fakeHost("ok", { chat: () => Promise.reject(new Error("engine down")) }).host }));
     expect(o.error).toMatchObject({ kind: "model", message: expect.stringContaining("engine down") });
     // A request the caller refuses (TypeError) is the user's error, not the model's.
-    const refused = await runRollout(input(compiled, { chat: () => Promise.reject(new TypeError("prompt too long")) }));
+    const refused = await runRollout(input(compiled, { host: fakeHost("ok", { chat: () => Promise.reject(new TypeError("prompt too long")) }).host }));
     expect(refused.error).toMatchObject({ kind: "thrown", message: "TypeError: prompt too long" });
   });
 
@@ -207,7 +228,7 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
     const compiled = await compile(HEADER + `export default async function rollout(ctx: RolloutContext) {\n  await ctx.chat([{ role: "user", content: "hi" }]);\n}\n`);
     const ac = new AbortController();
     setTimeout(() => ac.abort(), 50);
-    const o = await runRollout(input(compiled, { chat: () => new Promise(() => {}), signal: ac.signal }));
+    const o = await runRollout(input(compiled, { host: fakeHost("ok", { chat: () => new Promise(() => {}) }).host, signal: ac.signal }));
     expect(o.error).toMatchObject({ kind: "timeout", message: expect.stringContaining("aborted") });
   });
 
@@ -224,8 +245,8 @@ export default async function reward({ task, messages }: RewardInput<{ word: str
     );
     const outcomes = await Promise.all(
       Array.from({ length: 20 }, (_, n) => {
-        const model = fakeModel("ok");
-        return runRollout(input(compiled, { task: { n }, chat: model.chat, getMessages: model.getMessages }));
+        const model = fakeHost("ok");
+        return runRollout(input(compiled, { task: { n }, host: model.host, getMessages: model.getMessages }));
       }),
     );
     const ok = outcomes.filter((o) => o.error === null);

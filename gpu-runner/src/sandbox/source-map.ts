@@ -34,6 +34,20 @@ function decodeVlq(segment: string): number[] {
   return out;
 }
 
+/**
+ * A bundle source as users should read it: their own files by their path in the experiment
+ * ("lib/tools.ts"), the SDK runtime as "rollbook/…", zod as "zod/…".
+ */
+export function displaySource(source: string): string {
+  const s = source.replace(/\\/g, "/");
+  if (s.startsWith("experiment:")) return s.slice("experiment:".length);
+  const sdk = /(?:^|\/)gpu-runner\/sdk\/runtime\/(.*)$/.exec(s);
+  if (sdk) return `rollbook/${sdk[1]}`;
+  const pkg = /(?:^|\/)node_modules\/(.*)$/.exec(s);
+  if (pkg) return pkg[1]!;
+  return s;
+}
+
 /** Decode the inline `//# sourceMappingURL=data:...;base64,` map of a script, or null if it has none. */
 export function decodeInlineSourceMap(js: string): DecodedMap | null {
   const m = /\/\/# sourceMappingURL=data:application\/json;(?:charset=utf-8;)?base64,([A-Za-z0-9+/=]+)\s*$/.exec(js);
@@ -45,7 +59,7 @@ export function decodeInlineSourceMap(js: string): DecodedMap | null {
     return null;
   }
   if (!Array.isArray(raw.sources) || typeof raw.mappings !== "string") return null;
-  const sources = raw.sources.map((s) => String(s).replace(/^[a-z-]+:/, ""));
+  const sources = raw.sources.map((s) => displaySource(String(s)));
   let source = 0;
   let line = 0;
   let col = 0;
@@ -97,8 +111,9 @@ export function mapStack(stack: string, maps: Record<string, DecodedMap | null>,
       if (map && !pos) unmapped = true;
       return pos ?? whole;
     });
-    // A bundle position with no source mapping is esbuild's module wrapper, not a line the user wrote.
-    if (!(unmapped && /^\s+at /.test(line))) out.push(mapped);
+    // A bundle position with no source mapping is esbuild's module wrapper, not a line the user wrote;
+    // hidden files may only show up once a frame is mapped (the SDK's entry points).
+    if (!(unmapped && /^\s+at /.test(line)) && !hiddenFiles.some((f) => mapped.includes(f))) out.push(mapped);
   }
   return out.join("\n");
 }

@@ -1,0 +1,50 @@
+/**
+ * config.json → RunConfig, the one parser the editor, the web server and the runner share, with every
+ * problem positioned where the user fixes it: JSON syntax errors at their line and column, schema errors at
+ * the key they concern (`trainer.learning_rate: ...`), or line 1 when the key is absent (a default applied).
+ */
+import { RunConfig, type RunKind } from "../config";
+import type { Diagnostic } from "../run";
+import { findKeyOffset, offsetToPosition, parseJson } from "./json-position";
+
+export type ParseRunConfigResult = { ok: true; config: RunConfig } | { ok: false; diagnostics: Diagnostic[] };
+
+const FILE = "config.json";
+
+function at(text: string, path: readonly (string | number)[], message: string): Diagnostic {
+  const offset = findKeyOffset(text, path);
+  const pos = offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
+  return { file: FILE, line: pos.line, column: pos.column, message, severity: "error" };
+}
+
+/** Rules that depend on the kind of run, beyond the schema. */
+function kindRules(text: string, config: RunConfig, kind: RunKind | undefined): Diagnostic[] {
+  if (kind === "train" && config.rollouts_per_group < 2) {
+    return [at(text, ["rollouts_per_group"], "rollouts_per_group: GRPO needs at least 2 rollouts per group to compare")];
+  }
+  return [];
+}
+
+/** Parse config.json; `kind` adds the rules of that kind of run (omit it to check the schema only). */
+export function parseRunConfig(text: string, kind?: RunKind): ParseRunConfigResult {
+  // An empty file means "all defaults": nicer than an error for a new experiment.
+  const json = text.trim() === "" ? ({ ok: true, value: {} } as const) : parseJson(text);
+  if (!json.ok) {
+    const pos = offsetToPosition(text, json.offset);
+    return { ok: false, diagnostics: [{ file: FILE, ...pos, message: `config.json is not valid JSON: ${json.message}`, severity: "error" }] };
+  }
+  const parsed = RunConfig.safeParse(json.value);
+  if (!parsed.success) {
+    const diagnostics = parsed.error.issues.flatMap((issue) => {
+      const path = issue.path.filter((k): k is string | number => typeof k !== "symbol");
+      // Unknown keys (the schemas are strict, so typos are caught) point at each key itself.
+      if (issue.code === "unrecognized_keys") {
+        return issue.keys.map((key) => at(text, [...path, key], `${[...path, key].join(".")}: unknown field`));
+      }
+      return [at(text, path, `${path.join(".") || "(root)"}: ${issue.message}`)];
+    });
+    return { ok: false, diagnostics };
+  }
+  const rules = kindRules(text, parsed.data, kind);
+  return rules.length > 0 ? { ok: false, diagnostics: rules } : { ok: true, config: parsed.data };
+}

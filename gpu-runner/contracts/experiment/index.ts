@@ -1,0 +1,3 @@
+export * from "./files";
+export * from "./json-position";
+export * from "./config-parse";
