@@ -59,6 +59,24 @@ describe("HTTP API", () => {
     expect(body.error!.json.data.issues).toEqual(expect.arrayContaining([expect.stringMatching(/^files\.scenario\.ts: /)]));
   });
 
+  it("saves a 5 MB experiment in one POST body, and refuses 9 MB naming the cap", async () => {
+    const { id } = await ensureDefaultExperiment(tdb.handle.prisma, workspaceId);
+    const { body: got } = await call("experiments.get", { id });
+    const files = (superjson.deserialize(got.result!.data as never) as { version: { files: Record<string, string> } }).version.files;
+    const big = { ...files, "tasks.jsonl": `${JSON.stringify({ word: "x".repeat(100) })}\n`.repeat(50_000), "lib/extra.ts": "export const n = 1;\n" };
+    expect(big["tasks.jsonl"].length).toBeGreaterThan(5_000_000);
+    const saved = await call("experiments.save", { id, files: big }, "POST");
+    expect(saved.status).toBe(200);
+    const back = await call("experiments.get", { id });
+    const stored = (superjson.deserialize(back.body.result!.data as never) as { version: { files: Record<string, string> } }).version.files;
+    expect(stored["tasks.jsonl"]).toBe(big["tasks.jsonl"]);
+    expect(stored["lib/extra.ts"]).toBe("export const n = 1;\n");
+
+    const tooBig = await call("experiments.save", { id, files: { ...files, "tasks.jsonl": "x".repeat(9_000_000) } }, "POST");
+    expect(tooBig.status).toBe(400);
+    expect(JSON.stringify(tooBig.body.error!.json.data.issues)).toContain("the limit is 8.0 MB");
+  });
+
   it("an unexpected failure is a bare 'Internal server error'", async () => {
     // A closed database makes Prisma throw with connection details; none of that may reach the client.
     const other = await createTestDb();

@@ -171,8 +171,8 @@ export interface AgentResult {
 
 /**
  * The standard agent loop: call the model with the tools, run the tools it calls, append their results,
- * and repeat until it answers without a tool call or `maxTurns` is reached. Turns, tool calls and
- * errors are recorded as the rollout's metrics (`agent_turns`, `tool_calls`, `tool_errors`).
+ * and repeat until it answers without a tool call or `maxTurns` is reached. The runner records every
+ * rollout's `turns`, `tool_calls` and `malformed_tool_calls` itself; runAgent adds `tool_errors`.
  */
 export function runAgent(ctx: RolloutContext<unknown>, options: AgentOptions): Promise<AgentResult>;
 

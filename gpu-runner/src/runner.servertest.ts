@@ -107,6 +107,39 @@ describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", (
     expect(status.engine.state).toBe("ready");
   });
 
+  it("validates and runs a 5 MB experiment: files travel in request bodies, lib/ helpers and taskSchema included", async () => {
+    const tasks = Array.from({ length: 90_000 }, (_, i) => JSON.stringify({ word: `word${i}`, note: "x".repeat(40), ...(i % 1000 === 0 ? { split: "val" } : {}) })).join("\n");
+    const files: ExperimentFiles = {
+      ...template(small),
+      "scenario.ts": `import type { RolloutContext } from "rollbook";
+import { z } from "zod";
+import { prompt } from "./lib/prompt";
+export const taskSchema = z.object({ word: z.string(), note: z.string() });
+export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSchema>>) {
+  const reply = await ctx.chat(prompt(ctx.task.word));
+  return reply.content;
+}
+`,
+      "reward.ts": `export default function reward({ output }: { output: string }) { return output.length > 0 ? 1 : 0; }\n`,
+      "lib/prompt.ts": `import type { ChatMessage } from "rollbook";\nexport const prompt = (w: string): ChatMessage[] => [{ role: "user", content: "Say " + w }];\n`,
+      "tasks.jsonl": tasks,
+    };
+    expect(Buffer.byteLength(JSON.stringify(files))).toBeGreaterThan(5_000_000);
+    expect(await client.validate.mutate({ files, kind: "dry-run" })).toEqual({ ok: true, diagnostics: [] });
+    // One bad row among 90,000 is named at its line, and nothing starts.
+    const bad = { ...files, "tasks.jsonl": tasks.replace('{"word":"word4567",', '{"word":4567,') };
+    const refused = await client.start.mutate({ run_id: "big-bad", kind: "dry-run", files: bad, resume: false });
+    expect(refused).toMatchObject({ ok: false, diagnostics: [{ file: "tasks.jsonl", line: 4568, message: expect.stringContaining('field "word"') }] });
+    expect((await client.status.query()).runs.some((r) => r.run_id === "big-bad")).toBe(false);
+
+    expect(await client.start.mutate({ run_id: "big-1", kind: "dry-run", files, resume: false })).toEqual({ ok: true, run_id: "big-1" });
+    const { events } = await collect(client, { run_id: "big-1", after_seq: 0 });
+    expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    expect(rollouts).toHaveLength(4);
+    expect(rollouts.every((t) => t.error === null && t.metrics.turns === 1)).toBe(true);
+  });
+
   it("dry-runs say-the-word: 4 rollouts with rewards and tokens, resumable after any seq", async () => {
     const spec: RunSpec = { run_id: "dry-1", kind: "dry-run", files: template(small), resume: false };
     expect(await client.start.mutate(spec)).toEqual({ ok: true, run_id: "dry-1" });

@@ -58,6 +58,22 @@ describe("with the real runner", () => {
     expect(diagnostics[0]).toMatchObject({ file: "reward.ts", line: 1 });
   });
 
+  it("validates a 5 MB experiment through the web tier (bodies, not URLs), and names a bad row of 10,000", async () => {
+    const { api } = await setup();
+    const files = {
+      ...templateFiles(),
+      "scenario.ts": `import type { RolloutContext } from "rollbook";\nimport { z } from "zod";\nexport const taskSchema = z.object({ word: z.string() });\nexport default async function rollout(ctx: RolloutContext<z.infer<typeof taskSchema>>) { return (await ctx.chat([{ role: "user", content: ctx.task.word }])).content; }\n`,
+      "reward.ts": "export default function reward() { return 0; }\n",
+      "tasks.jsonl": Array.from({ length: 60_000 }, (_, i) => JSON.stringify({ word: `w${i}`.padEnd(80, "x") })).join("\n"),
+    };
+    expect(files["tasks.jsonl"].length).toBeGreaterThan(5_000_000);
+    expect((await api.experiments.validate({ files, kind: "dry-run" })).diagnostics).toEqual([]);
+    const lines = files["tasks.jsonl"].split("\n").slice(0, 10_000);
+    lines[6_999] = JSON.stringify({ word: 7 });
+    const { diagnostics } = await api.experiments.validate({ files: { ...files, "tasks.jsonl": lines.join("\n") }, kind: "dry-run" });
+    expect(diagnostics).toEqual([expect.objectContaining({ file: "tasks.jsonl", line: 7000, message: expect.stringContaining('field "word"') })]);
+  });
+
   it("a refused start returns diagnostics and creates no run row", async () => {
     const { ws, api, experimentId } = await setup();
     const broken = { ...templateFiles(), "scenario.ts": templateFiles()["scenario.ts"] + "\nconst x: number = 'not a number';\n" };
