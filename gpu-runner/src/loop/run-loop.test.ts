@@ -293,3 +293,23 @@ export async function groupReward({ rollouts }: GroupRewardInput<{ word: string 
     expect(engine.chats.filter((c) => c.messages[0]?.content === "rank these")).toHaveLength(2);
   });
 });
+
+describe("executeRun (evaluation decoding)", () => {
+  it("evaluates with the config's decoding: a scenario's per-call temperature, top_p and seed are ignored, and the rollout says so", async () => {
+    const r = await compileExperiment({
+      "scenario.ts": SCENARIO.replace(`ctx.chat([{ role: "user", content: "say " + ctx.task.word }])`, `ctx.chat([{ role: "user", content: "say " + ctx.task.word }], { temperature: 1.3, top_p: 0.5, seed: 7 })`),
+      "reward.ts": REWARD,
+    });
+    if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
+    const engine = new FakeEngine();
+    const { events } = await run(engine, { compiled: r.compiled, config: { num_steps: 1, eval_every: 1, eval_temperature: 0 } });
+    const evalCalls = engine.chats.filter((c) => c.messages[0]?.content === "say v");
+    const trainCalls = engine.chats.filter((c) => c.messages[0]?.content !== "say v");
+    expect(evalCalls.length).toBe(2);
+    expect(evalCalls.every((c) => c.temperature === 0 && c.top_p === 1 && c.seed !== 7)).toBe(true);
+    // Training rollouts do get the scenario's options.
+    expect(trainCalls.every((c) => c.temperature === 1.3 && c.top_p === 0.5 && c.seed === 7)).toBe(true);
+    const evalRollouts = events.flatMap((e) => (e.type === "rollout.finished" && e.payload.split === "val" ? [e.payload] : []));
+    expect(evalRollouts[0]!.logs[0]).toMatch(/^evaluation: ctx.chat's temperature\/top_p\/seed ignored; evaluation decodes with config.eval_temperature = 0/);
+  });
+});
