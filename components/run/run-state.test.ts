@@ -33,6 +33,8 @@ function stepMetrics(step: number, reward_mean: number): StepMetrics {
     reward_mean,
     reward_std_within_group: 0.1,
     exception_rate: 0,
+    judge_tokens: 0,
+    judge_cost_usd: 0,
     groups_trainable: 1,
     rollouts: 4,
     rollout_s: 1,
@@ -66,7 +68,7 @@ function runLog(): RunEvent[] {
       ...base,
       seq: 11,
       type: "eval.finished",
-      payload: { step: 1, model: "run_1@1", reward_mean: 0.7, reward_std: 0.1, exception_rate: 0, rollouts: 4 },
+      payload: { step: 1, model: "run_1@1", reward_mean: 0.7, reward_std: 0.1, exception_rate: 0, rollouts: 4, judge_tokens: 0, judge_cost_usd: 0 },
     },
     { ...base, seq: 12, type: "run.finished", payload: { status: "completed", error: null, diagnostics: [] } },
   ];

@@ -77,6 +77,9 @@ export const StepMetrics = z.object({
   train_s: z.number(),
   step_s: z.number(),
   tokens_per_s: z.number(),
+  /** What judges cost this step (sums over its rollouts); a run's total is the sum over its steps and evals. */
+  judge_tokens: z.number().default(0),
+  judge_cost_usd: z.number().default(0),
   trainer: TrainMetrics.nullable(),
 });
 export type StepMetrics = z.infer<typeof StepMetrics>;
@@ -88,6 +91,8 @@ export const EvalMetrics = z.object({
   reward_std: z.number().nullable(),
   exception_rate: z.number(),
   rollouts: z.number().int(),
+  judge_tokens: z.number().default(0),
+  judge_cost_usd: z.number().default(0),
 });
 export type EvalMetrics = z.infer<typeof EvalMetrics>;
 

@@ -22,6 +22,17 @@ export function isTrainableGroup(group: readonly Trajectory[]): boolean {
   return rewards.length >= 2 && (std(rewards) ?? 0) > 0;
 }
 
+/** Judge usage summed over rollouts (recorded on each by the runner). */
+function judgeTotals(rollouts: readonly Trajectory[]): { judge_tokens: number; judge_cost_usd: number } {
+  let tokens = 0;
+  let cost = 0;
+  for (const t of rollouts) {
+    tokens += t.metrics.judge_tokens ?? 0;
+    cost += t.metrics.judge_cost_usd ?? 0;
+  }
+  return { judge_tokens: tokens, judge_cost_usd: cost };
+}
+
 export interface StepTimings {
   rolloutS: number;
   trainS: number;
@@ -50,6 +61,7 @@ export function computeStepMetrics(
     train_s: timings.trainS,
     step_s: timings.stepS,
     tokens_per_s: timings.rolloutS > 0 ? completionTokens / timings.rolloutS : 0,
+    ...judgeTotals(all),
     trainer,
   };
 }
@@ -63,5 +75,6 @@ export function computeEvalMetrics(step: number, model: string, rollouts: readon
     reward_std: std(rewards),
     exception_rate: rollouts.length ? rollouts.filter((t) => t.error !== null).length / rollouts.length : 0,
     rollouts: rollouts.length,
+    ...judgeTotals(rollouts),
   };
 }
