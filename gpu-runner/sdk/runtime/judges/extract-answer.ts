@@ -15,8 +15,15 @@ const MAX_ANSWER_CHARS = 1_000;
 const MAX_BOXES = 8;
 
 /**
- * The final answer in `text`, or null when there is none, or when the last \boxed{ was never closed
- * (the reply was cut off mid-answer: an earlier number would be a guess).
+ * The final answer of a worked solution, as text (pass it to mathEqual or parseMathValue). In order:
+ * the content of the last non-empty `\boxed{…}` / `\fbox{…}` / `\boxed 5` (braces balanced); the
+ * rest of the sentence after the last "answer is", "Answer:", "Final answer:" or "####"; the right-hand
+ * side of an `=` on the last line; else the last number (times, dates, ranges, versions and digits in
+ * names such as GPT-4 skipped). Null when there is none, or when the last `\boxed{` was never closed:
+ * the reply was cut off mid-answer, and an earlier number would be a guess.
+ *
+ * @example extractAnswer("… so she pays $\\boxed{18}$ dollars.") // "18"
+ * @example extractAnswer("3 + 4 = 7. The answer is 7 apples.") // "7 apples"
  */
 export function extractAnswer(text: string): string | null {
   if (typeof text !== "string") return null;

@@ -51,7 +51,10 @@ const LEAD = " \t\r\n\"'`«»*_([{";
 const TRAIL = " \t\r\n\"'`«»*_)]}.,;:!?";
 const DEFAULT_MAX_LENGTH = 100_000;
 
-/** The text exactMatch compares: NFKC, straight quotes, then the options' trimming and case folding. */
+/**
+ * The text exactMatch compares: Unicode NFKC (fullwidth and compatibility forms folded), curly quotes
+ * made straight, then the options' whitespace, punctuation and case handling.
+ */
 export function normalizeForMatch(s: string, opts: MatchOptions = {}): string {
   // NFKC folds fullwidth and compatibility forms ("Ａ", "ﬁ"); curly quotes become straight ones.
   let t = s.normalize("NFKC").replace(/[‘’]/g, "'").replace(/[“”]/g, '"');
@@ -63,8 +66,13 @@ export function normalizeForMatch(s: string, opts: MatchOptions = {}): string {
 }
 
 /**
- * True when `output` equals `expected` (or any of several accepted answers) after normalization.
- * null/undefined output never matches.
+ * True when `output` equals `expected`, or any of several accepted answers, after normalization: by
+ * default letter case, surrounding whitespace, quotes, markdown emphasis, brackets and trailing
+ * punctuation are ignored and whitespace runs count as one space (see MatchOptions). null or undefined
+ * output never matches.
+ *
+ * @example exactMatch("**Paris.**", "paris") // true
+ * @example exactMatch(output, ["NYC", "New York", "New York City"])
  */
 export function exactMatch(output: string | null | undefined, expected: string | readonly string[], opts: MatchOptions = {}): boolean {
   if (typeof output !== "string") return false;
@@ -73,12 +81,24 @@ export function exactMatch(output: string | null | undefined, expected: string |
   return accepted.some((e) => typeof e === "string" && normalizeForMatch(e, opts) === got);
 }
 
-/** True when `pattern` matches `output` (anywhere, or the whole of it with `full`). */
+/**
+ * True when `pattern` matches somewhere in `output`, or all of it with `{ full: true }`. A string pattern
+ * is compiled case-insensitively unless `caseSensitive`; an invalid one throws a SyntaxError.
+ *
+ * @example regexMatch("Answer: 42.", "answer:\\s*42\\b") // true
+ * @example regexMatch("Answer: 42.", /^answer: \d+$/i, { full: true }) // true
+ */
 export function regexMatch(output: string | null | undefined, pattern: RegExp | string, opts: RegexOptions = {}): boolean {
   return regexFind(output, pattern, { ...opts, occurrence: "first" }) !== null;
 }
 
-/** The match of `pattern` in `output` with its groups (the last one by default), or null. */
+/**
+ * The match of `pattern` in `output` with its capture groups, or null. With several matches it returns
+ * the last one by default, since a model's final statement is the one that counts
+ * (`{ occurrence: "first" }` for the first).
+ *
+ * @example regexFind("Answer: 3. No wait, Answer: 4.", "answer: (\\d+)")?.groups[0] // "4"
+ */
 export function regexFind(output: string | null | undefined, pattern: RegExp | string, opts: RegexOptions = {}): RegexFindResult | null {
   if (typeof output !== "string") return null;
   const max = opts.maxLength ?? DEFAULT_MAX_LENGTH;

@@ -47,8 +47,23 @@ const SINGLE_LETTER_UNITS = new Set(["m", "g", "s", "h", "l", "t"]);
 const UNIT_TOKEN = /^[\p{L}'’.²³]+(?:(?:\^\{?-?\d{1,3}\}?|\/)[\p{L}'’.²³]*)*$/u;
 
 /**
- * The exact value of a single number written the way models and datasets write them, or null.
- * See index.ts for the accepted forms.
+ * The exact value of one number written the way models and datasets write them, or null when `text` is
+ * not exactly one number.
+ *
+ * Accepted: integers of any size (`-7`, `10^30` written out); thousands separators `1,234,567`,
+ * `1 234`, `1\,234`, `1{,}234` (groups of exactly 3); decimals `0.5`, `.5`; scientific `1.5e-3`,
+ * `6.02 \times 10^{23}`; fractions `3/4`, `\frac{3}{4}`, `\dfrac`, `\tfrac`, `\frac34`, `½`; mixed
+ * numbers `1 1/2`, `2\frac{1}{2}`; percentages `50%`, `50\%`, `50 percent` (value 1/2, `percent` set);
+ * scale words `2 million`; a leading sign and currency `-$5`, `\$5`, `€3`; trailing units `5 cm`,
+ * `12 dollars`, `3 apples`, `9.8 m/s^2`, `\text{cm}`, `90^\circ`; around it `$…$`, `\(…\)`, `\boxed{}`,
+ * `\left( … \right)`, `**…**`, quotes, a full stop, and `x =`.
+ *
+ * Not numbers (null): `1, 2` and `3,5` (a list, a decimal comma), `3:30`, `2024-01-05`, `12/25/2024`,
+ * `10 pm`, `2\pi`, `\sqrt{2}`, `5x`, `2^10`, `2 + 3`, `about 5`, `5 apples and 3 pears`, `1/0`, empty
+ * text, and anything over 10,000 characters.
+ *
+ * @example parseMathValue("$1,234.50") // { num: 2469n, den: 2n, percent: false }
+ * @example parseMathValue("\\frac{3}{4} cm") // { num: 3n, den: 4n, percent: false }
  */
 export function parseMathValue(text: string): MathValue | null {
   if (typeof text !== "string" || text.length > MAX_VALUE_CHARS) return null;

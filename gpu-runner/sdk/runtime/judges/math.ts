@@ -24,8 +24,16 @@ export interface MathEqualOptions {
 type Answer = string | number | bigint | null | undefined;
 
 /**
- * True when `answer` and `expected` are the same number. When neither is a number (`x^2+1`, `(1, 2)`,
- * `\pi`), their cleaned LaTeX is compared as text; a number never equals a non-number.
+ * True when `answer` and `expected` are the same number, compared exactly (BigInt fractions, never
+ * floats): "0.5" = "1/2" = "\frac{1}{2}" = 0.5, "1,234" = 1234, "$12.00" = "12 dollars" = 12. Both sides
+ * are read by parseMathValue; a JS number `expected` is read from its shortest decimal form, so 0.1 is
+ * exactly 1/10. When neither side is a number (`x^2+1`, `(1, 2)`, `\pi`), their cleaned LaTeX is compared
+ * as text; a number never equals a non-number, and null, "" or a non-finite number never equals anything.
+ *
+ * @param answer The model's answer (already extracted, or pass `{ extract: true }`).
+ * @param expected The right answer: a string, a number or a bigint.
+ * @example mathEqual(extractAnswer(output), task.answer)
+ * @example mathEqual(output, task.answer, { extract: true, relTol: 1e-4 })
  */
 export function mathEqual(answer: Answer, expected: string | number | bigint, opts: MathEqualOptions = {}): boolean {
   const tol = opts.relTol === undefined ? undefined : toleranceOf(opts.relTol);

@@ -34,8 +34,6 @@ function r(num: bigint, den: bigint): Rational {
   return rational(num, den) as Rational;
 }
 
-export const ZERO: Rational = { num: 0n, den: 1n };
-
 export function add(a: Rational, b: Rational): Rational {
   return r(a.num * b.den + b.num * a.den, a.den * b.den);
 }
