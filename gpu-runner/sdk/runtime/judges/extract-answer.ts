@@ -55,8 +55,9 @@ function lastBoxed(s: string): string | null | undefined {
   return undefined;
 }
 
-// "answer is", "Answer:", "**Final Answer:**", "answer =", and GSM8K's "####".
-const MARKER = /(?<!\p{L})answer[*_ \t]*(?:is\b[*_ \t:]*|[:=][*_ \t]*)|####[ \t]*/giu;
+// "answer is", "Answer:", "**Final Answer:**", "answer =", and GSM8K's "####"; not "To answer: …",
+// which opens a solution rather than ending it.
+const MARKER = /(?<!\p{L})(?<!\bto\s)answer[*_ \t]*(?:is\b[*_ \t:]*|[:=][*_ \t]*)|####[ \t]*/giu;
 
 /** The answer after the last marker: the rest of its line (or the next line when that is empty). */
 function afterLastMarker(s: string): string | null {
@@ -157,6 +158,7 @@ function lastNumber(s: string): string | null {
     // Scientific notation glued to the digits: 6.02e23, 1e-9.
     const e = /^[eE][-+]?\d{1,6}(?!\p{L})/u.exec(s.slice(j, j + 9));
     if (e) j += e[0].length;
+    if (s[j] === "%") j++; // "50%" is not 50
     i = j;
     const token = s.slice(start, j);
     const before = s[start - 1];
@@ -171,8 +173,8 @@ function lastNumber(s: string): string | null {
 }
 
 function classify(token: string): string | null {
-  if (token.includes(":") || token.includes("-")) return null;
-  const mantissa = token.replace(/[eE][-+]?\d+$/, "");
+  const mantissa = token.replace(/[eE][-+]?\d+%?$/, "").replace(/%$/, "");
+  if (mantissa.includes(":") || mantissa.includes("-")) return null;
   if (mantissa.split("/").length > 2 || mantissa.split(".").length > 2) return null;
   if (mantissa.includes(",") && !THOUSANDS.test(mantissa)) return null;
   if (mantissa.includes("/") && mantissa.includes(".")) return null;

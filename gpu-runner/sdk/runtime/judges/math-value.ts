@@ -34,10 +34,12 @@ const ATTACHED_UNITS = new Set([
   "cm²", "m²", "km²", "cm³", "m³", "usd", "eur", "gbp",
 ]);
 // Words after a number that change its value or show it is not one number: constants, variables,
-// operators, clock times and months. Lower-case; single lower-case letters are denied unless a unit.
+// operators, multiples and parts ("2 dozen", "3 quarters"), clock times and months. Lower-case; single lower-case letters are denied unless a unit.
 const DENIED = new Set([
   "pi", "π", "sqrt", "root", "roots", "squared", "cubed", "times", "plus", "minus", "over", "divided",
-  "and", "or", "to", "point", "dot", "am", "pm", "a.m.", "p.m.", "o'clock", "e", "i", "x", "y", "z", "n", "k",
+  "and", "or", "to", "point", "dot", "am", "pm",
+  "dozen", "dozens", "half", "halves", "third", "thirds", "quarter", "quarters", "fourths", "fifths", "tenths",
+  "hundredths", "thousandths", "tens", "hundreds", "thousands", "millions", "billions", "a.m.", "p.m.", "o'clock", "e", "i", "x", "y", "z", "n", "k",
   "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
   "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
 ]);

@@ -167,6 +167,9 @@ describe("parseMathValue", () => {
     ["\\frac{1}", "null"],
     ["\\boxed{5", "null"],
     ["5 because it is the answer to everything", "null"],
+    ["2 dozen", "null"],
+    ["3 quarters", "null"],
+    ["5 thousands", "null"],
   ];
   it.each(cases)("%j → %s", (input, want) => {
     expect(show(input)).toBe(want);
@@ -218,6 +221,7 @@ describe("extractAnswer", () => {
     ["The answer is $18 per week. Next year it is $20.", "$18 per week"],
     ["The answer is $x = 1, y = 2$, done", "$x = 1, y = 2$"],
     ["The answer is 3. Wait, no: the answer is 4.", "4"],
+    ["To answer: we add 2 and 3.\nSo we get 5", "5"],
     // "=" on the last line
     ["Adding up:\n3 + 4 = 7.", "7"],
     ["so x = 12 apples", "12 apples"],
@@ -235,6 +239,8 @@ describe("extractAnswer", () => {
     ["Using GPT-4 we got 12", "12"],
     ["x^2 + x2 + 5", "5"],
     ["Avogadro is 6.02e23", "6.02e23"],
+    ["The value is -3.5e-2 roughly", "-3.5e-2"],
+    ["It is 50%.", "50%"],
     ["half is \\frac{1}{2} here", "1/2"],
     ["the list 1, 2, 3", "3"],
     ["ratio 3:4", null],
@@ -358,5 +364,6 @@ describe("mathEqual", () => {
     expect(mathEqual(solution, 7, { extract: true })).toBe(true);
     expect(mathEqual("The answer is \\boxed{12", 12, { extract: true })).toBe(false);
     expect(mathEqual("Thinking... #### 1,000", "1000", { extract: true })).toBe(true);
+    expect(mathEqual("So the share is 50%.", "0.5", { extract: true })).toBe(true);
   });
 });
