@@ -99,6 +99,12 @@ describe("buildRulerMessages", () => {
     expect((JSON.parse(json) as ChatMessage).content).toBe(evil.content); // still valid JSON, same text
   });
 
+  it("shows a lone trajectory whole", () => {
+    const [system, user] = buildRulerMessages({ trajectories: [[ask, say("a")]] });
+    expect(system?.content).toContain("a trajectory of an AI agent that was given");
+    expect(user?.content).toBe('<trajectory id="1">\n[\n{"role":"user","content":"Book a flight to Oslo."},\n{"role":"assistant","content":"a"}\n]\n</trajectory>');
+  });
+
   it("refuses an empty group", () => {
     expect(() => buildRulerMessages({ trajectories: [] })).toThrow(RangeError);
   });

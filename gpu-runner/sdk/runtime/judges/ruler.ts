@@ -55,7 +55,8 @@ export function buildRulerMessages(input: RulerInput): ChatMessage[] {
   const n = trajectories.length;
   if (n === 0) throw new RangeError("buildRulerMessages: no trajectories to judge");
   const rubric = input.rubric?.trim() || DEFAULT_RULER_RUBRIC;
-  const prefix = commonPrefix(trajectories);
+  // A lone trajectory shares nothing with anyone: show it whole, not as "context" plus nothing.
+  const prefix = n === 1 ? [] : commonPrefix(trajectories);
   const identical = trajectories.every((t) => t.length === prefix.length);
   const system = [
     `You compare ${n === 1 ? "a trajectory" : `${n} trajectories`} of an AI agent that ${n === 1 ? "was" : "were all"} given the same goal, and score each from 0 to 1.`,
