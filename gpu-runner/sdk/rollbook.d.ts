@@ -266,37 +266,92 @@ export type GroupRewardFn<TTask = unknown, TOutput = unknown> = (
 
 // ─── Judges ─────────────────────────────────────────────────────────────────────────────────────────────
 
-export interface ExactMatchOptions {
-  /** Compare case-sensitively (default false). */
+export interface MatchOptions {
+  /** Compare letter case too. Default false: "Paris" matches "paris" (small models' casing is noise). */
   caseSensitive?: boolean;
-  /** Strip surrounding quotes, punctuation and markdown emphasis before comparing (default true). */
+  /** Remove surrounding whitespace. Default true. */
+  trim?: boolean;
+  /** Count any run of whitespace (newlines, tabs) as one space. Default true. */
+  collapseWhitespace?: boolean;
+  /**
+   * Remove surrounding quotes, markdown emphasis (`*`, `_`), brackets, and trailing sentence punctuation
+   * (`.,;:!?`), so `"**(B).**"` matches `B`. A leading `-`, `+` or `.` is kept: "-5" is not "5". Default true.
+   */
   stripPunctuation?: boolean;
 }
 
-/** `output` equals `expected` (or one of several accepted answers) after trimming and collapsing spaces. */
-export function exactMatch(output: string, expected: string | readonly string[], options?: ExactMatchOptions): boolean;
-
-/** `output` matches a regular expression (a string pattern is compiled case-insensitively). */
-export function regexMatch(output: string, pattern: RegExp | string): boolean;
-
-/** The final answer of a worked solution: the last `\boxed{…}`, an "answer is …" line, or the last number. */
-export function extractAnswer(text: string): string | null;
-
 /**
- * The value of a math answer, exactly: integers of any size, decimals, fractions (`3/4`, `\frac{3}{4}`),
- * mixed numbers, percentages, thousands separators and currency or units stripped. null if not a number.
+ * `output` equals `expected` (or one of several accepted answers) after normalising: Unicode NFKC, straight
+ * quotes, trimmed, spaces collapsed, surrounding punctuation stripped, case ignored (see MatchOptions).
+ * @example exactMatch("  **Paris.** ", "paris") // true
  */
-export function parseMathValue(text: string): { numerator: bigint; denominator: bigint } | null;
+export function exactMatch(output: string | null | undefined, expected: string | readonly string[], options?: MatchOptions): boolean;
 
-export interface MathEqualOptions {
-  /** Relative tolerance for answers given as decimals (default 0: exact). */
-  relativeTolerance?: number;
-  /** Extract the final answer from a worked solution first (default true). */
-  extract?: boolean;
+export interface RegexOptions {
+  /** The whole output must match (after exactMatch's trimming), not a part of it. Default false. */
+  full?: boolean;
+  /** For a string pattern: match letter case too. Default false (the `i` flag). A RegExp keeps its own flags. */
+  caseSensitive?: boolean;
+  /** Which match regexFind reports when there are several. Default "last": a model's final statement wins. */
+  occurrence?: "first" | "last";
+  /** Longer outputs are searched in their last `maxLength` characters. Default 100,000. */
+  maxLength?: number;
 }
 
-/** Whether a model's answer equals the expected value (`"1,234.50"`, `"\\boxed{2469/2}"`, `1234.5`…). */
-export function mathEqual(answer: string | number, expected: string | number, options?: MathEqualOptions): boolean;
+/** `output` matches a regular expression (a string pattern is compiled case-insensitively). */
+export function regexMatch(output: string | null | undefined, pattern: RegExp | string, options?: RegexOptions): boolean;
+
+export interface RegexFindResult {
+  /** The matched text. */
+  match: string;
+  /** Capture groups 1..n (undefined where a group did not take part). */
+  groups: Array<string | undefined>;
+  /** Named capture groups. */
+  named: Record<string, string | undefined>;
+  /** Where the match starts in the searched text. */
+  index: number;
+}
+
+/** The last (or first) match of a pattern in `output`, with its groups; null when there is none. */
+export function regexFind(output: string | null | undefined, pattern: RegExp | string, options?: RegexOptions): RegexFindResult | null;
+
+/**
+ * The final answer of a worked solution: the last `\boxed{…}`, else the text after the last "answer is" /
+ * "Answer:" / "####", else what follows the last `=` on the last line, else the last number. null when there
+ * is none, or when the last `\boxed{` was never closed (the reply was cut off).
+ */
+export function extractAnswer(text: string): string | null;
+
+/** An exact value: num/den reduced; `percent` when it was written with % (the value is already /100). */
+export interface MathValue {
+  readonly num: bigint;
+  readonly den: bigint;
+  readonly percent: boolean;
+}
+
+/**
+ * The exact value of one math answer: integers of any size, decimals, fractions (`3/4`, `\frac{3}{4}`), mixed
+ * numbers, percentages, thousands separators and currency or units stripped. null unless the text is exactly
+ * one number ("1, 2", "3:30", "2024-01-05" and "5 apples and 3 pears" are null).
+ */
+export function parseMathValue(text: string): MathValue | null;
+
+export interface MathEqualOptions {
+  /** Accept |answer − expected| ≤ relTol × max(|answer|, |expected|), e.g. 1e-6. Default 0: exact. */
+  relTol?: number;
+  /** Run extractAnswer on `answer` first, so a whole worked solution can be passed. Default false. */
+  extract?: boolean;
+  /** "flexible" (default): "50%" equals both 0.5 and 50; "strict": 0.5 only. */
+  percent?: "flexible" | "strict";
+}
+
+/**
+ * Whether `answer` and `expected` are the same number, compared exactly (BigInt fractions, never floats):
+ * "0.5" = "1/2" = "\frac{1}{2}", "1,234" = 1234, "$12.00" = "12 dollars" = 12.
+ * @example mathEqual(extractAnswer(output), task.answer)
+ * @example mathEqual(output, task.answer, { extract: true })
+ */
+export function mathEqual(answer: string | number | bigint | null | undefined, expected: string | number | bigint, options?: MathEqualOptions): boolean;
 
 export interface JudgeUsage {
   promptTokens: number;

@@ -8,6 +8,7 @@ import { LimitsConfig, type ChatMessage, type ToolCall } from "../../contracts";
 import type { ChatResult } from "../../sdk/rollbook";
 import { compileExperiment, type CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, type RolloutInput, runRollout } from "./run-rollout";
+import { runGroupReward } from "./run-group";
 
 const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 5_000, cpu_timeout_ms: 1_000, memory_mb: 64 });
 const REWARD = `export default function reward({ output }: { output: unknown }) { return typeof output === "number" ? output : 0; }\n`;
@@ -204,5 +205,63 @@ export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSch
     const bad = await runRollout(input(compiled, scripted([]).host, { task: { n: -1 } }));
     expect(bad.error).toMatchObject({ kind: "thrown", message: "RangeError: negative -1" });
     expect(bad.error?.stack).toMatch(/at check \(lib\/check\.ts:3:11\)\n\s+at rollout \(scenario\.ts:6:3\)/);
+  });
+
+  it("llmJudge asks the judge with the rubric, reads SCORE, retries once, and fails the reward when it cannot", async () => {
+    const compiled = await compile({
+      "scenario.ts": `export default async function rollout() { return "Paris is the capital of France."; }\n`,
+      "reward.ts": `import { llmJudge, type RewardInput } from "rollbook";
+export default async function reward({ task, output }: RewardInput<{ q: string }, string>) {
+  const j = await llmJudge({ task, output }, { rubric: "Names the capital correctly.", reference: "Paris" });
+  return { reward: j.score, metrics: { judgeTokens: j.usage.promptTokens + j.usage.completionTokens, explained: j.explanation.length > 0 ? 1 : 0 } };
+}
+`,
+    });
+    const prompts: ChatMessage[][] = [];
+    const replies = ["It names Paris.\nSCORE: 0.9"];
+    const judge: RolloutHost["judge"] = async (messages) => {
+      prompts.push(messages);
+      return { content: replies.shift() ?? "no idea", usage: { promptTokens: 50, completionTokens: 5, costUsd: 0 } };
+    };
+    const ok = await runRollout(input(compiled, scripted([], { judge }).host, { task: { q: "capital of France?" } }));
+    expect(ok.error).toBeNull();
+    expect(ok.reward).toBe(0.9);
+    expect(ok.metrics).toMatchObject({ judgeTokens: 55, explained: 1 });
+    expect(JSON.stringify(prompts[0])).toContain("Names the capital correctly.");
+    expect(JSON.stringify(prompts[0])).toContain("Paris is the capital of France.");
+
+    const bad = await runRollout(input(compiled, scripted([], { judge }).host, { task: { q: "?" } }));
+    expect(bad.error).toMatchObject({ kind: "reward", message: expect.stringContaining('the judge gave no score (it must end with "SCORE: <0..1>")') });
+    expect(bad.record.judge.calls).toBe(2);
+  });
+
+  it("rulerJudge scores a group together: the shared prefix once, one score per rollout", async () => {
+    const compiled = await compile({
+      "scenario.ts": `export default async function rollout() { return 1; }\n`,
+      "reward.ts": `import { rulerJudge } from "rollbook";\nexport default function reward() { return 0; }\nexport const groupReward = rulerJudge({ rubric: "Shorter is better." });\n`,
+    });
+    const sent: ChatMessage[][] = [];
+    const judge: RolloutHost["judge"] = async (messages) => {
+      sent.push(messages);
+      return { content: '```json\n{"scores": [{"trajectory_id": "1", "explanation": "long", "score": 0.2}, {"trajectory_id": "2", "explanation": "short", "score": 0.9}]}\n```', usage: { promptTokens: 300, completionTokens: 40, costUsd: 0.002 } };
+    };
+    const shared: ChatMessage = { role: "user", content: "THE SHARED QUESTION" };
+    const out = await runGroupReward({
+      compiled,
+      task: {},
+      rollouts: [
+        { output: 1, messages: [shared, { role: "assistant", content: "a long answer" }], reward: 0, metrics: {} },
+        { output: 1, messages: [shared, { role: "assistant", content: "short" }], reward: 0, metrics: {} },
+      ],
+      limits: LIMITS,
+      host: scripted([], { judge }).host,
+    });
+    expect(out.error).toBeNull();
+    expect(out.rewards).toEqual([0.2, 0.9]);
+    expect(out.metrics).toEqual([{ ruler_score: 0.2 }, { ruler_score: 0.9 }]);
+    expect(out.record.judge).toMatchObject({ calls: 1, prompt_tokens: 300, cost_usd: 0.002 });
+    const text = JSON.stringify(sent[0]);
+    expect(text.split("THE SHARED QUESTION")).toHaveLength(2); // sent once
+    expect(text).toContain("Shorter is better.");
   });
 });

@@ -4,19 +4,9 @@
  * that the conversation itself cannot break out of.
  */
 
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
-
-export interface ChatMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content: string | null;
-  name?: string;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-}
+// The SDK's own message types: the judges read exactly what rollouts record.
+import type { ChatMessage, ToolCall } from "../../rollbook";
+export type { ChatMessage, ToolCall };
 
 /**
  * Same message for prefix purposes: role, text, name, tool calls (id, name, arguments) and tool_call_id
