@@ -11,6 +11,7 @@ import {
   type RunStatus,
   type StartResult,
 } from "../../contracts";
+import { setMaxListeners } from "node:events";
 import { findKeyOffset, offsetToPosition } from "../../contracts";
 import { validateExperiment } from "../experiment/validate";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
@@ -113,6 +114,9 @@ export class RunManager {
       }
 
       const controller = new AbortController();
+      // Every rollout in flight listens on the run's signal (its watchdog, its model calls): more than
+      // Node's default of 10 is normal here, not a leak (each listener goes when its rollout ends).
+      setMaxListeners(10_000, controller.signal);
       const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
       this.events.begin(runId);
       const signal = controller.signal;
