@@ -399,16 +399,22 @@ export class McpConnection {
     const pid = stdio?.pid ?? this.pid;
     if (transport instanceof StreamableHTTPClientTransport && transport.sessionId) {
       // Politely end the HTTP session so the server frees it; never wait long for that.
-      await Promise.race([transport.terminateSession().catch(() => undefined), delay(1_000)]);
+      await within(transport.terminateSession().catch(() => undefined), 1_000);
     }
     // For stdio the SDK ends stdin (the MCP way to ask a server to leave) and escalates on its own pid.
     const closed = (client?.transport ? client.close() : (transport?.close() ?? Promise.resolve())).catch(() => undefined);
     if (pid !== null && pid !== undefined) await endGroup(pid, this.ownGroup, this.host.closeGraceMs);
-    await Promise.race([closed, delay(this.host.closeGraceMs * 2 + 2_000)]);
+    await within(closed, this.host.closeGraceMs * 2 + 2_000);
     await new Promise<void>((resolve) => setImmediate(resolve)); // let the stderr pipe deliver its last lines
   }
 }
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+/** Wait for `work`, at most `ms`; the timer is cleared either way so it holds nothing open. */
+async function within(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([work, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

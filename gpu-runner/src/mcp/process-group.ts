@@ -39,7 +39,8 @@ export function groupAlive(pid: number, isGroup: boolean): boolean {
   return signalGroup(pid, isGroup, 0);
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+// Not unref'd: a caller awaiting close() must keep the process alive until its servers are gone.
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function waitGone(pid: number, isGroup: boolean, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
