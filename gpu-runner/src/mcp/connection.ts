@@ -5,17 +5,16 @@
  * cannot be used ends up "failed" with a reason that names it, and calls to it reject with that reason.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type CallToolResult, ErrorCode, McpError as SdkMcpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { McpConfig, McpServerConfig, McpServerStatus, ToolSpec } from "../../contracts";
 import { describeError, isConnectionFailure, McpError, seconds } from "./errors";
 import { endGroup, trackGroup } from "./process-group";
-import { type McpSecrets, resolveSecretRefs } from "./secrets";
+import type { McpSecrets } from "./secrets";
 import { StderrTail } from "./stderr-tail";
-import { prepareStdioLaunch } from "./stdio-command";
+import { createTransport, describeTarget } from "./transports";
 import { type McpToolResult, toToolResult, toToolSpec } from "./tool-result";
 
 export type McpLimits = Omit<McpConfig, "servers">;
@@ -45,12 +44,6 @@ const MAX_TOOL_PAGES = 100;
 /** Ends a connect phase early with a reason of ours (timeout, invalid JSON-RPC, exit, stop). */
 class AttemptEnded extends Error {}
 
-function describeTarget(config: McpServerConfig): string {
-  if (config.transport !== "stdio") return `${config.transport}: ${config.url}`;
-  const line = [config.command, ...config.args].join(" ");
-  return `stdio: ${line.length > 120 ? `${line.slice(0, 119)}…` : line}`;
-}
-
 function isProtocolViolation(err: unknown): boolean {
   if (err instanceof SyntaxError) return true; // JSON.parse of a stdout line / SSE event
   if (err instanceof Error && (err.name === "ZodError" || /ReadBuffer exceeded/.test(err.message))) return true;
@@ -62,8 +55,6 @@ function violation(err: unknown): string {
   const text = err instanceof Error ? err.message : String(err);
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
-
-type Made = { ok: true; transport: Transport; stdio: StdioClientTransport | null; ownGroup: boolean } | { ok: false; error: string };
 
 export class McpConnection {
   readonly target: string;
@@ -131,7 +122,7 @@ export class McpConnection {
   }
 
   private async doConnect(signal?: AbortSignal): Promise<void> {
-    const made = this.makeTransport();
+    const made = createTransport(this.config, this.host, (chunk) => this.stderr.push(chunk));
     if (!made.ok) return this.fail(made.error);
     const { transport } = made;
     this.transport = transport;
@@ -245,34 +236,6 @@ export class McpConnection {
       return `sent an initialize result this client cannot use: ${err.message}`;
     }
     return `${this.stdio ? "failed to start" : "failed to connect"}: ${describeError(err)}`;
-  }
-
-  private makeTransport(): Made {
-    const { config, host } = this;
-    if (config.transport === "stdio") {
-      if (!host.allowStdio) {
-        return {
-          ok: false,
-          error: 'was not started: this runner does not run stdio MCP servers (MCP_ALLOW_STDIO=false); use an "http" or "sse" server',
-        };
-      }
-      const env = resolveSecretRefs(config.env, "env", host.secrets);
-      if (!env.ok) return { ok: false, error: `was not started: ${env.error}` };
-      const prepared = prepareStdioLaunch({ command: config.command, args: config.args, env: env.values, cwd: config.cwd }, host.repoRoot);
-      if (!prepared.ok) return { ok: false, error: `failed to start: ${prepared.error}` };
-      const stdio = new StdioClientTransport(prepared.launch.params);
-      // Always drained: an unread pipe would fill up and block the server.
-      stdio.stderr?.on("data", (chunk: Buffer) => this.stderr.push(chunk));
-      stdio.stderr?.on("error", () => undefined);
-      return { ok: true, transport: stdio, stdio, ownGroup: prepared.launch.ownGroup };
-    }
-    const headers = resolveSecretRefs(config.headers, "headers", host.secrets);
-    if (!headers.ok) return { ok: false, error: `was not connected: ${headers.error}` };
-    const url = new URL(config.url);
-    const requestInit = { headers: headers.values };
-    const transport =
-      config.transport === "http" ? new StreamableHTTPClientTransport(url, { requestInit }) : new SSEClientTransport(url, { requestInit });
-    return { ok: true, transport, stdio: null, ownGroup: false };
   }
 
   private onTransportError(err: unknown): void {
