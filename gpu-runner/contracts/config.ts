@@ -5,6 +5,7 @@
  * gpu-runner/engine/rollbook_engine/contracts/train.py; fixtures/train_request.json keeps the two in step.
  */
 import { z } from "zod";
+import { McpConfig } from "./mcp";
 
 export const DEFAULT_MODEL = "SmolLM2-135M-Instruct";
 
@@ -117,6 +118,8 @@ export const RunConfig = z
     trainer: TrainerConfig.default(TrainerConfig.parse({})),
     limits: LimitsConfig.default(LimitsConfig.parse({})),
     judge: JudgeConfig.default(JudgeConfig.parse({})),
+    /** MCP servers the scenario reaches through ctx.mcp (none by default). */
+    mcp: McpConfig.default(McpConfig.parse({})),
   })
   .strict();
 

@@ -3,3 +3,4 @@ export * from "./chat";
 export * from "./train";
 export * from "./run";
 export * from "./experiment";
+export * from "./mcp";

@@ -5,11 +5,15 @@
 import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
+import type { McpSecrets } from "./mcp/secrets";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 
 const port = z.coerce.number().int().min(0).max(65535);
+
+/** Settings of the runner and the web tier (bearer token, database): never shareable with MCP servers. */
+const RUNNER_OWN = new Set(["RUNNER_TOKEN", "RUNNER_PORT", "RUNNER_HOST", "ENGINE_URL", "ENGINE_PORT", "ENGINE_PYTHON", "DATABASE_URL", "TEST_DATABASE_URL"]);
 
 export const RunnerEnv = z.object({
   /** Port of the runner's tRPC HTTP server (0 = pick a free one; the chosen port is printed). */
@@ -34,6 +38,34 @@ export const RunnerEnv = z.object({
   ROLLBOOK_RUNS_DIR: z.string().min(1).default(path.join(REPO_ROOT, "runs")),
   /** Shown in status(); several runners can register with one web tier. */
   RUNNER_NAME: z.string().min(1).default(os.hostname()),
+  /**
+   * Whether experiments may start stdio MCP servers. A stdio server is any command an experiment names,
+   * run as the runner's user on this machine: turn it off on a runner shared with people who may not run
+   * code there. http/sse servers stay available.
+   */
+  MCP_ALLOW_STDIO: z
+    .enum(["true", "false", "1", "0", "on", "off", "yes", "no"], { error: "MCP_ALLOW_STDIO is true or false" })
+    .default("true")
+    .transform((v) => ["true", "1", "on", "yes"].includes(v)),
+  /**
+   * Comma-separated names of this runner's environment variables that an experiment's MCP config may use
+   * as ${NAME} in env and headers (e.g. GITHUB_TOKEN). None by default: config.json is written by any
+   * experiment author, and must not be able to send the runner's own secrets to a server of their choosing.
+   */
+  MCP_SECRET_VARS: z
+    .string()
+    .default("")
+    .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "MCP_SECRET_VARS lists variable names separated by commas")
+          .refine((name) => !RUNNER_OWN.has(name), {
+            error: (issue) => `MCP_SECRET_VARS: ${String(issue.input)} is one of Rollbook's own settings and cannot be shared with MCP servers`,
+          }),
+      ),
+    ),
 });
 export type RunnerEnv = z.infer<typeof RunnerEnv>;
 
@@ -50,4 +82,17 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): RunnerEnv {
     throw new Error(`Invalid runner environment:\n${lines.join("\n")}`);
   }
   return parsed.data;
+}
+
+/**
+ * The values MCP configs may reference as ${NAME}: only the names in MCP_SECRET_VARS, read once here so
+ * the MCP code never sees the rest of the environment.
+ */
+export function mcpSecrets(env: RunnerEnv, source: Readonly<Record<string, string | undefined>> = process.env): McpSecrets {
+  const values: Record<string, string> = {};
+  for (const name of env.MCP_SECRET_VARS) {
+    const value = source[name];
+    if (value !== undefined) values[name] = value;
+  }
+  return { allowed: env.MCP_SECRET_VARS, values };
 }

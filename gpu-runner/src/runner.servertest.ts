@@ -13,6 +13,7 @@ import { type ExperimentFiles, type RunEvent, type RunSpec } from "../contracts"
 import { createRunnerClient, type RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
 import { startRunnerServer, type RunnerServer } from "./server";
+import { descendants, startEverythingHttp, type EverythingHttp } from "./mcp/test-support";
 
 const TOKEN = "servertest-token-0123456789";
 const env0 = loadEnv();
@@ -138,6 +139,60 @@ export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSch
     const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
     expect(rollouts).toHaveLength(4);
     expect(rollouts.every((t) => t.error === null && t.metrics.turns === 1)).toBe(true);
+  });
+
+  it("reaches MCP servers over stdio and streamable HTTP from a scenario (server-everything), and fails only the rollouts needing a broken one", async () => {
+    let http: EverythingHttp | undefined;
+    const before = new Set(descendants());
+    try {
+      http = await startEverythingHttp("streamableHttp");
+      const files: ExperimentFiles = {
+        ...template({ ...small, rollouts_per_group: 2, mcp: { servers: {
+          local: { transport: "stdio", command: "mcp-server-everything", tools: ["echo", "get-sum"] },
+          remote: { transport: "http", url: http.url, tools: ["echo", "get-sum"] },
+          broken: { transport: "stdio", command: "no-such-mcp-server" },
+        } } }),
+        "scenario.ts": `import type { RolloutContext } from "rollbook";
+export default async function rollout(ctx: RolloutContext<{ word: string }>) {
+  const server = ctx.rolloutIndex === 0 ? "local" : "remote";
+  const tools = await ctx.mcp.tools(server);
+  const sum = await ctx.mcp.call(server, "get-sum", { a: 20, b: 22 });
+  const echo = await ctx.mcp.call(server, "echo", { message: ctx.task.word });
+  // The tools reach the model's prompt (the engine renders them); the reply itself does not matter here.
+  await ctx.chat([{ role: "user", content: "Add 1 and 2." }], { tools, max_tokens: 4 });
+  if (ctx.group === 1) await ctx.mcp.call("broken", "echo", { message: "x" });
+  return { server, names: tools.map((t) => t.name), sum: sum.text, echo: echo.text, servers: ctx.mcp.servers };
+}
+`,
+        "reward.ts": `export default function reward({ output }: { output: { sum: string } }) { return output.sum.includes("42") ? 1 : 0; }\n`,
+      };
+      expect(await client.start.mutate({ run_id: "mcp-1", kind: "dry-run", files, resume: false })).toEqual({ ok: true, run_id: "mcp-1" });
+      const { events } = await collect(client, { run_id: "mcp-1", after_seq: 0 });
+      expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
+      const logs = events.flatMap((e) => (e.type === "run.log" ? [e.payload.message] : []));
+      expect(logs).toContainEqual(expect.stringMatching(/^MCP server 'local' \(stdio: mcp-server-everything\) is ready: 2 tools \(echo, get-sum\)/));
+      expect(logs).toContainEqual(expect.stringMatching(/^MCP server 'remote' \(http: .*\) is ready/));
+      expect(logs).toContainEqual(expect.stringMatching(/^MCP server 'broken' \(stdio: no-such-mcp-server\) failed to start/));
+      const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+      const good = rollouts.filter((t) => t.group === 0);
+      expect(good).toHaveLength(2);
+      for (const t of good) {
+        expect(t.error).toBeNull();
+        expect(t.reward).toBe(1);
+      }
+      // Group 1 needed the broken server: recorded as MCP errors naming it, the others unaffected.
+      for (const t of rollouts.filter((r) => r.group === 1)) {
+        expect(t.error).toMatchObject({ kind: "mcp", message: expect.stringContaining("MCP server 'broken'") });
+      }
+      expect((await client.status.query()).engine.state).toBe("ready");
+    } finally {
+      await http?.stop();
+    }
+    // The stdio server processes of the run are gone with it.
+    const leftover = descendants().filter((pid) => !before.has(pid));
+    const cmd = (pid: number) => { try { return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " "); } catch { return "gone"; } };
+    // (esbuild's long-lived service process starts with the first bundle of this file's runs: not the run's.)
+    expect(leftover.map(cmd).filter((c) => !c.includes("esbuild --service"))).toEqual([]);
   });
 
   it("dry-runs say-the-word: 4 rollouts with rewards and tokens, resumable after any seq", async () => {

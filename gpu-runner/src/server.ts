@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { createHTTPServer } from "@trpc/server/adapters/standalone";
-import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
+import { loadEnv, mcpSecrets, REPO_ROOT, type RunnerEnv } from "./env";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
@@ -68,6 +68,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       },
     },
     env.RUNNER_NAME,
+    { allowStdio: env.MCP_ALLOW_STDIO, secrets: mcpSecrets(env) },
   );
   manager.recoverInterrupted();
 

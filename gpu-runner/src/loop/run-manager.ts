@@ -15,6 +15,9 @@ import { setMaxListeners } from "node:events";
 import { findKeyOffset, offsetToPosition } from "../../contracts";
 import { validateExperiment } from "../experiment/validate";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
+import { REPO_ROOT } from "../env";
+import { NO_SECRETS, type McpSecrets } from "../mcp";
+import { connectRunMcp } from "../mcp/run-connection";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { executeRun, type RunEngine } from "./run-loop";
 
@@ -42,6 +45,11 @@ function keyPosition(text: string, path: readonly string[]): { line: number; col
   return offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
 }
 
+export interface RunnerMcpSettings {
+  allowStdio: boolean;
+  secrets: McpSecrets;
+}
+
 export class RunManager {
   private active = new Map<string, ActiveRun>();
   private starting = new Set<string>();
@@ -50,6 +58,8 @@ export class RunManager {
     readonly events: EventLog,
     private readonly engine: EngineAccess,
     readonly runnerName: string,
+    /** How this runner connects experiments' MCP servers (stdio allowed, secrets it may share). */
+    private readonly mcp: RunnerMcpSettings = { allowStdio: true, secrets: NO_SECRETS },
   ) {}
 
   /**
@@ -131,6 +141,17 @@ export class RunManager {
         resume: spec.resume,
         engine: this.engine.engine,
         judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine),
+        connectMcp:
+          Object.keys(checked.config.mcp.servers).length === 0
+            ? undefined
+            : () =>
+                connectRunMcp(checked.config.mcp, {
+                  allowStdio: this.mcp.allowStdio,
+                  secrets: this.mcp.secrets,
+                  repoRoot: REPO_ROOT,
+                  signal,
+                  onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),
+                }),
         waitForEngine: () => this.engine.waitReady(signal),
         emit: (event) => {
           this.events.append(runId, event);

@@ -41,7 +41,7 @@ export interface BridgeRecord {
 type Envelope = { ok: true; value: unknown } | { ok: false; name: string; message: string };
 
 /** Errors whose name the sandbox keeps; any other failure of a bridge function gets the function's own name. */
-const KEPT_NAMES = new Set(["TypeError", "LimitError", "ContextLimitError", "ModelError", "McpError", "JudgeError"]);
+const KEPT_NAMES = new Set(["TypeError", "LimitError", "ContextLimitError", "ModelError", "McpError", "ToolError", "JudgeError"]);
 
 function failure(err: unknown, fallbackName: string): Envelope {
   const name = err instanceof Error && KEPT_NAMES.has(err.name) ? err.name : fallbackName;

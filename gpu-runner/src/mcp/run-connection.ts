@@ -1,0 +1,61 @@
+/**
+ * A run's MCP servers as the run loop and the rollouts see them: connect the experiment's servers when the
+ * run starts (McpHub), report which are ready and which failed, adapt the hub to the rollouts' RunMcp, and
+ * close everything when the run ends.
+ *
+ * A tool-level failure (the server answered with a JSON-RPC error, an unknown tool, arguments that are not
+ * an object) is the model's mistake to see and fix, so it reaches the sandbox as a ToolError, which
+ * runAgent answers in the conversation; an unavailable, hung or broken server is the rollout's failure
+ * (McpError, kind "mcp").
+ */
+import type { McpConfig, McpServerStatus } from "../../contracts";
+import type { McpConnection } from "../loop/run-loop";
+import type { RunMcp } from "../rollout/run-mcp";
+import { McpError } from "./errors";
+import { McpHub, type McpConnectOptions } from "./hub";
+
+export interface RunMcpOptions extends Omit<McpConnectOptions, "onChange"> {
+  /** A server's state changed after the run started (it died mid-run): a line for the run log. */
+  onProblem?: (message: string) => void;
+}
+
+function describe(s: McpServerStatus): string {
+  if (s.state === "ready") return `MCP server '${s.name}' (${s.target}) is ready: ${s.tools.length} tool${s.tools.length === 1 ? "" : "s"} (${s.tools.join(", ")})`;
+  return s.error ?? `MCP server '${s.name}' (${s.target}) is ${s.state}`;
+}
+
+class ToolError extends Error {
+  override readonly name = "ToolError";
+}
+
+export async function connectRunMcp(config: McpConfig, options: RunMcpOptions): Promise<McpConnection> {
+  const hub = new McpHub();
+  let connected = false;
+  await hub.connect(config, {
+    ...options,
+    onChange: (s) => {
+      if (connected && s.state === "failed") options.onProblem?.(describe(s));
+    },
+  });
+  connected = true;
+  const statuses = hub.status();
+  const mcp: RunMcp = {
+    servers: hub.servers,
+    list: async () =>
+      hub.status().map((s) => ({ name: s.name, ok: s.state === "ready", ...(s.state === "ready" ? {} : { error: describe(s) }), tools: hub.tools(s.name) })),
+    call: async (server, tool, args, signal) => {
+      try {
+        return await hub.call(server, tool, args, { signal });
+      } catch (err) {
+        if (err instanceof McpError && err.kind === "tool") throw new ToolError(err.message);
+        throw err;
+      }
+    },
+  };
+  return {
+    mcp,
+    ready: statuses.filter((s) => s.state === "ready").map(describe),
+    problems: statuses.filter((s) => s.state !== "ready").map(describe),
+    close: () => hub.close(),
+  };
+}
