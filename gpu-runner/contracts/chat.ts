@@ -1,14 +1,19 @@
 /**
  * Chat messages and the engine's OpenAI-compatible chat completion API, with the token-level extensions
- * vLLM uses (`return_token_ids` → top-level `prompt_token_ids` and per-choice `token_ids`). The Python
- * side is gpu-runner/engine/rollbook_engine/contracts/chat.py; fixtures/chat_*.json are checked by both.
+ * vLLM uses (`return_token_ids` → top-level `prompt_token_ids` and per-choice `token_ids`) and two of
+ * Rollbook's own (`continue_from`, `malformed_tool_calls`). The Python side is
+ * gpu-runner/engine/rollbook_engine/contracts/chat.py; fixtures/chat_*.json are checked by both, and the
+ * engine's tests compare its models with this file's JSON Schema (z.toJSONSchema).
  */
 import { z } from "zod";
 
 export const ToolCall = z.object({
   id: z.string(),
   type: z.literal("function").default("function"),
-  function: z.object({ name: z.string(), arguments: z.string() }),
+  function: z.object({
+    name: z.string(),
+    arguments: z.string().describe("The call's arguments as a JSON text (an object), as OpenAI sends them."),
+  }),
 });
 export type ToolCall = z.infer<typeof ToolCall>;
 
@@ -31,57 +36,152 @@ export const ToolSpec = z.object({
 });
 export type ToolSpec = z.infer<typeof ToolSpec>;
 
-/** "auto": the model decides; "required": it must call a tool; a named function: it must call that one. */
-export const ToolChoice = z.union([
-  z.enum(["none", "auto", "required"]),
-  z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
-]);
+export const ToolChoice = z
+  .union([
+    z.enum(["none", "auto", "required"]),
+    z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
+  ])
+  .describe(
+    '"none": tools are neither shown to the model nor parsed. "auto" (the default with tools): shown, and ' +
+      "calls are parsed out of the reply. \"required\": the reply is prefilled with '<tool_call>\\n{\"name\": \"', " +
+      "so the model must call one of the tools. {type: 'function', function: {name}}: prefilled through " +
+      "'\"arguments\":', so it calls that one. Prefilled tokens are part of prompt_token_ids, never of the " +
+      "sampled token_ids; the reply parsed (and returned) is prefill + sampled text.",
+  );
 export type ToolChoice = z.infer<typeof ToolChoice>;
 
+export const ContinueFrom = z
+  .object({
+    token_ids: z
+      .array(z.number().int().min(0))
+      .min(1)
+      .describe("The conversation so far as tokens: the previous call's prompt_token_ids + its choice's token_ids."),
+    message_count: z
+      .number()
+      .int()
+      .min(1)
+      .describe(
+        "How many messages at the start of `messages` those tokens are; the last of them is the assistant reply " +
+          "that was sampled. Only the later messages are rendered and their tokens appended.",
+      ),
+  })
+  .describe(
+    "Rollbook extension for token-exact multi-turn rollouts: the earlier turns keep exactly the tokens the model " +
+      "saw and sampled (no decode/re-encode drift, even where the template would write a tool call differently).",
+  );
+export type ContinueFrom = z.infer<typeof ContinueFrom>;
+
+/** The request's shape. Rules between fields are in ValidChatCompletionRequest (kept apart so .pick works). */
 export const ChatCompletionRequest = z.object({
-  /** Base model id, or `<run>@<step>` for a run's LoRA checkpoint. */
-  model: z.string(),
+  model: z.string().describe("Base model id, or `<run>@<step>` for a run's LoRA checkpoint."),
   messages: z.array(ChatMessage).min(1),
-  temperature: z.number().min(0).max(2).optional(),
+  temperature: z.number().min(0).max(2).optional().describe("0 samples greedily. Default 1."),
   top_p: z.number().gt(0).max(1).optional(),
-  max_tokens: z.number().int().min(1).optional(),
+  max_tokens: z.number().int().min(1).optional().describe("Clamped to the context left; default: all of it."),
+  max_completion_tokens: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("What newer OpenAI clients send instead of max_tokens; with both, the smaller wins."),
   n: z.number().int().min(1).max(256).optional(),
-  seed: z.number().int().optional(),
-  stop: z.union([z.string(), z.array(z.string())]).optional(),
-  logprobs: z.boolean().optional(),
+  seed: z.number().int().optional().describe("Sample i of n uses seed + i: the same request samples the same tokens."),
+  stop: z.union([z.string(), z.array(z.string())]).optional().describe("Cut the reply before the first match."),
+  logprobs: z.boolean().optional().describe("Per-token logprobs of the raw (temperature 1) distribution."),
+  top_logprobs: z.number().int().min(0).max(20).optional().describe("Also the k most likely tokens at each step; needs logprobs."),
   tools: z.array(ToolSpec).optional(),
   tool_choice: ToolChoice.optional(),
-  /**
-   * Rollbook extension (token-exact multi-turn): the first `message_count` messages are exactly the
-   * conversation whose tokens are `token_ids` (the previous call's prompt_token_ids + its sampled token_ids);
-   * the engine renders only the later messages and appends them, so earlier turns keep the exact tokens
-   * the model saw and sampled.
-   */
-  continue_from: z
-    .object({ token_ids: z.array(z.number().int().min(0)).min(1), message_count: z.number().int().min(1) })
+  parallel_tool_calls: z.boolean().optional().describe("Accepted for compatibility; every call in the reply is returned."),
+  stream: z.boolean().optional().describe("Server-sent events: `data: <ChatCompletionChunk>` lines, then `data: [DONE]`."),
+  stream_options: z
+    .object({ include_usage: z.boolean().optional().describe("A last chunk with `choices: []` and the usage.") })
+    .nullable()
     .optional(),
-  /** vLLM extension: return prompt and completion token ids. */
-  return_token_ids: z.boolean().optional(),
+  return_token_ids: z.boolean().optional().describe("vLLM extension: return prompt and completion token ids."),
+  continue_from: ContinueFrom.optional(),
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
-export const TokenLogprob = z.object({ token: z.string(), logprob: z.number() });
+/** What the engine accepts: the shape plus the rules between fields, each reported on the field at fault. */
+export const ValidChatCompletionRequest = ChatCompletionRequest.superRefine((req, ctx) => {
+  if (req.top_logprobs !== undefined && req.top_logprobs > 0 && !req.logprobs) {
+    ctx.addIssue({ code: "custom", path: ["top_logprobs"], message: "top_logprobs needs logprobs: true" });
+  }
+  const choice = req.tool_choice;
+  if (choice !== undefined && choice !== "none" && choice !== "auto") {
+    const names = (req.tools ?? []).map((t) => t.function.name);
+    if (names.length === 0) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: "tool_choice needs tools" });
+    } else if (typeof choice === "object" && !names.includes(choice.function.name)) {
+      ctx.addIssue({ code: "custom", path: ["tool_choice"], message: `no tool named '${choice.function.name}' in tools` });
+    }
+  }
+  const cont = req.continue_from;
+  if (cont !== undefined) {
+    if (cont.message_count >= req.messages.length) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["continue_from", "message_count"],
+        message: `must be less than the number of messages (${req.messages.length}): new messages must follow`,
+      });
+    } else if (req.messages[cont.message_count - 1]?.role !== "assistant") {
+      ctx.addIssue({
+        code: "custom",
+        path: ["continue_from", "message_count"],
+        message: "the last continued message must be the assistant reply the token ids end with",
+      });
+    }
+  }
+});
+
+export const TopLogprob = z.object({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable().optional().describe("The token's UTF-8 bytes (a token may hold part of a character)."),
+});
+
+export const TokenLogprob = z.object({
+  token: z.string(),
+  logprob: z.number(),
+  bytes: z.array(z.number().int()).nullable().optional().describe("The token's UTF-8 bytes (a token may hold part of a character)."),
+  top_logprobs: z.array(TopLogprob).optional().describe("The `top_logprobs` most likely tokens at this step, most likely first."),
+});
+
+export const ChoiceLogprobs = z.object({ content: z.array(TokenLogprob) });
+
+export const MalformedToolCall = z.object({
+  text: z.string().describe("The block as the model wrote it; it stays in the message content."),
+  error: z.string().describe("Why it is not a call: bad JSON, no name, arguments not an object, unknown tool, unclosed tag."),
+});
+export type MalformedToolCall = z.infer<typeof MalformedToolCall>;
+
+export const FinishReason = z.enum(["stop", "length", "tool_calls"]);
 
 export const ChatChoice = z.object({
   index: z.number().int(),
   message: z.object({
     role: z.literal("assistant"),
-    content: z.string().nullable(),
+    content: z.string().nullable().describe("The reply without its parsed tool calls; null when only calls remain."),
     tool_calls: z.array(ToolCall).optional(),
   }),
-  finish_reason: z.enum(["stop", "length", "tool_calls"]).nullable(),
-  /** Rollbook extension: `<tool_call>` blocks that could not be parsed (they stay in the content too). */
-  malformed_tool_calls: z.array(z.object({ text: z.string(), error: z.string() })).optional(),
-  logprobs: z.object({ content: z.array(TokenLogprob) }).nullable().optional(),
-  /** Sampled completion token ids, in order (the stop/EOS token included when it was sampled). */
-  token_ids: z.array(z.number().int()).optional(),
+  finish_reason: FinishReason.nullable().describe('"tool_calls" when the reply ended normally with parsed calls.'),
+  logprobs: ChoiceLogprobs.nullable().optional(),
+  token_ids: z
+    .array(z.number().int())
+    .optional()
+    .describe("Sampled completion token ids, in order (the stop/EOS token included when it was sampled)."),
+  malformed_tool_calls: z
+    .array(MalformedToolCall)
+    .optional()
+    .describe("Rollbook extension: `<tool_call>` blocks that did not parse, so a scenario can count or penalise them."),
 });
 export type ChatChoice = z.infer<typeof ChatChoice>;
+
+export const Usage = z.object({
+  prompt_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+});
 
 export const ChatCompletionResponse = z.object({
   id: z.string(),
@@ -89,15 +189,44 @@ export const ChatCompletionResponse = z.object({
   created: z.number().int(),
   model: z.string(),
   choices: z.array(ChatChoice),
-  usage: z.object({
-    prompt_tokens: z.number().int(),
-    completion_tokens: z.number().int(),
-    total_tokens: z.number().int(),
-  }),
-  /** Token ids of the rendered prompt (chat template applied), exactly what the model was fed. */
-  prompt_token_ids: z.array(z.number().int()).optional(),
+  usage: Usage,
+  prompt_token_ids: z
+    .array(z.number().int())
+    .optional()
+    .describe("Token ids of the rendered prompt (chat template applied, prefill included), exactly what the model was fed."),
 });
 export type ChatCompletionResponse = z.infer<typeof ChatCompletionResponse>;
+
+export const ToolCallDelta = z.object({
+  index: z.number().int(),
+  id: z.string().optional(),
+  type: z.literal("function").optional(),
+  function: z.object({ name: z.string().optional(), arguments: z.string().optional() }).optional(),
+});
+
+export const ChunkChoice = z.object({
+  index: z.number().int(),
+  delta: z.object({
+    role: z.literal("assistant").optional().describe("Only in a choice's first chunk."),
+    content: z.string().nullable().optional(),
+    tool_calls: z.array(ToolCallDelta).optional().describe("Sent whole, once the reply has ended and been parsed."),
+  }),
+  finish_reason: FinishReason.nullable().describe("Set on a choice's last chunk only."),
+  logprobs: ChoiceLogprobs.nullable().optional().describe("For the tokens this chunk carries."),
+  token_ids: z.array(z.number().int()).optional().describe("With return_token_ids: the sampled ids this chunk carries."),
+  malformed_tool_calls: z.array(MalformedToolCall).optional().describe("On the choice's last chunk."),
+});
+
+export const ChatCompletionChunk = z.object({
+  id: z.string(),
+  object: z.literal("chat.completion.chunk"),
+  created: z.number().int(),
+  model: z.string(),
+  choices: z.array(ChunkChoice),
+  usage: Usage.nullable().optional().describe("With stream_options.include_usage: in the last chunk (choices: [])."),
+  prompt_token_ids: z.array(z.number().int()).optional().describe("With return_token_ids: in the first chunk."),
+});
+export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunk>;
 
 export const EngineHealth = z.object({
   status: z.enum(["ok", "loading", "error"]),

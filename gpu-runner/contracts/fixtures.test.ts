@@ -5,7 +5,13 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ChatCompletionRequest, ChatCompletionResponse, TrainRequest } from "./index";
+import {
+  ChatCompletionChunk,
+  ChatCompletionRequest,
+  ChatCompletionResponse,
+  TrainRequest,
+  ValidChatCompletionRequest,
+} from "./index";
 
 const fixture = (name: string): unknown => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8"));
 
@@ -17,13 +23,41 @@ describe("shared contract fixtures", () => {
   });
 
   it("chat_request.json and chat_response.json are chat completion request and response", () => {
-    expect(ChatCompletionRequest.parse(fixture("chat_request.json")).return_token_ids).toBe(true);
+    const req = ValidChatCompletionRequest.parse(fixture("chat_request.json"));
+    expect(req.return_token_ids).toBe(true);
+    expect(req.continue_from?.message_count).toBe(3);
+    expect([req.tool_choice, req.top_logprobs, req.stream_options?.include_usage]).toEqual(["auto", 2, true]);
     const res = ChatCompletionResponse.parse(fixture("chat_response.json"));
     expect(res.choices[0]!.token_ids).toHaveLength(res.choices[0]!.logprobs!.content.length);
+    expect(res.choices[0]!.logprobs!.content[0]!.top_logprobs![1]!.token).toBe("Apple");
+    expect(res.choices[1]!.malformed_tool_calls![0]!.error).toMatch(/^invalid JSON/);
+    expect(res.choices[2]!.message.content).toBeNull();
+  });
+
+  it("chat_chunks.json is a stream: role first, tool calls whole, usage last with no choices", () => {
+    const chunks = (fixture("chat_chunks.json") as unknown[]).map((c) => ChatCompletionChunk.parse(c));
+    expect(chunks[0]!.choices[0]!.delta.role).toBe("assistant");
+    expect(chunks[2]!.choices[0]!.delta.tool_calls![0]!.function!.name).toBe("add");
+    expect(chunks.at(-1)!.choices).toEqual([]);
+    expect(chunks.at(-1)!.usage?.total_tokens).toBe(32);
   });
 
   it("rejects what the other side rejects: a string where a number belongs", () => {
     const bad = { ...(fixture("chat_request.json") as object), max_tokens: "24" };
     expect(ChatCompletionRequest.safeParse(bad).success).toBe(false);
+  });
+
+  it("reports a rule between fields on the field at fault, as the engine's 400 names it", () => {
+    const base = { model: "m", messages: [{ role: "user", content: "hi" }] };
+    const paths = (body: object) =>
+      ValidChatCompletionRequest.safeParse({ ...base, ...body }).error?.issues.map((i) => i.path.join("."));
+    expect(paths({ top_logprobs: 2 })).toEqual(["top_logprobs"]);
+    expect(paths({ tool_choice: "required" })).toEqual(["tool_choice"]);
+    expect(paths({ continue_from: { token_ids: [1], message_count: 1 } })).toEqual(["continue_from.message_count"]);
+    const withReply = { messages: [...base.messages, { role: "user", content: "again" }] };
+    expect(paths({ ...withReply, continue_from: { token_ids: [1], message_count: 1 } })).toEqual([
+      "continue_from.message_count",
+    ]);
+    expect(paths({ top_logprobs: 2, logprobs: true })).toBeUndefined();
   });
 });

@@ -122,7 +122,16 @@ export type StartResult = z.infer<typeof StartResult>;
 
 export const RunnerStatus = z.object({
   runner: z.string(),
-  engine: z.object({ state: z.enum(["starting", "ready", "restarting", "failed"]), restarts: z.number().int(), health: z.unknown().nullable() }),
+  engine: z.object({
+    state: z.enum(["starting", "ready", "restarting", "failed"]),
+    restarts: z.number().int(),
+    health: z.unknown().nullable(),
+    last_restart: z
+      .object({ at: z.number().describe("ms since the epoch"), reason: z.string() })
+      .nullable()
+      .optional()
+      .describe('Why the runner last restarted its engine, e.g. "engine killed by SIGKILL — likely out of memory; last output: …".'),
+  }),
   runs: z.array(z.object({ run_id: z.string(), status: RunStatus, last_seq: z.number().int(), step: z.number().int() })),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

@@ -46,6 +46,8 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
           env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR },
         },
     onLog: options.onEngineLog,
+    // The runs waiting on the engine say why it went away (their model calls fail meanwhile).
+    onRestart: (restart) => manager.logToActiveRuns("warn", `engine restarted: ${restart.reason}`),
     ...options.supervisor,
   });
   supervisor.start();
@@ -64,7 +66,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
         }),
       status: () => {
         const s = supervisor.status();
-        return { state: s.state, restarts: s.restarts, health: s.health };
+        return { state: s.state, restarts: s.restarts, health: s.health, last_restart: s.lastRestart };
       },
     },
     env.RUNNER_NAME,

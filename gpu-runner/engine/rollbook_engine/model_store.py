@@ -30,6 +30,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
 from . import model_loader
+from .vocab import Vocab
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class ModelStore:
         self.max_loaded_adapters = max_loaded_adapters or int(os.environ.get("ROLLBOOK_MAX_LOADED_ADAPTERS", "4"))
 
         base, self.tokenizer = model_loader.load(base_model_name, self.device, self.dtype)
+        self.vocab = Vocab(self.tokenizer)
+        self.eos_token_ids = _end_token_ids(base, self.tokenizer)
         model_limit = int(getattr(base.config, "max_position_embeddings", 0) or 4096)
         env_limit = int(os.environ.get("ROLLBOOK_MAX_CONTEXT_TOKENS", "0")) or None
         self.max_context_tokens = min(x for x in (model_limit, env_limit, max_context_tokens) if x)
@@ -223,6 +226,17 @@ class ModelStore:
             async with cond:
                 self._exclusive = False
                 cond.notify_all()
+
+
+def _end_token_ids(model: torch.nn.Module, tokenizer) -> set[int]:
+    """Tokens that end a reply: the tokenizer's EOS, the generation config's, and chatml's `<|im_end|>`."""
+    ids = {tokenizer.eos_token_id}
+    gen_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tokenizer.unk_token_id:
+        ids.add(im_end)
+    return {i for i in ids if i is not None}
 
 
 def _first_linear_target(model: torch.nn.Module) -> list[str]:

@@ -2,6 +2,11 @@
 
 The model loads in the background after the server starts listening, so /health answers `loading` at once
 and the runner can poll it; other routes answer 503 until the model is ready.
+
+POST /v1/chat/completions, in order: the body is read up to ROLLBOOK_MAX_REQUEST_BYTES (413 beyond), validated
+(400 naming the field), the prompt rendered and bounded by length before it is tokenised (prompt.py), then
+sampled, plain (request_io cancels the generation if the client goes away first) or as server-sent events
+(streaming.py; closing the stream cancels it). Errors are OpenAI's shape: {"error": {message, type, param, code}}.
 """
 
 from __future__ import annotations
@@ -12,23 +17,23 @@ import importlib.util
 import logging
 import os
 import time
-import uuid
 from typing import Any, Callable
 
 import psutil
 import torch
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from . import chat_format
 from .backends.base import GenerationRequest, InferenceBackend
-from .contracts.chat import (
-    AssistantMessage, ChatChoice, ChatCompletionRequest, ChatCompletionResponse, ChoiceLogprobs, EngineHealth,
-    EngineMemory, TokenLogprob, Usage,
-)
+from .contracts.chat import EngineHealth, EngineMemory
+from .errors import RequestError
 from .model_loader import DEFAULT_MODEL
 from .model_store import ModelStore, UnknownModelError
+from .prompt import build_prompt
+from .request_io import parse_request, read_body, unless_disconnected
+from .responses import chat_response
+from .settings import EngineSettings
+from .streaming import sse_events
 
 log = logging.getLogger(__name__)
 
@@ -49,14 +54,9 @@ def select_backend(store: ModelStore) -> InferenceBackend:
 
 
 def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
-    kind = {400: "invalid_request_error", 404: "not_found_error", 503: "service_unavailable"}.get(status, "server_error")
+    kind = {400: "invalid_request_error", 404: "not_found_error", 413: "invalid_request_error",
+            503: "service_unavailable"}.get(status, "server_error")
     return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}}, status)
-
-
-def _validation_message(err: ValidationError) -> tuple[str, str]:
-    first = err.errors()[0]
-    field = ".".join(str(p) for p in first["loc"]) or "body"
-    return f"invalid request: {field}: {first['msg']}", field
 
 
 def create_app(
@@ -64,7 +64,10 @@ def create_app(
     store_factory: Callable[[str], ModelStore] | None = None,
     on_ready: Callable[[], None] | None = None,
     on_error: Callable[[str], None] | None = None,
+    settings: EngineSettings | None = None,
 ) -> FastAPI:
+    settings = settings or EngineSettings.from_env()
+
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         app.state.loader = asyncio.create_task(load())
@@ -135,39 +138,38 @@ def create_app(
         if (resp := not_ready()) is not None:
             return resp
         store: ModelStore = app.state.store
+        backend: InferenceBackend = app.state.backend
         try:
-            req = ChatCompletionRequest.model_validate(await request.json())
-        except ValidationError as err:
-            message, field = _validation_message(err)
-            return _error(400, message, field)
-        except ValueError:
-            return _error(400, "invalid request: body is not valid JSON")
-        try:
-            store.parse_model_name(req.model)
-        except UnknownModelError as err:
-            return _error(404, str(err), "model")
-        try:
-            prompt = chat_format.render_prompt(store.tokenizer, req.messages, req.tools)
-        except Exception as err:  # noqa: BLE001 - template errors (jinja raise_exception) are the caller's input
-            return _error(400, f"invalid request: messages: chat template failed: {err}", "messages")
-        room = store.max_context_tokens - len(prompt)
-        if room < 1:
-            return _error(400, f"invalid request: messages: prompt is {len(prompt)} tokens, the model's context is "
-                               f"{store.max_context_tokens}", "messages")
+            req = parse_request(await read_body(request, settings.max_request_bytes))
+            try:
+                store.parse_model_name(req.model)
+            except UnknownModelError as err:
+                raise RequestError(str(err), "model", 404) from err
+            prompt = build_prompt(store.tokenizer, store.vocab, req, store.max_context_tokens, store.eos_token_ids)
+        except RequestError as err:
+            return _error(err.status, err.message, err.param)
+        room = store.max_context_tokens - len(prompt.token_ids)
         stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
+        limit = req.completion_limit
         gen = GenerationRequest(
-            model=req.model, prompt_token_ids=prompt,
+            model=req.model, prompt_token_ids=prompt.token_ids,
             # Clamped to the context left (vLLM would refuse); a clamped answer ends with finish_reason "length".
-            max_tokens=min(req.max_tokens or room, room),
+            max_tokens=min(limit or room, room),
             temperature=1.0 if req.temperature is None else req.temperature,
             top_p=1.0 if req.top_p is None else req.top_p,
             n=req.n or 1, seed=req.seed, stop=[s for s in stop if s],
+            top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0,
         )
+        if req.stream:
+            return StreamingResponse(sse_events(backend, gen, req, prompt, store.vocab, store.tokenizer),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
-            results = (await app.state.backend.generate([gen]))[0]
+            results = await unless_disconnected(request, backend.generate([gen]))
         except UnknownModelError as err:
             return _error(404, str(err), "model")
-        return _response(req, prompt, results, store.tokenizer)
+        if results is None:
+            return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
+        return JSONResponse(chat_response(req, prompt, results[0], store.vocab).model_dump())
 
     try:
         # The trainer's routes (POST /train); they reach the store through request.app.state.store.
@@ -177,27 +179,3 @@ def create_app(
     else:
         app.include_router(train_router)
     return app
-
-
-def _response(req: ChatCompletionRequest, prompt: list[int], results, tokenizer) -> JSONResponse:
-    choices = []
-    for index, r in enumerate(results):
-        text, calls = (chat_format.parse_tool_calls(r.text) if req.tools else (r.text, []))
-        choices.append(ChatChoice(
-            index=index,
-            message=AssistantMessage(content=text, tool_calls=calls or None),
-            finish_reason="tool_calls" if calls and r.finish_reason == "stop" else r.finish_reason,
-            logprobs=ChoiceLogprobs(content=[
-                TokenLogprob(token=tokenizer.decode([t]), logprob=lp) for t, lp in zip(r.token_ids, r.logprobs)
-            ]) if req.logprobs else None,
-            token_ids=list(r.token_ids) if req.return_token_ids else None,
-        ))
-    completion = sum(len(r.token_ids) for r in results)
-    body = ChatCompletionResponse(
-        id=f"chatcmpl-{uuid.uuid4().hex}", created=int(time.time()), model=req.model, choices=choices,
-        usage=Usage(prompt_tokens=len(prompt), completion_tokens=completion, total_tokens=len(prompt) + completion),
-        prompt_token_ids=prompt if req.return_token_ids else None,
-    )
-    # exclude_none: zod's .optional() fields reject null, so absent fields must be left out, not nulled.
-    # Nothing required-but-nullable is ever None here (content is a string, finish_reason is set).
-    return JSONResponse(body.model_dump(exclude_none=True))

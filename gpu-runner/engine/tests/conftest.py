@@ -1,8 +1,13 @@
-"""Shared pytest setup for the engine: never reach a model hub, and skip `gpu` tests without CUDA."""
+"""Shared pytest setup for the engine: never reach a model hub, skip `gpu` tests without CUDA, and one real
+engine served over HTTP for the tests that talk to it as clients do."""
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -19,3 +24,41 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@dataclass
+class Served:
+    url: str
+    client: object  # httpx.Client on url
+    store: object  # the ModelStore behind it
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The real app (SmolLM2-135M on CPU) served by uvicorn on a free port, in a background thread."""
+    import httpx
+    import uvicorn
+
+    from rollbook_engine.model_store import ModelStore
+    from rollbook_engine.server import create_app
+
+    store = ModelStore(runs_dir=tmp_path_factory.mktemp("served-runs"))
+    app = create_app(store.base_model_name, store_factory=lambda _name: store)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=url, timeout=300) as client:
+        for _ in range(1200):
+            try:
+                if client.get("/health").json()["status"] == "ok":
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        yield Served(url, client, store)
+    server.should_exit = True
+    thread.join(timeout=10)

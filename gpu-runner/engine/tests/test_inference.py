@@ -218,10 +218,11 @@ def test_checkpoint_adapter_is_served_and_listed(engine):
 
 
 def test_tool_calls_are_parsed(engine):
-    from rollbook_engine.chat_format import parse_tool_calls
+    from rollbook_engine.tool_calls import parse
 
-    text, calls = parse_tool_calls('ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>')
-    assert text == "ok" and calls[0].function.name == "add" and calls[0].function.arguments == '{"a": 1}'
+    parsed = parse('ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>', ["add"])
+    assert parsed.content == "ok" and parsed.calls[0].function.name == "add"
+    assert parsed.calls[0].function.arguments == '{"a": 1}'
     client, _ = engine
     tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]
     r = chat(client, tools=tools, max_tokens=4)

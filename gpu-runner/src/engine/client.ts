@@ -32,6 +32,9 @@ async function errorText(res: Response): Promise<string> {
   try {
     const body = JSON.parse(text) as { detail?: unknown; error?: unknown };
     const detail = body.detail ?? body.error;
+    // The chat route answers in OpenAI's shape, {"error": {"message", "param", ...}}: its message names the field.
+    const message = (detail as { message?: unknown } | null)?.message;
+    if (typeof message === "string") return message;
     if (detail !== undefined) return typeof detail === "string" ? detail : JSON.stringify(detail);
   } catch {
     // not JSON: fall through to the raw text

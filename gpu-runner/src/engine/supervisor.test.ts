@@ -7,7 +7,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { EngineSupervisor } from "./supervisor";
+import { describeExit, EngineSupervisor } from "./supervisor";
 
 const FAKE = `
 import http from "node:http";
@@ -85,6 +85,53 @@ describe("EngineSupervisor", () => {
     expect(alive(second.pid!)).toBe(false);
     sup = null;
     fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("records why it restarted the engine: a SIGKILL it did not send reads as out of memory, with the last stderr", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-sup-"));
+    const script = path.join(dir, "dying-engine.mjs");
+    // The first engine allocates (says so on stderr) and is SIGKILLed as the OOM killer would; later ones live.
+    fs.writeFileSync(
+      script,
+      FAKE +
+        `
+import fs from "node:fs";
+const marker = ${JSON.stringify(path.join(dir, "died"))};
+if (!fs.existsSync(marker)) {
+  fs.writeFileSync(marker, "");
+  setTimeout(() => { console.error("tokenising a 10 MB prompt"); setTimeout(() => process.kill(process.pid, "SIGKILL"), 50); }, 300);
+}
+`,
+    );
+    const port = await freePort();
+    const restarts: { at: number; reason: string }[] = [];
+    sup = new EngineSupervisor({
+      url: `http://127.0.0.1:${port}`,
+      spawn: { python: process.execPath, args: [script, String(port)], cwd: dir },
+      healthIntervalMs: 100,
+      onLog: () => {},
+      onRestart: (r) => restarts.push(r),
+    });
+    expect(sup.status().lastRestart).toBeNull();
+    const before = Date.now();
+    sup.start();
+    await until(() => restarts.length === 1);
+    const [restart] = restarts;
+    expect(restart!.reason).toMatch(/^engine killed by SIGKILL — likely out of memory/);
+    expect(restart!.reason).toContain("last output: tokenising a 10 MB prompt");
+    expect(restart!.at).toBeGreaterThanOrEqual(before);
+    expect(restart!.at).toBeLessThanOrEqual(Date.now());
+    expect(sup.status().lastRestart).toEqual(restart);
+    await until(() => sup!.status().state === "ready");
+    expect(sup.status()).toMatchObject({ restarts: 1, lastRestart: restart });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("describes exits by code or signal, quoting only the last stderr lines", () => {
+    const lines = ["one", "two", "three", "four", "five", "six"];
+    expect(describeExit(3, null, lines)).toBe("exited with code 3; last output: two | three | four | five | six");
+    expect(describeExit(null, "SIGSEGV", [])).toBe("killed by SIGSEGV");
+    expect(describeExit(null, "SIGKILL", [])).toMatch(/likely out of memory/);
   });
 
   it("goes to failed (not a restart loop) when the engine cannot start at all", async () => {

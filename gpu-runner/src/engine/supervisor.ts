@@ -3,12 +3,25 @@
  * health-checks it periodically and restarts it with exponential backoff when it dies. It only ever
  * signals its own child (by process group id): never processes found by name, which could belong to
  * someone else on a shared GPU box. With ENGINE_URL set it spawns nothing and only watches that engine.
+ *
+ * Every restart it decides on is recorded with its reason (exit code or signal, "likely out of memory" for a
+ * SIGKILL it did not send, the engine's last stderr lines, or the failed health checks) in
+ * status().lastRestart, and reported through onRestart so the runner can tell the runs that were waiting.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { EngineClient } from "./client";
 import { type EngineHealth } from "../../contracts";
 
 export type EngineState = "starting" | "ready" | "restarting" | "failed";
+
+/** Why the engine was last restarted, and when (ms since the epoch). */
+export interface EngineRestart {
+  at: number;
+  reason: string;
+}
+
+/** How many of the dead engine's last stderr lines a restart reason quotes. */
+const REASON_LINES = 5;
 
 export interface SupervisorOptions {
   /** Spawn this engine; absent → `url` is an external engine we only health-check. */
@@ -29,6 +42,8 @@ export interface SupervisorOptions {
   maxConsecutiveRestarts?: number;
   /** Engine stdout/stderr lines (default: written to stderr with an [engine] prefix). */
   onLog?: (line: string) => void;
+  /** Called when the engine died or stopped answering and a restart is under way, with the reason. */
+  onRestart?: (restart: EngineRestart) => void;
 }
 
 export interface EngineStatus {
@@ -37,6 +52,20 @@ export interface EngineStatus {
   health: EngineHealth | null;
   pid: number | null;
   lastError: string | null;
+  lastRestart: EngineRestart | null;
+}
+
+/** "exited with code 1", "killed by SIGKILL — likely out of memory", plus the last stderr lines. */
+export function describeExit(code: number | null, signal: NodeJS.Signals | null, stderrTail: readonly string[]): string {
+  let reason =
+    signal === "SIGKILL"
+      ? "killed by SIGKILL — likely out of memory (the kernel's OOM killer sends SIGKILL; the runner did not)"
+      : signal
+        ? `killed by ${signal}`
+        : `exited with code ${code ?? "unknown"}`;
+  const last = stderrTail.slice(-REASON_LINES).map((l) => l.trim()).filter(Boolean);
+  if (last.length) reason += `; last output: ${last.join(" | ").slice(-800)}`;
+  return reason;
 }
 
 export class EngineSupervisor {
@@ -51,10 +80,12 @@ export class EngineSupervisor {
   private timer: NodeJS.Timeout | null = null;
   private restartTimer: NodeJS.Timeout | null = null;
   private failedChecks = 0;
+  private lastRestart: EngineRestart | null = null;
   private readyWaiters = new Set<() => void>();
   private tail: string[] = [];
   private readonly exitHook = () => this.killGroup("SIGKILL");
-  private readonly opts: Required<Omit<SupervisorOptions, "spawn">> & Pick<SupervisorOptions, "spawn">;
+  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart">> &
+    Pick<SupervisorOptions, "spawn" | "onRestart">;
 
   constructor(options: SupervisorOptions) {
     this.opts = {
@@ -77,6 +108,7 @@ export class EngineSupervisor {
       health: this.health,
       pid: this.child?.pid ?? null,
       lastError: this.lastError,
+      lastRestart: this.lastRestart,
     };
   }
 
@@ -165,23 +197,28 @@ export class EngineSupervisor {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
-    const onData = (buf: Buffer) => {
+    const stderrTail: string[] = []; // this child's own, for the reason of its death
+    const onData = (buf: Buffer, stderr: boolean) => {
       for (const line of buf.toString("utf8").split("\n")) {
         if (!line.trim()) continue;
         this.tail.push(line);
         if (this.tail.length > 200) this.tail.shift();
+        if (stderr) {
+          stderrTail.push(line);
+          if (stderrTail.length > REASON_LINES) stderrTail.shift();
+        }
         this.opts.onLog(line);
         if (line.includes("ENGINE READY")) this.schedule(0);
       }
     };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
+    child.stdout?.on("data", (buf: Buffer) => onData(buf, false));
+    child.stderr?.on("data", (buf: Buffer) => onData(buf, true));
     child.on("error", (err) => {
       this.lastError = `could not start engine: ${err.message}`;
       // A spawn failure (no such interpreter) emits "error" and no "exit": handle it as a death here.
       if (child.pid === undefined && this.child === child) {
         this.child = null;
-        if (!this.stopping) this.scheduleRestart();
+        if (!this.stopping) this.scheduleRestart(this.lastError);
       }
     });
     child.on("exit", (code, signal) => {
@@ -189,18 +226,26 @@ export class EngineSupervisor {
       this.child = null;
       this.health = null;
       if (this.stopping) return;
-      this.lastError = this.lastError?.startsWith("could not start")
-        ? this.lastError
-        : `engine exited (code ${code ?? "-"}, signal ${signal ?? "-"})`;
-      this.scheduleRestart();
+      const reason = `engine ${describeExit(code, signal, stderrTail)}`;
+      this.lastError = this.lastError?.startsWith("could not start") ? this.lastError : reason;
+      this.scheduleRestart(reason);
     });
   }
 
-  private scheduleRestart(): void {
+  private scheduleRestart(reason: string): void {
     if (this.stopping || this.restartTimer) return;
     if (this.consecutiveRestarts >= this.opts.maxConsecutiveRestarts) {
+      this.opts.onLog(`giving up on the engine after ${this.consecutiveRestarts} restarts: ${reason}`);
       this.setState("failed");
       return;
+    }
+    const restart = { at: Date.now(), reason };
+    this.lastRestart = restart;
+    this.opts.onLog(`restarting the engine: ${reason}`);
+    try {
+      this.opts.onRestart?.(restart);
+    } catch (err) {
+      this.opts.onLog(`onRestart failed: ${(err as Error).message}`);
     }
     const delay = Math.min(this.opts.maxBackoffMs, 1_000 * 2 ** this.consecutiveRestarts);
     this.consecutiveRestarts += 1;
@@ -256,8 +301,11 @@ export class EngineSupervisor {
       if (!starting) {
         this.lastError = (err as Error).message;
         if (this.failedChecks >= this.opts.unhealthyRestartAfter) {
-          if (spawned) this.scheduleRestart();
-          else this.setState("restarting"); // external engine: nothing to restart, keep polling
+          if (spawned) {
+            this.scheduleRestart(`engine stopped answering: ${this.failedChecks} health checks failed (${this.lastError})`);
+          } else {
+            this.setState("restarting"); // external engine: nothing to restart, keep polling
+          }
         }
       }
     }

@@ -189,6 +189,17 @@ export class RunManager {
     await Promise.all([...this.active.keys()].map((id) => this.stop(id)));
   }
 
+  /** Append a run.log event to every active run (e.g. the engine restarted under them). */
+  logToActiveRuns(level: "info" | "warn" | "error", message: string): void {
+    for (const runId of this.active.keys()) {
+      try {
+        this.events.append(runId, { type: "run.log", payload: { level, message } });
+      } catch (err) {
+        process.stderr.write(`run ${runId}: could not log "${message}": ${(err as Error).message}\n`);
+      }
+    }
+  }
+
   exists(runId: string): boolean {
     return this.active.has(runId) || this.events.exists(runId);
   }

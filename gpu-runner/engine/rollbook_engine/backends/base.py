@@ -3,6 +3,11 @@
 The server renders the chat template and tokenises once, so every backend samples from exactly the same
 prompt token ids and the response can report them (`prompt_token_ids`).
 
+Streaming: a request may carry `on_token` / `on_finish`; the backend calls them ON THE EVENT LOOP (from its
+worker thread through `loop.call_soon_threadsafe`) for each sampled token and when each sample ends, in order.
+Cancellation: cancelling the task awaiting `generate()` (the client went away) must take the request's rows
+out of the queue and out of a running batch within one decode step; nothing samples for nobody.
+
 Logprob convention (all backends): `logprobs[i]` is log p(token_i) under the model's RAW distribution,
 i.e. log_softmax of the logits at temperature 1 with no top-p filtering, whatever temperature/top_p were
 used to sample. The trainer recomputes exactly that quantity, so the PPO ratio starts at 1. (vLLM's
@@ -12,7 +17,14 @@ default `logprobs_mode="raw_logprobs"` reports the same thing.)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence
+from typing import Any, Callable, Literal, Protocol, Sequence
+
+
+@dataclass
+class SampledToken:
+    token_id: int
+    logprob: float  # raw distribution (see module doc)
+    top_logprobs: list[tuple[int, float]]  # the request's top_logprobs most likely (id, logprob), best first
 
 
 @dataclass
@@ -25,6 +37,10 @@ class GenerationRequest:
     n: int = 1
     seed: int | None = None  # row i of n samples with seed + i, so n>1 rows differ but reproduce
     stop: list[str] = field(default_factory=list)
+    top_logprobs: int = 0  # also report the k most likely tokens at each step
+    # Streaming callbacks, called on the event loop: (sample index 0..n-1, token) and (index, result).
+    on_token: Callable[[int, SampledToken], None] | None = None
+    on_finish: Callable[[int, "GenerationResult"], None] | None = None
 
 
 @dataclass
@@ -33,6 +49,7 @@ class GenerationResult:
     logprobs: list[float]  # one per token id, raw distribution (see module doc)
     text: str  # decoded token ids without special tokens, cut before a matched stop string
     finish_reason: Literal["stop", "length"]
+    top_logprobs: list[list[tuple[int, float]]] | None = None  # one list per token id when asked for
 
 
 class InferenceBackend(Protocol):

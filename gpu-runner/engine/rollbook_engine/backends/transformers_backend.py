@@ -9,6 +9,10 @@ is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off).
 
 Our own loop rather than `generate()`: per-row temperature / top_p / seed / stop / max_tokens, and the exact
 logprob of each sampled token under the raw (temperature-1) distribution, see backends/base.py.
+
+Streaming rows hand each token to the event loop as it is sampled (call_soon_threadsafe, so the server's
+callbacks run on the loop, in order, before the row's result). A cancelled request (its client went away)
+marks its rows `cancelled`: they leave the pending queue at once and a running batch at the next decode step.
 """
 
 from __future__ import annotations
@@ -21,14 +25,14 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
 from ..model_store import ModelStore
-from .base import GenerationRequest, GenerationResult
+from .base import GenerationRequest, GenerationResult, SampledToken
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +47,11 @@ class _Row:
     seed: int
     stop: list[str]
     future: asyncio.Future
+    top_logprobs: int = 0
+    on_token: Callable[[SampledToken], None] | None = None  # called on the event loop
+    on_finish: Callable[[GenerationResult], None] | None = None  # called on the event loop
     delivered: bool = False  # its result is on the way to the future (set from the worker thread)
+    cancelled: bool = False  # nobody waits for it any more (set on the event loop, read by the worker)
 
 
 class TransformersBackend:
@@ -59,16 +67,10 @@ class TransformersBackend:
         self.join_inflight = os.environ.get("ROLLBOOK_JOIN_INFLIGHT", "1") != "0"
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
-        tok = store.tokenizer
-        eos = {tok.eos_token_id}
-        gen_eos = getattr(store.model.base_model.model.generation_config, "eos_token_id", None)
-        eos.update(gen_eos if isinstance(gen_eos, list) else [gen_eos])
-        im_end = tok.convert_tokens_to_ids("<|im_end|>")
-        if isinstance(im_end, int) and im_end != tok.unk_token_id:
-            eos.add(im_end)
-        self.eos_ids = {i for i in eos if i is not None}
+        self.eos_ids = store.eos_token_ids
+        # running_rows: rows in the batch being sampled now; cancelled_rows: rows dropped for a gone client.
         self.stats = {"batches": 0, "rows": 0, "prompt_tokens": 0, "completion_tokens": 0, "busy_s": 0.0,
-                      "largest_batch": 0, "joined_rows": 0}
+                      "largest_batch": 0, "joined_rows": 0, "running_rows": 0, "cancelled_rows": 0}
 
     # ---- event-loop side ------------------------------------------------------------------------------
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
@@ -83,13 +85,32 @@ class TransformersBackend:
                 for i in range(req.n):
                     seed = secrets.randbits(62) if req.seed is None else req.seed + i
                     row = _Row(req.model, list(req.prompt_token_ids), req.max_tokens, req.temperature, req.top_p,
-                               seed, list(req.stop), loop.create_future())
+                               seed, list(req.stop), loop.create_future(), req.top_logprobs,
+                               _bind(req.on_token, i), _bind(req.on_finish, i))
+                    row.future.add_done_callback(lambda f, row=row: self._forget_if_cancelled(row, f))
                     self._pending.append(row)
                     futures.append(row.future)
                 groups.append(futures)
         assert self._wakeup is not None
         self._wakeup.set()
-        return [list(await asyncio.gather(*futures)) for futures in groups]
+        # One gather over every row: cancelling this call (the client went away) cancels all of its futures.
+        flat = await asyncio.gather(*[f for futures in groups for f in futures])
+        out, at = [], 0
+        for futures in groups:
+            out.append(list(flat[at:at + len(futures)]))
+            at += len(futures)
+        return out
+
+    def _forget_if_cancelled(self, row: _Row, future: asyncio.Future) -> None:
+        if not future.cancelled():
+            return
+        row.cancelled = True  # a running batch drops it at its next decode step
+        with self._plock:
+            try:
+                self._pending.remove(row)
+            except ValueError:
+                return  # already taken into a batch
+        self.stats["cancelled_rows"] += 1
 
     def health(self) -> dict[str, Any]:
         return {**self.stats, "queued_rows": len(self._pending), "max_batch": self.max_batch}
@@ -126,7 +147,7 @@ class TransformersBackend:
             batch, rest = [], deque()
             while self._pending:
                 row = self._pending.popleft()
-                if row.future.done():  # cancelled before it ran
+                if row.cancelled or row.future.done():  # cancelled before it ran
                     continue
                 if model is None:
                     model = row.model
@@ -146,15 +167,22 @@ class TransformersBackend:
         def deliver(row: _Row, result: GenerationResult) -> None:
             self.stats["completion_tokens"] += len(result.token_ids)
             row.delivered = True
-            loop.call_soon_threadsafe(_resolve, row.future, result)
+            loop.call_soon_threadsafe(_resolve, row, result)
+
+        def emit(row: _Row, token: SampledToken) -> None:
+            if row.on_token is not None:
+                loop.call_soon_threadsafe(_call_unless_cancelled, row, row.on_token, token)
 
         # Load the adapter OUTSIDE inference_mode: weights created inside it are inference tensors, and the
         # trainer can no longer make them trainable (requires_grad) for the next step.
         adapter = self.store.resolve_adapter(rows[0].model)
-        with torch.inference_mode():
-            with self.store.use_adapter(adapter) as model:
-                self._sample(model, rows, deliver)
-        self.stats["busy_s"] += time.perf_counter() - started
+        try:
+            with torch.inference_mode():
+                with self.store.use_adapter(adapter) as model:
+                    self._sample(model, rows, deliver, emit)
+        finally:
+            self.stats["running_rows"] = 0
+            self.stats["busy_s"] += time.perf_counter() - started
 
     def _prefill(self, model: torch.nn.Module, rows: list[_Row]):
         """Left-padded prefill: every row's next token sits in the last column. Returns the last logits, the
@@ -175,7 +203,7 @@ class TransformersBackend:
                     logits_to_keep=1)
         return out.logits[:, -1, :].float(), cache, mask, pos[:, -1:] + 1
 
-    def _sample(self, model: torch.nn.Module, rows: list[_Row], deliver) -> None:
+    def _sample(self, model: torch.nn.Module, rows: list[_Row], deliver, emit) -> None:
         tok, dev = self.store.tokenizer, self.store.device
         logits, cache, mask, next_pos = self._prefill(model, rows)
         # Joining a running batch means splicing KV caches; only plain DynamicLayers are spliced safely.
@@ -185,9 +213,11 @@ class TransformersBackend:
         top_ps = torch.tensor([r.top_p for r in rows], device=dev)
         token_ids: list[list[int]] = [[] for _ in rows]
         logprobs: list[list[float]] = [[] for _ in rows]
+        tops: list[list[list[tuple[int, float]]]] = [[] for _ in rows]
         alive = list(range(len(rows)))  # index into `rows` of each row still in the batch / cache
 
         while alive:
+            self.stats["running_rows"] = len(alive)
             room = self.max_batch - len(alive)
             if can_join and room > 0 and self._pending and not self.store.exclusive_pending:
                 more = self._take(rows[0].model, room)
@@ -204,14 +234,25 @@ class TransformersBackend:
                     top_ps = torch.cat([top_ps, torch.tensor([r.top_p for r in more], device=dev)])
                     token_ids += [[] for _ in more]
                     logprobs += [[] for _ in more]
+                    tops += [[] for _ in more]
             raw_logp = torch.log_softmax(logits, dim=-1)
             chosen = _sample_tokens(logits, temps[alive], top_ps[alive], [gens[i] for i in alive])
             chosen_logp = raw_logp.gather(1, chosen[:, None])[:, 0]
+            k = max(rows[i].top_logprobs for i in alive)
+            top_lp, top_ids = (raw_logp.topk(k, dim=-1) if k else (None, None))
+            top_lp = top_lp.tolist() if top_lp is not None else None
+            top_ids = top_ids.tolist() if top_ids is not None else None
             keep: list[int] = []
             for j, (tid, lp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist())):
                 i, row = alive[j], rows[alive[j]]
+                if row.cancelled:  # its client went away: leave the batch now, deliver nothing
+                    self.stats["cancelled_rows"] += 1
+                    continue
+                top = list(zip(top_ids[j][:row.top_logprobs], top_lp[j][:row.top_logprobs])) if row.top_logprobs else []
                 token_ids[i].append(tid)
                 logprobs[i].append(lp)
+                tops[i].append(top)
+                emit(row, SampledToken(tid, lp, top))
                 finish, cut = None, None
                 if tid in self.eos_ids:
                     finish = "stop"
@@ -223,7 +264,8 @@ class TransformersBackend:
                     keep.append(j)
                     continue
                 text = tok.decode(token_ids[i], skip_special_tokens=True)
-                deliver(row, GenerationResult(token_ids[i], logprobs[i], text if cut is None else text[:cut], finish))
+                deliver(row, GenerationResult(token_ids[i], logprobs[i], text if cut is None else text[:cut], finish,
+                                              tops[i] if row.top_logprobs else None))
             if not keep:
                 break
             if len(keep) < len(alive):  # drop finished rows from the cache rather than padding them along
@@ -246,9 +288,23 @@ class TransformersBackend:
         return min(hits) if hits else None
 
 
-def _resolve(future: asyncio.Future, result: GenerationResult) -> None:
-    if not future.done():  # the client may have gone away
-        future.set_result(result)
+def _bind(callback, index: int):
+    return None if callback is None else (lambda value: callback(index, value))
+
+
+def _call_unless_cancelled(row: _Row, callback, value) -> None:
+    if not row.cancelled:
+        callback(value)
+
+
+def _resolve(row: _Row, result: GenerationResult) -> None:
+    if row.future.done():  # the client went away
+        return
+    try:
+        if row.on_finish is not None:
+            row.on_finish(result)
+    finally:  # a failing callback must not leave the request waiting forever
+        row.future.set_result(result)
 
 
 def _splice(cache: DynamicCache, new: DynamicCache, mask: torch.Tensor, new_mask: torch.Tensor) -> torch.Tensor:

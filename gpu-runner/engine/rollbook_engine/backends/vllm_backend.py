@@ -7,8 +7,11 @@ is never imported otherwise. Untested on the project's machines (no vllm there):
 - Around the trainer's store.exclusive(), vLLM sleeps (level 1: weights offloaded, KV cache freed) so the
   trainer's HF model has the GPU memory, and wakes after.
 - `n` > 1 is sent as n requests with seeds seed+i, the transformers backend's convention.
-- Logprobs: SamplingParams(logprobs=0) returns the sampled token's logprob; vLLM's default
-  logprobs_mode "raw_logprobs" is the raw model distribution, the convention in backends/base.py.
+- Logprobs: SamplingParams(logprobs=k) returns the sampled token's logprob and the k most likely; vLLM's
+  default logprobs_mode "raw_logprobs" is the raw model distribution, the convention in backends/base.py.
+- Streaming: each output vLLM yields carries the tokens so far; new ones go to `on_token` (on the event
+  loop, where this runs). Cancellation: cancelling the task iterating `engine.generate` makes vLLM abort the
+  request, which frees its slot in the running batch.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from vllm.lora.request import LoRARequest
 
 from ..model_loader import ensure_local
 from ..model_store import ModelStore
-from .base import GenerationRequest, GenerationResult
+from .base import GenerationRequest, GenerationResult, SampledToken
 
 
 class VllmBackend:
@@ -69,23 +72,36 @@ class VllmBackend:
             self._lora_ids[model] = known
         return LoRARequest(model, known[0], str(path))
 
-    async def _one(self, req: GenerationRequest, seed: int | None, lora: LoRARequest | None) -> GenerationResult:
+    async def _one(self, req: GenerationRequest, index: int, seed: int | None,
+                   lora: LoRARequest | None) -> GenerationResult:
+        k = req.top_logprobs
         params = SamplingParams(
             n=1, temperature=req.temperature, top_p=req.top_p, max_tokens=req.max_tokens, seed=seed,
-            stop=req.stop or None, logprobs=0,
+            stop=req.stop or None, logprobs=k,
             skip_special_tokens=True,
         )
-        final = None
+        final, seen = None, 0
         async for out in self.engine.generate(
             TokensPrompt(prompt_token_ids=req.prompt_token_ids), params, request_id=uuid.uuid4().hex,
             lora_request=lora,
         ):
             final = out
+            c = out.outputs[0]
+            if req.on_token is not None:
+                for pos in range(seen, len(c.token_ids)):
+                    tid, step = c.token_ids[pos], (c.logprobs or [])[pos]
+                    req.on_token(index, SampledToken(tid, step[tid].logprob, _top(step, k)))
+                seen = len(c.token_ids)
         assert final is not None
         c = final.outputs[0]
         ids = list(c.token_ids)
-        logprobs = [step[tid].logprob for step, tid in zip(c.logprobs or [], ids)]
-        return GenerationResult(ids, logprobs, c.text, "length" if c.finish_reason == "length" else "stop")
+        steps = list(c.logprobs or [])
+        logprobs = [step[tid].logprob for step, tid in zip(steps, ids)]
+        result = GenerationResult(ids, logprobs, c.text, "length" if c.finish_reason == "length" else "stop",
+                                  [_top(step, k) for step in steps] if k else None)
+        if req.on_finish is not None:
+            req.on_finish(index, result)
+        return result
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
         out = []
@@ -95,7 +111,7 @@ class VllmBackend:
             # generating(): waits while the trainer holds exclusive() (vLLM asleep), and lets exclusive() wait
             # for these requests to finish before it puts vLLM to sleep.
             async with self.store.generating():
-                rows = await asyncio.gather(*[self._one(req, s, lora) for s in seeds])
+                rows = await asyncio.gather(*[self._one(req, i, s, lora) for i, s in enumerate(seeds)])
             self.stats["requests"] += 1
             self.stats["rows"] += len(rows)
             self.stats["completion_tokens"] += sum(len(r.token_ids) for r in rows)
@@ -104,6 +120,14 @@ class VllmBackend:
 
     def health(self) -> dict[str, Any]:
         return dict(self.stats)
+
+
+def _top(step: dict, k: int) -> list[tuple[int, float]]:
+    """The k most likely of one step's logprobs (vLLM adds the sampled token, ranked wherever it is)."""
+    if not k:
+        return []
+    ranked = sorted(((lp.rank, tid, lp.logprob) for tid, lp in step.items() if lp.rank is not None and lp.rank <= k))
+    return [(tid, logprob) for _rank, tid, logprob in ranked]
 
     async def close(self) -> None:
         shutdown = getattr(self.engine, "shutdown", None)

@@ -1,0 +1,76 @@
+"""From sampled tokens to OpenAI's response objects; shared by the plain and the streamed response, so the
+two say the same thing (the streamed one is assembled from the same final reply, see streaming.py)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from . import tool_calls
+from .backends.base import GenerationResult
+from .contracts.chat import (
+    AssistantMessage, ChatChoice, ChatCompletionRequest, ChatCompletionResponse, ChoiceLogprobs, MalformedToolCall,
+    TokenLogprob, ToolCall, TopLogprob, Usage,
+)
+from .prompt import Prompt
+from .vocab import Vocab
+
+
+@dataclass
+class FinalReply:
+    content: str | None
+    finish_reason: str
+    calls: list[ToolCall] = field(default_factory=list)
+    malformed: list[MalformedToolCall] = field(default_factory=list)
+
+
+def final_reply(prompt: Prompt, result: GenerationResult) -> FinalReply:
+    """The reply's content, tool calls and finish reason. With tools, the text parsed is prefill + sample."""
+    if prompt.tool_names is None:
+        return FinalReply(result.text, result.finish_reason)
+    parsed = tool_calls.parse(prompt.prefill + result.text, prompt.tool_names)
+    # "tool_calls" only for a reply that ended by itself: a cut one ("length") says so.
+    finish = "tool_calls" if parsed.calls and result.finish_reason == "stop" else result.finish_reason
+    return FinalReply(parsed.content, finish, parsed.calls, parsed.malformed)
+
+
+def logprob_entry(vocab: Vocab, token_id: int, logprob: float, top: list[tuple[int, float]]) -> TokenLogprob:
+    return TokenLogprob(
+        token=vocab.token_text(token_id), logprob=logprob, bytes=vocab.token_bytes(token_id),
+        top_logprobs=[TopLogprob(token=vocab.token_text(t), logprob=lp, bytes=vocab.token_bytes(t)) for t, lp in top],
+    )
+
+
+def logprob_entries(vocab: Vocab, result: GenerationResult) -> list[TokenLogprob]:
+    tops = result.top_logprobs or [[] for _ in result.token_ids]
+    return [logprob_entry(vocab, t, lp, top) for t, lp, top in zip(result.token_ids, result.logprobs, tops)]
+
+
+def completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex}"
+
+
+def usage(prompt: Prompt, results: list[GenerationResult]) -> Usage:
+    completion = sum(len(r.token_ids) for r in results)
+    return Usage(prompt_tokens=len(prompt.token_ids), completion_tokens=completion,
+                 total_tokens=len(prompt.token_ids) + completion)
+
+
+def chat_response(req: ChatCompletionRequest, prompt: Prompt, results: list[GenerationResult],
+                  vocab: Vocab) -> ChatCompletionResponse:
+    choices = []
+    for index, r in enumerate(results):
+        reply = final_reply(prompt, r)
+        choices.append(ChatChoice(
+            index=index,
+            message=AssistantMessage(content=reply.content, tool_calls=reply.calls or None),
+            finish_reason=reply.finish_reason,
+            logprobs=ChoiceLogprobs(content=logprob_entries(vocab, r)) if req.logprobs else None,
+            token_ids=list(r.token_ids) if req.return_token_ids else None,
+            malformed_tool_calls=reply.malformed or None,
+        ))
+    return ChatCompletionResponse(
+        id=completion_id(), created=int(time.time()), model=req.model, choices=choices, usage=usage(prompt, results),
+        prompt_token_ids=prompt.token_ids if req.return_token_ids else None,
+    )

@@ -1,0 +1,180 @@
+"""`stream: true`: server-sent events, token by token as the batch samples.
+
+Wire format (OpenAI's): `data: <ChatCompletionChunk JSON>\\n\\n` per chunk, then `data: [DONE]\\n\\n`. Each
+choice's first chunk carries the role; its text follows as it is sampled; its last chunk carries
+finish_reason (and `malformed_tool_calls`). With `stream_options.include_usage` a final chunk has
+`choices: []` and the usage. A failure after the stream started is sent as `data: {"error": {...}}`, which the
+official clients raise.
+
+Text is decoded incrementally by the tokenizers library's DecodeStream, which never yields half a UTF-8
+character. Some text is held back until it is safe to send, so that the streamed content always equals the
+plain response's content:
+- a stop string, and the last (longest stop string - 1) characters, which could be the start of one (the
+  reply is cut before it);
+- with tools, everything from a `<tool_call>` (or a suffix that could start one) on, and trailing
+  whitespace: the reply is parsed when it ends, and its calls are sent whole as `delta.tool_calls`.
+Logprobs and token ids travel in the chunk that carries their text (held ones in a later chunk), so a
+client assembling the chunks gets exactly the plain response's lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
+from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta
+from .contracts.chat import ToolCallDelta, ToolCallDeltaFunction
+from .prompt import Prompt
+from .responses import completion_id, final_reply, logprob_entry, usage
+from .tool_calls import OPEN
+from .vocab import Vocab
+
+log = logging.getLogger(__name__)
+
+
+class _Decoder:
+    """Incremental detokenisation (skip special tokens, as the final text does)."""
+
+    def __init__(self, tokenizer) -> None:
+        self.backend = getattr(tokenizer, "backend_tokenizer", None)
+        self.tokenizer = tokenizer
+        if self.backend is not None:
+            from tokenizers.decoders import DecodeStream
+
+            self.stream = DecodeStream(skip_special_tokens=True)
+        self.ids: list[int] = []
+        self.text = ""
+
+    def step(self, token_id: int) -> str:
+        if self.backend is not None:
+            return self.stream.step(self.backend, token_id) or ""
+        # A slow tokenizer has no DecodeStream: decode everything again and send what is new and whole.
+        self.ids.append(token_id)
+        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
+        if text.endswith("\ufffd"):
+            return ""
+        new, self.text = text[len(self.text):], text
+        return new
+
+
+class ChoiceStream:
+    """One choice's chunks: what can be sent after each token, and the end."""
+
+    def __init__(self, index: int, req: ChatCompletionRequest, prompt: Prompt, vocab: Vocab, tokenizer,
+                 stops: list[str]) -> None:
+        self.index, self.req, self.prompt, self.vocab = index, req, prompt, vocab
+        self.decoder = _Decoder(tokenizer)
+        self.text = prompt.prefill  # everything the reply says so far; the prefill is held (it opens a call)
+        self.sent = 0  # characters of self.text already sent
+        self.stops = stops
+        self.hold_for_stop = max((len(s) for s in stops), default=1) - 1
+        self.parse_tools = prompt.tool_names is not None
+        self.logprobs: list[Any] = []  # not yet sent, with the ids below
+        self.ids: list[int] = []
+
+    def _safe_end(self) -> int:
+        end = len(self.text) - self.hold_for_stop
+        for stop in self.stops:  # the token that completes a stop string is seen here before the row ends
+            if (at := self.text.find(stop, max(0, self.sent - len(stop)))) != -1:
+                end = min(end, at)
+        if self.parse_tools:
+            at = self.text.find(OPEN)
+            if at == -1:  # a suffix that could still become "<tool_call>"
+                at = next((len(self.text) - j for j in range(len(OPEN) - 1, 0, -1) if self.text.endswith(OPEN[:j])),
+                          len(self.text))
+            end = min(end, len(self.text[:at].rstrip()))
+        return max(end, self.sent)
+
+    def _choice(self, delta: ChunkDelta, finish: str | None = None, **extra: Any) -> ChunkChoice:
+        carry: dict[str, Any] = {}
+        if self.req.logprobs and self.logprobs:
+            carry["logprobs"] = ChoiceLogprobs(content=self.logprobs)
+        if self.req.return_token_ids and self.ids:
+            carry["token_ids"] = self.ids
+        self.logprobs, self.ids = [], []
+        return ChunkChoice(index=self.index, delta=delta, finish_reason=finish, **carry, **extra)
+
+    def first(self) -> ChunkChoice:
+        return ChunkChoice(index=self.index, delta=ChunkDelta(role="assistant", content=""), finish_reason=None)
+
+    def add(self, token: SampledToken) -> ChunkChoice | None:
+        self.text += self.decoder.step(token.token_id)
+        self.ids.append(token.token_id)
+        if self.req.logprobs:
+            self.logprobs.append(logprob_entry(self.vocab, token.token_id, token.logprob, token.top_logprobs))
+        end = self._safe_end()
+        if end == self.sent:
+            return None
+        piece, self.sent = self.text[self.sent:end], end
+        return self._choice(ChunkDelta(content=piece))
+
+    def finish(self, result: GenerationResult) -> list[ChunkChoice]:
+        reply = final_reply(self.prompt, result)
+        content = reply.content or ""
+        sent = self.text[:self.sent]
+        if not content.startswith(sent):  # would mean a hold-back rule above is wrong
+            log.error("streamed text %r is not a prefix of the reply %r", sent, content)
+        out = []
+        rest = content[len(sent):] if content.startswith(sent) else ""
+        if rest or self.logprobs or self.ids:
+            out.append(self._choice(ChunkDelta(content=rest)))
+        if reply.calls:
+            out.append(self._choice(ChunkDelta(tool_calls=[
+                ToolCallDelta(index=i, id=c.id, type="function",
+                              function=ToolCallDeltaFunction(name=c.function.name, arguments=c.function.arguments))
+                for i, c in enumerate(reply.calls)
+            ])))
+        out.append(self._choice(ChunkDelta(), reply.finish_reason, malformed_tool_calls=reply.malformed or None))
+        return out
+
+
+def _event(payload: dict[str, Any]) -> str:
+    # The SSE framing is one line per event; a library would add nothing here.
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+async def sse_events(backend: InferenceBackend, gen: GenerationRequest, req: ChatCompletionRequest, prompt: Prompt,
+                     vocab: Vocab, tokenizer) -> AsyncIterator[str]:
+    """The response body. Closing it early (the client went away) cancels the generation."""
+    chunk_id, created = completion_id(), int(time.time())
+    streams = [ChoiceStream(i, req, prompt, vocab, tokenizer, gen.stop) for i in range(gen.n)]
+    queue: asyncio.Queue[tuple[int, SampledToken | GenerationResult] | None] = asyncio.Queue()
+    gen.on_token = lambda i, token: queue.put_nowait((i, token))
+    gen.on_finish = lambda i, result: queue.put_nowait((i, result))
+    task = asyncio.ensure_future(backend.generate([gen]))
+    task.add_done_callback(lambda _t: queue.put_nowait(None))
+
+    def chunk(choices: list[ChunkChoice], **extra: Any) -> str:
+        return _event(ChatCompletionChunk(id=chunk_id, created=created, model=req.model, choices=choices,
+                                          **extra).model_dump())
+
+    try:
+        yield chunk([s.first() for s in streams],
+                    prompt_token_ids=prompt.token_ids if req.return_token_ids else None)
+        results: dict[int, GenerationResult] = {}
+        while len(results) < gen.n:
+            item = await queue.get()
+            if item is None:  # generate() ended before every choice finished: it failed
+                err = task.exception() if not task.cancelled() else asyncio.CancelledError()
+                log.error("streamed generation failed: %r", err)
+                yield _event({"error": {"message": f"generation failed: {err}", "type": "server_error",
+                                        "param": None, "code": 500}})
+                return
+            index, value = item
+            if isinstance(value, GenerationResult):
+                results[index] = value
+                for piece in streams[index].finish(value):
+                    yield chunk([piece])
+            elif (piece := streams[index].add(value)) is not None:
+                yield chunk([piece])
+        if req.stream_options is not None and req.stream_options.include_usage:
+            yield chunk([], usage=usage(prompt, [results[i] for i in range(gen.n)]))
+        yield "data: [DONE]\n\n"
+    finally:
+        if not task.done():
+            task.cancel()  # the client went away (or we failed): its rows leave the queue and the batch

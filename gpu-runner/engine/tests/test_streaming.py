@@ -1,0 +1,112 @@
+"""The streamed reply, token by token (streaming.ChoiceStream) on the real SmolLM2 tokenizer with chosen
+token sequences: it never sends half a UTF-8 character, never sends text a stop string or a tool call will
+take back, and the chunks always assemble to the plain response's content, calls, logprobs and ids."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+
+from rollbook_engine.backends.base import GenerationResult, SampledToken
+from rollbook_engine.contracts.chat import ChatCompletionRequest
+from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
+from rollbook_engine.prompt import Prompt
+from rollbook_engine.responses import final_reply
+from rollbook_engine.streaming import ChoiceStream
+from rollbook_engine.vocab import Vocab
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return AutoTokenizer.from_pretrained(ensure_local(DEFAULT_MODEL), local_files_only=True)
+
+
+@pytest.fixture(scope="module")
+def vocab(tok):
+    return Vocab(tok)
+
+
+def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True):
+    """Feed `text`'s tokens one at a time as the backend would (ending the row where a stop string appears),
+    and return (chunk choices, the final reply, the result)."""
+    req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
+                                                "top_logprobs": 1, "return_token_ids": True})
+    prompt = Prompt([1], prefill, tools)
+    stream = ChoiceStream(0, req, prompt, vocab, tok, list(stops))
+    ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if end_token else [])
+    chunks, sampled, cut = [], [], None
+    for tid in ids:
+        sampled.append(tid)
+        if (c := stream.add(SampledToken(tid, -0.5, [(tid, -0.5)]))) is not None:
+            chunks.append(c)
+        so_far = tok.decode(sampled, skip_special_tokens=True)
+        hits = [so_far.find(s) for s in stops if s in so_far]
+        if hits:
+            cut = min(hits)
+            break
+    final_text = tok.decode(sampled, skip_special_tokens=True)
+    result = GenerationResult(sampled, [-0.5] * len(sampled), final_text if cut is None else final_text[:cut], "stop",
+                              [[(t, -0.5)] for t in sampled])
+    chunks += stream.finish(result)
+    return chunks, final_reply(prompt, result), result
+
+
+def assembled(chunks):
+    content = "".join(c.delta.content or "" for c in chunks)
+    calls = [tc for c in chunks for tc in (c.delta.tool_calls or [])]
+    logprobs = [e for c in chunks if c.logprobs for e in c.logprobs.content]
+    ids = [i for c in chunks for i in (c.token_ids or [])]
+    return content, calls, logprobs, ids
+
+
+def test_multibyte_characters_are_never_split(tok, vocab):
+    text = "Grüße 你好 🤖 done"
+    ids = tok.encode(text, add_special_tokens=False)
+    assert len(ids) > len(text.split())  # some characters span several tokens: the case under test
+    chunks, reply, result = run(tok, vocab, text)
+    assert all("\ufffd" not in (c.delta.content or "") for c in chunks)
+    content, _, logprobs, ids_out = assembled(chunks)
+    assert content == reply.content == text
+    assert ids_out == result.token_ids and len(logprobs) == len(result.token_ids)
+    assert chunks[-1].finish_reason == "stop" and all(c.finish_reason is None for c in chunks[:-1])
+
+
+def test_text_that_may_start_a_stop_string_is_held_back(tok, vocab):
+    chunks, reply, _ = run(tok, vocab, "one two three END four five", stops=[" END"])
+    content, *_ = assembled(chunks)
+    assert reply.content == "one two three"
+    assert content == "one two three"
+    assert all("END" not in (c.delta.content or "") for c in chunks)
+
+
+def test_tool_calls_are_held_and_sent_whole_at_the_end(tok, vocab):
+    text = 'Sure.\n<tool_call>\n{"name": "add", "arguments": {"a": 2}}\n</tool_call>'
+    chunks, reply, _ = run(tok, vocab, text, tools=["add"])
+    content, calls, logprobs, ids = assembled(chunks)
+    assert all("<" not in (c.delta.content or "") for c in chunks)
+    assert content == reply.content == "Sure."
+    assert [(c.index, c.type, c.function.name, json.loads(c.function.arguments)) for c in calls] == [
+        (0, "function", "add", {"a": 2})]
+    assert calls[0].id.startswith("call_")
+    assert chunks[-1].finish_reason == "tool_calls"
+    assert len(logprobs) == len(ids)
+
+
+def test_a_prefilled_call_streams_nothing_early_and_a_malformed_one_is_reported(tok, vocab):
+    chunks, reply, _ = run(tok, vocab, 'add", "arguments": {"a": }}\n</tool_call>', tools=["add"],
+                           prefill='<tool_call>\n{"name": "')
+    content, calls, *_ = assembled(chunks)
+    assert calls == [] and content == reply.content == '<tool_call>\n{"name": "add", "arguments": {"a": }}\n</tool_call>'
+    assert chunks[-1].finish_reason == "stop"
+    assert chunks[-1].malformed_tool_calls and "invalid JSON" in chunks[-1].malformed_tool_calls[0].error
+    # Only the final chunks carry text: nothing was sent while the call was being written.
+    assert sum(1 for c in chunks if c.delta.content) == 1
+
+
+@pytest.mark.parametrize("text", ["a < b and c <tool", "plain text  \n", "x <tool_call"])
+def test_with_tools_the_stream_assembles_to_the_reply_whatever_the_text(tok, vocab, text):
+    chunks, reply, _ = run(tok, vocab, text, tools=["add"], end_token=False)
+    content, *_ = assembled(chunks)
+    assert content == (reply.content or "")
