@@ -14,6 +14,11 @@ import { createRunnerClient, type RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
 import { startRunnerServer, type RunnerServer } from "./server";
 import { descendants, startEverythingHttp, type EverythingHttp } from "./mcp/test-support";
+import { compileExperiment } from "./experiment/compile";
+import { executeRollout } from "./rollout/execute";
+import { createJudgeClient } from "./judge/judge-client";
+import { NO_MCP } from "./rollout/run-mcp";
+import { RunConfig } from "../contracts";
 
 const TOKEN = "servertest-token-0123456789";
 const env0 = loadEnv();
@@ -193,6 +198,74 @@ export default async function rollout(ctx: RolloutContext<{ word: string }>) {
     const cmd = (pid: number) => { try { return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " "); } catch { return "gone"; } };
     // (esbuild's long-lived service process starts with the first bundle of this file's runs: not the run's.)
     expect(leftover.map(cmd).filter((c) => !c.includes("esbuild --service"))).toEqual([]);
+  });
+
+  it("keeps a multi-turn tool-use rollout token-exact on the real engine: one sequence, only sampled tokens trained", async () => {
+    const compiled = await compileExperiment({
+      "scenario.ts": `import { tool, type ChatMessage, type RolloutContext } from "rollbook";
+import { z } from "zod";
+const add = tool({ name: "add", description: "Add two numbers", parameters: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+export default async function rollout(ctx: RolloutContext) {
+  // An earlier exchange with a tool call and its result (written by hand, so prompt: never trained).
+  const messages: ChatMessage[] = [
+    { role: "user", content: "What is 1 + 1? Use the add tool." },
+    { role: "assistant", content: null, tool_calls: [{ id: "call_0", type: "function", function: { name: "add", arguments: '{"a": 1, "b": 1}' } }] },
+    { role: "tool", tool_call_id: "call_0", name: "add", content: "2" },
+    { role: "assistant", content: "1 + 1 = 2." },
+    { role: "user", content: "What is 2 + 3? Use the add tool." },
+  ];
+  const first = await ctx.chat(messages, { tools: [add], tool_choice: { type: "function", function: { name: "add" } }, max_tokens: 24 });
+  messages.push(first.message);
+  for (const call of first.toolCalls) {
+    const parsed = add.parseArguments(call.function.arguments);
+    messages.push({ role: "tool", tool_call_id: call.id, name: "add", content: parsed.ok ? String(await add.execute(parsed.args, { ctx, toolCallId: call.id })) : "Error: " + parsed.error });
+  }
+  messages.push({ role: "user", content: "Now say the result in words." });
+  const second = await ctx.chat(messages, { tools: [add], max_tokens: 12 });
+  const third = await ctx.chat([...messages, second.message, { role: "user", content: "Thanks!" }], { tools: [add], max_tokens: 8 });
+  return [first.toolCalls.length, second.content, third.content];
+}
+`,
+      "reward.ts": "export default function reward() { return 1; }\n",
+    });
+    if (!compiled.ok) throw new Error(JSON.stringify(compiled.diagnostics));
+    const config = RunConfig.parse({ max_context_tokens: 2048 });
+    const engine = runner.supervisor.client;
+    const done = await executeRollout({
+      services: { engine, judge: createJudgeClient(config.judge, config.model, engine), mcp: NO_MCP },
+      compiled: compiled.compiled,
+      runId: "exact-1",
+      config,
+      task: { index: 0, line: 1, split: "train", data: {} },
+      split: "train",
+      step: 1,
+      group: 0,
+      rolloutIndex: 0,
+      model: config.model,
+    });
+    expect(done.trajectory.error).toBeNull();
+    expect(done.turns).toHaveLength(3);
+    // The forced call: the prefill is prompt (masked), the model's own continuation is sampled.
+    expect(done.trajectory.messages.filter((m) => m.role === "tool").length).toBeGreaterThanOrEqual(1);
+    expect(done.trajectory.metrics.turns).toBe(3);
+    // Each follow-up prompt extends the previous prompt + completion exactly (continue_from), so the
+    // rollout is ONE sequence; its trained tokens are exactly the sampled ones, in order, with their logprobs.
+    for (let k = 1; k < done.turns.length; k++) {
+      const prev = done.turns[k - 1]!;
+      const head = [...prev.promptTokenIds, ...prev.completionTokenIds];
+      expect(done.turns[k]!.promptTokenIds.slice(0, head.length)).toEqual(head);
+    }
+    const seqs = done.sample!.sequences;
+    expect(seqs).toHaveLength(1);
+    const seq = seqs[0]!;
+    const trained = seq.tokens.filter((_, i) => seq.mask[i] === 1);
+    const trainedLp = seq.logprobs.filter((_, i) => seq.mask[i] === 1);
+    expect(trained).toEqual(done.turns.flatMap((t) => t.completionTokenIds));
+    expect(trainedLp).toEqual(done.turns.flatMap((t) => t.completionLogprobs!));
+    const last = done.turns.at(-1)!;
+    expect(seq.tokens).toEqual([...last.promptTokenIds, ...last.completionTokenIds]);
+    // Tool results and user turns are masked: everything between completions is prompt.
+    expect(seq.mask.filter((m) => m === 0).length).toBe(last.promptTokenIds.length - done.turns.slice(0, -1).reduce((n, t) => n + t.completionTokenIds.length, 0));
   });
 
   it("dry-runs say-the-word: 4 rollouts with rewards and tokens, resumable after any seq", async () => {
