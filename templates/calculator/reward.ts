@@ -1,14 +1,15 @@
 import { extractAnswer, mathEqual, type RewardInput, type RewardResult } from "rollbook";
 import type { Attempt, Task } from "./scenario";
 
-// Half for calling the calculator properly (a well-formed call it could run), half for the right answer.
-// A botched call costs a little, so the model is pushed towards writing calls the tool can read.
+// Half for the call, half for the answer. The call earns in steps — a JSON object of arguments, then one
+// with an "expression", then one the calculator could run — so a model that cannot write a good call yet
+// still sees which of its attempts came closer (a reward of 0 for every botched call would give no signal).
+const CALL_CREDIT = [0, 0.1, 0.3, 0.5] as const;
+
 export default function reward({ task, output }: RewardInput<Task, Attempt>): RewardResult {
-  const wellFormed = output.toolCalls > 0 ? 1 : 0;
   const correct = mathEqual(extractAnswer(output.answer), task.a * task.b) ? 1 : 0;
-  const botched = output.malformedToolCalls + output.toolErrors > 0 ? 1 : 0;
   return {
-    reward: 0.5 * wellFormed + 0.5 * correct - 0.1 * botched,
-    metrics: { well_formed_call: wellFormed, correct, botched_call: botched },
+    reward: CALL_CREDIT[output.callQuality] + 0.5 * correct,
+    metrics: { well_formed_call: output.wellFormed ? 1 : 0, call_quality: output.callQuality, correct },
   };
 }

@@ -44,7 +44,7 @@ export function evaluate(expression: string): number {
 
 export const calculator = tool({
   name: "calculate",
-  description: "Evaluate an arithmetic expression with + - * / and parentheses, e.g. 37 * 48",
+  description: 'Evaluate an arithmetic expression with + - * / and parentheses. Arguments: {"expression": "37 * 48"}',
   parameters: z.object({ expression: z.string().describe("the expression, e.g. 37 * 48") }),
   execute: ({ expression }) => String(evaluate(expression)),
 });
