@@ -7,11 +7,13 @@ import { createCallerFactory, createTRPCRouter } from "../trpc";
 import { experimentsRouter } from "./experiments";
 import { runsRouter } from "./runs";
 import { runnersRouter } from "./runners";
+import { templatesRouter } from "./templates";
 
 export const appRouter = createTRPCRouter({
   experiments: experimentsRouter,
   runs: runsRouter,
   runners: runnersRouter,
+  templates: templatesRouter,
 });
 
 export type AppRouter = typeof appRouter;

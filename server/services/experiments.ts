@@ -3,11 +3,12 @@
  * makes no new version; anything else gets the next number. Runs point at the exact version they ran.
  */
 import { createHash } from "node:crypto";
-import { codePaths, sortPaths, type Diagnostic, type ExperimentFiles, type RunKind } from "@contracts";
+import { codePaths, RolloutError, sortPaths, type Diagnostic, type ExperimentFiles, type RunKind } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import type { Db, DbOrTx } from "./types";
 import { type RunnerHandle } from "../runner-client";
+import { fromDbKind } from "./run-convert";
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
@@ -152,4 +153,56 @@ export async function createExperiment(
 /** Compile-check the files on the runner (dry compile, no engine): diagnostics mapped to the user's lines. */
 export async function validateFiles(runner: RunnerHandle, files: ExperimentFiles, kind: RunKind): Promise<{ diagnostics: Diagnostic[] }> {
   return { diagnostics: await runner.validate({ files, kind }) };
+}
+
+/** Distinct runtime errors read from one run (the editor marks each one's frames; a run may fail thousands of rollouts). */
+const RUNTIME_ERROR_ROWS = 500;
+const RUNTIME_ERRORS_SHOWN = 20;
+
+export interface RuntimeErrorSummary {
+  kind: RolloutError["kind"];
+  message: string;
+  stack: string | null;
+  /** Rollouts (among those read) that failed with this exact error. */
+  count: number;
+}
+
+/**
+ * The runtime errors of the experiment's latest run that ran anything (refused runs have no rollouts), with
+ * that run's code files: the editor shows the errors at their frames only while its code equals this code.
+ * null when no run has produced rollouts yet.
+ */
+export async function latestRuntimeErrors(db: DbOrTx, workspaceId: string, experimentId: string) {
+  await findExperiment(db, workspaceId, experimentId);
+  const run = await db.run.findFirst({
+    where: { workspaceId, experimentId, rolloutCount: { gt: 0 } },
+    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    select: { id: true, number: true, kind: true, status: true, errorCount: true, version: { select: { files: true } } },
+  });
+  if (!run) return null;
+  const rows = run.errorCount
+    ? await db.trajectory.findMany({
+        where: { runId: run.id, error: { not: Prisma.DbNull } },
+        orderBy: { seq: "asc" },
+        take: RUNTIME_ERROR_ROWS,
+        select: { error: true },
+      })
+    : [];
+  const byKey = new Map<string, RuntimeErrorSummary>();
+  for (const row of rows) {
+    const parsed = RolloutError.safeParse(row.error);
+    if (!parsed.success) continue;
+    const { kind, message, stack } = parsed.data;
+    const key = JSON.stringify([kind, message, stack ?? null]);
+    const seen = byKey.get(key);
+    if (seen) seen.count++;
+    else byKey.set(key, { kind, message, stack: stack ?? null, count: 1 });
+  }
+  const files = parseStoredFiles(run.version.files);
+  return {
+    run: { id: run.id, number: run.number, kind: fromDbKind(run.kind), status: run.status, errorCount: run.errorCount },
+    /** The run's TypeScript files only: what "the same code" means (config and tasks do not move a stack frame). */
+    code: Object.fromEntries(codePaths(files).map((p) => [p, files[p]!])) as Record<string, string>,
+    errors: [...byKey.values()].sort((a, b) => b.count - a.count).slice(0, RUNTIME_ERRORS_SHOWN),
+  };
 }
