@@ -1,14 +1,17 @@
 "use client";
 /**
- * The Monaco editor over the experiment's four files, one model each (file:///scenario.ts, …), all created
- * up front so the TS worker resolves `import type { Task } from "./scenario"` in reward.ts whichever tab
- * is open. Client-only: load it with next/dynamic({ ssr: false }).
+ * The Monaco editor over the experiment's files, one model each (file:///scenario.ts, file:///lib/…), all
+ * kept alive whichever file is open, so the TS worker resolves `import { add } from "./lib/calc"` and
+ * reports every file's problems. Markers: the runner's check (`diagnostics`), the latest run's runtime
+ * errors (`runtimeDiagnostics`, warnings) and tasks.jsonl's lines. Client-only: load it with
+ * next/dynamic({ ssr: false }).
  */
 import Editor from "@monaco-editor/react";
 import { useEffect, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles } from "@contracts";
-import { setupMonaco, monaco } from "./monaco-setup";
+import { setupMonaco, setTypeLibs, monaco, type TypeLib } from "./monaco-setup";
 import { diagnosticFile, fileLanguage, filePaths, fileUri, jsonlDiagnostics } from "./files";
+import { getModel, loadFiles, markerCounts, OWNER_CHECK, OWNER_JSONL, OWNER_RUNTIME, setMarkers, syncModels, type MarkerCount } from "./monaco-models";
 
 export interface RevealRequest {
   file: string;
@@ -19,116 +22,126 @@ export interface RevealRequest {
 }
 
 export interface CodeEditorProps {
-  sdkTypes: string;
+  typeLibs: readonly TypeLib[];
   /** Contents to load into the models; they are (re)loaded whenever `loadKey` changes. */
   files: ExperimentFiles;
   loadKey: string;
   active: string;
   onChange: (file: string, value: string) => void;
-  /** Server diagnostics (compile errors, config errors) shown as markers at their file and line. */
+  /** Problems from the runner's check (compile, config, tasks) at their file and line. */
   diagnostics: readonly Diagnostic[];
+  /** The latest run's runtime errors at their frames (only passed while the code is that run's code). */
+  runtimeDiagnostics: readonly Diagnostic[];
+  /** Errors and warnings per file, whenever they change (the file list shows them). */
+  onMarkerCounts?: (counts: Record<string, MarkerCount>) => void;
   reveal: RevealRequest | null;
   onSave?: () => void;
   readOnly?: boolean;
 }
 
-const MARKER_OWNER = "rollbook";
-
-function getModel(name: string) {
-  return monaco.editor.getModel(monaco.Uri.parse(fileUri(name)));
-}
-
-function ensureModels(files: ExperimentFiles) {
-  for (const name of filePaths(files)) {
-    const model = getModel(name);
-    if (!model) monaco.editor.createModel(files[name] ?? "", fileLanguage(name), monaco.Uri.parse(fileUri(name)));
+function byFile(diagnostics: readonly Diagnostic[], paths: readonly string[]): Map<string, Diagnostic[]> {
+  const known = Object.fromEntries(paths.map((p) => [p, ""]));
+  const out = new Map<string, Diagnostic[]>(paths.map((p) => [p, []]));
+  for (const d of diagnostics) {
+    const file = diagnosticFile(d, known);
+    if (file) out.get(file)!.push(d);
   }
+  return out;
 }
 
-function toMarker(d: Diagnostic, model: monaco.editor.ITextModel): monaco.editor.IMarkerData {
-  const line = Math.min(Math.max(1, d.line), model.getLineCount());
-  const column = Math.max(1, d.column);
-  const endColumn = Math.max(column + 1, model.getLineMaxColumn(line));
-  return {
-    severity: d.severity === "warning" ? monaco.MarkerSeverity.Warning : monaco.MarkerSeverity.Error,
-    message: d.message,
-    startLineNumber: line,
-    startColumn: column,
-    endLineNumber: line,
-    endColumn,
-    source: "rollbook",
-  };
-}
-
-function setJsonlMarkers(model: monaco.editor.ITextModel) {
-  monaco.editor.setModelMarkers(model, "jsonl", jsonlDiagnostics(model.getValue()).map((d) => toMarker(d, model)));
+function reveal(editor: monaco.editor.IStandaloneCodeEditor, r: RevealRequest) {
+  const position = { lineNumber: r.line, column: r.column };
+  editor.setPosition(position);
+  editor.revealPositionInCenter(position);
 }
 
 export default function CodeEditor(props: CodeEditorProps) {
-  const { sdkTypes, files, loadKey, active, onChange, diagnostics, reveal, onSave, readOnly = false } = props;
-  // Configure Monaco and create the models before the editor mounts (idempotent across remounts).
+  const { typeLibs, files, loadKey, active, onChange, diagnostics, runtimeDiagnostics, onMarkerCounts, onSave, readOnly = false } = props;
+  // Configure Monaco, load the SDK's types and create the models before the editor mounts (idempotent).
   useState(() => {
-    setupMonaco(sdkTypes);
-    ensureModels(files);
+    setupMonaco();
+    setTypeLibs(typeLibs);
+    loadFiles(files);
     return null;
   });
+  useEffect(() => setTypeLibs(typeLibs), [typeLibs]);
+
   const editorRef = useRef<monaco.editor.IStandaloneCodeEditor | null>(null);
   const onChangeRef = useRef(onChange);
   const onSaveRef = useRef(onSave);
+  const onCountsRef = useRef(onMarkerCounts);
+  const filesRef = useRef(files);
   useEffect(() => {
     onChangeRef.current = onChange;
     onSaveRef.current = onSave;
+    onCountsRef.current = onMarkerCounts;
+    filesRef.current = files;
   });
 
   // Load a version's files into the models (a different experiment, or the saved version after a reload).
-  useEffect(() => {
-    ensureModels(files);
-    for (const name of filePaths(files)) {
-      const model = getModel(name);
-      const text = files[name] ?? "";
-      if (model && model.getValue() !== text) model.setValue(text);
-    }
-    // Only a new loadKey reloads; `files` changing under the same key is the user's own typing.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [loadKey]);
+  useEffect(() => loadFiles(filesRef.current), [loadKey]);
 
-  // Report edits of every model (not only the visible one: setValue above is filtered by comparison).
-  // Re-subscribe when the set of files changes (a file added or removed), not on every keystroke.
-  const pathsKey = filePaths(files).join("\n");
+  // Files added, renamed or deleted: models follow, and every model's edits are reported (not only the
+  // visible one's: setValue above is filtered by comparison). Not re-run on every keystroke.
+  const paths = filePaths(files);
+  const pathsKey = paths.join("\n");
   useEffect(() => {
+    syncModels(filesRef.current);
     const subs = pathsKey.split("\n").map((name) => {
       const model = getModel(name);
       if (!model) return null;
-      if (name === "tasks.jsonl") setJsonlMarkers(model);
+      if (name === "tasks.jsonl") setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));
       return model.onDidChangeContent(() => {
-        if (name === "tasks.jsonl") setJsonlMarkers(model);
+        if (name === "tasks.jsonl") setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));
         onChangeRef.current(name, model.getValue());
       });
     });
     return () => subs.forEach((s) => s?.dispose());
   }, [loadKey, pathsKey]);
 
+  // The runner's diagnostics and the runtime warnings, per file; re-applied when the TS worker's markers
+  // change, so that one the worker also reports is shown once.
   useEffect(() => {
-    const paths = pathsKey.split("\n");
-    const byPath = Object.fromEntries(paths.map((p) => [p, ""]));
-    for (const name of paths) {
-      const model = getModel(name);
-      if (!model) continue;
-      const mine = diagnostics.filter((d) => diagnosticFile(d, byPath) === name);
-      monaco.editor.setModelMarkers(model, MARKER_OWNER, mine.map((d) => toMarker(d, model)));
-    }
-  }, [diagnostics, pathsKey]);
+    const names = pathsKey.split("\n");
+    const check = byFile(diagnostics, names);
+    const runtime = byFile(runtimeDiagnostics, names);
+    const apply = () => {
+      for (const name of names) {
+        const model = getModel(name);
+        if (!model) continue;
+        setMarkers(model, OWNER_CHECK, check.get(name) ?? []);
+        setMarkers(model, OWNER_RUNTIME, runtime.get(name) ?? []);
+      }
+    };
+    apply();
+    const sub = monaco.editor.onDidChangeMarkers(apply);
+    return () => sub.dispose();
+  }, [diagnostics, runtimeDiagnostics, pathsKey]);
+
+  // Problem counts per file for the file list.
+  useEffect(() => {
+    let last = "";
+    const report = () => {
+      const counts = markerCounts();
+      const key = JSON.stringify(counts);
+      if (key !== last) {
+        last = key;
+        onCountsRef.current?.(counts);
+      }
+    };
+    report();
+    const sub = monaco.editor.onDidChangeMarkers(report);
+    return () => sub.dispose();
+  }, [pathsKey]);
 
   useEffect(() => {
     const editor = editorRef.current;
-    if (!editor || !reveal) return;
-    const model = getModel(reveal.file);
+    if (!editor || !props.reveal) return;
+    const model = getModel(props.reveal.file);
     if (model && editor.getModel() !== model) editor.setModel(model);
-    const position = { lineNumber: reveal.line, column: reveal.column };
-    editor.setPosition(position);
-    editor.revealPositionInCenter(position);
+    reveal(editor, props.reveal);
     editor.focus();
-  }, [reveal]);
+  }, [props.reveal]);
 
   return (
     <Editor
@@ -136,7 +149,7 @@ export default function CodeEditor(props: CodeEditorProps) {
       defaultLanguage={fileLanguage(active)}
       defaultValue={files[active]}
       theme="rollbook-dark"
-      // The models are ours: never let the wrapper dispose one on unmount.
+      // The models are ours (syncModels): never let the wrapper dispose one on unmount.
       keepCurrentModel
       loading={<div className="p-4 text-zinc-500">Loading editor…</div>}
       options={{
@@ -152,11 +165,7 @@ export default function CodeEditor(props: CodeEditorProps) {
       onMount={(editor, m) => {
         editorRef.current = editor;
         editor.addCommand(m.KeyMod.CtrlCmd | m.KeyCode.KeyS, () => onSaveRef.current?.());
-        if (reveal) {
-          const position = { lineNumber: reveal.line, column: reveal.column };
-          editor.setPosition(position);
-          editor.revealPositionInCenter(position);
-        }
+        if (props.reveal) reveal(editor, props.reveal);
       }}
     />
   );

@@ -1,20 +1,27 @@
 "use client";
 /**
- * The notebook page of one experiment: its four files in Monaco, Save, and Dry run / Train / Eval.
- * A start refused with diagnostics shows them as markers at their file and line (opening the file of the
- * first error) and as a clickable list under the editor; an accepted start opens the live run page.
+ * The notebook page of one experiment: its files (the required four and lib/ helpers) in Monaco, Save,
+ * Check, and Dry run / Train / Eval. The runner's diagnostics (a refused start or a Check) become markers at
+ * their file and line, opening the file of the first error, and a clickable list under the editor; the
+ * latest run's runtime errors are marked as warnings while the code is that run's code; an accepted start
+ * opens the live run page.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import dynamic from "next/dynamic";
-import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles, RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
-import { fmtAgo, fmtNum } from "../ui/format";
-import { Button, ErrorBox, KindBadge, Spinner, StatusBadge } from "../ui/primitives";
+import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import type { RevealRequest } from "./code-editor";
+import { deleteFile, helperStub, renameFile } from "./file-ops";
+import { FileTree } from "./file-tree";
 import { diagnosticFile, filePaths } from "./files";
+import type { MarkerCount } from "./monaco-models";
+import { ProblemsPanel } from "./problems-panel";
+import { RecentRuns } from "./recent-runs";
+import { runtimeDiagnostics, sameCode } from "./runtime-markers";
+import { useTypeLibs } from "./use-type-libs";
 
 const CodeEditor = dynamic(() => import("./code-editor"), {
   ssr: false,
@@ -26,29 +33,40 @@ interface Doc {
   /** Changes only when a different experiment (or version) is loaded into the editor. */
   loadKey: string;
   files: ExperimentFiles;
-  /** The files as last saved: the baseline of the unsaved-changes indicator. */
+  /** The files as last saved: the baseline of the unsaved-changes markers. */
   saved: ExperimentFiles;
   versionNumber: number;
 }
 
-const ACTIVE_STATUSES = new Set(["queued", "running"]);
+type Notice = { tone: "error" | "ok"; message: string; runId?: string };
 
 function sameFiles(a: Record<string, string>, b: Record<string, string>): boolean {
   const keys = Object.keys(a);
   return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
-export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: string }) {
+/** tRPC's message, or the input issues it carries (`files.lib/x.ts: …`), which name the file. */
+function errorText(e: { message: string; data?: { issues?: string[] | null } | null }): string {
+  return e.data?.issues?.length ? e.data.issues.join("; ") : e.message;
+}
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+export function ExperimentEditor({ id }: { id: string }) {
   const trpc = useTRPC();
   const router = useRouter();
   const queryClient = useQueryClient();
   const exp = useQuery(trpc.experiments.get.queryOptions({ id }));
+  const typeLibs = useTypeLibs();
+  const latest = useQuery(trpc.experiments.latestRuntimeErrors.queryOptions({ id }, { refetchInterval: 15_000 }));
 
   const [doc, setDoc] = useState<Doc | null>(null);
   const [active, setActive] = useState<string>("scenario.ts");
   const [diagnostics, setDiagnostics] = useState<Diagnostic[]>([]);
-  const [startError, setStartError] = useState<{ message: string; runId?: string } | null>(null);
+  const [notice, setNotice] = useState<Notice | null>(null);
   const [reveal, setReveal] = useState<RevealRequest | null>(null);
+  const [counts, setCounts] = useState<Record<string, MarkerCount>>({});
+  const [showRuntime, setShowRuntime] = useState(true);
 
   // Adopt the server's files when an experiment is first loaded (not on refetches: they would clobber edits).
   if (exp.data && doc?.experimentId !== exp.data.id) {
@@ -76,9 +94,35 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     return () => window.removeEventListener("beforeunload", onBeforeUnload);
   }, [dirty]);
 
-  const onChange = useCallback((file: string, value: string) => {
-    setDoc((d) => (d && d.files[file] !== value ? { ...d, files: { ...d.files, [file]: value } } : d));
+  // The runner's diagnostics describe the text it checked: once a file is edited, renamed or deleted,
+  // its diagnostics would point at lines that moved, so they go (the next Check or run brings fresh ones).
+  const dropDiagnostics = useCallback((file: string) => {
+    setDiagnostics((ds) => (ds.some((d) => d.file === file) ? ds.filter((d) => d.file !== file) : ds));
   }, []);
+
+  const onChange = useCallback(
+    (file: string, value: string) => {
+      setDoc((d) => (d && d.files[file] !== value ? { ...d, files: { ...d.files, [file]: value } } : d));
+      dropDiagnostics(file);
+    },
+    [dropDiagnostics],
+  );
+
+  const createFile = (path: string) => {
+    setDoc((d) => (d ? { ...d, files: { ...d.files, [path]: helperStub(path) } } : d));
+    setActive(path);
+  };
+  const renameHelper = (from: string, to: string) => {
+    setDoc((d) => (d ? { ...d, files: renameFile(d.files, from, to) } : d));
+    dropDiagnostics(from);
+    if (active === from) setActive(to);
+  };
+  const deleteHelper = (path: string) => {
+    // Switch away first: the editor must not be showing a model when it is disposed.
+    if (active === path) setActive("scenario.ts");
+    setDoc((d) => (d ? { ...d, files: deleteFile(d.files, path) } : d));
+    dropDiagnostics(path);
+  };
 
   const save = useMutation(
     trpc.experiments.save.mutationOptions({
@@ -88,8 +132,8 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
       },
     }),
   );
-
   const start = useMutation(trpc.runs.start.mutationOptions());
+  const validate = useMutation(trpc.experiments.validate.mutationOptions());
 
   const showDiagnostics = useCallback((diags: Diagnostic[], files: ExperimentFiles) => {
     setDiagnostics(diags);
@@ -121,10 +165,31 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     return () => window.removeEventListener("keydown", onKey);
   }, [onSave]);
 
+  const check = useCallback(() => {
+    if (!doc || validate.isPending) return;
+    setNotice(null);
+    const files = doc.files;
+    validate.mutate(
+      { files, kind: "dry-run" },
+      {
+        onSuccess: (res) => {
+          if (res.diagnostics.length === 0) {
+            setDiagnostics([]);
+            setNotice({ tone: "ok", message: "Check passed: the runner accepts these files." });
+            return;
+          }
+          setNotice({ tone: "error", message: `Check found ${plural(res.diagnostics.length, "problem")} (click one to jump to it).` });
+          showDiagnostics(res.diagnostics, files);
+        },
+        onError: (e) => setNotice({ tone: "error", message: `Check failed: ${errorText(e)}` }),
+      },
+    );
+  }, [doc, validate, showDiagnostics]);
+
   const run = useCallback(
     (kind: RunKind) => {
       if (!doc || start.isPending) return;
-      setStartError(null);
+      setNotice(null);
       const files = doc.files;
       start.mutate(
         { experimentId: doc.experimentId, files, kind },
@@ -140,15 +205,21 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
               return;
             }
             const runId = "runId" in res && typeof res.runId === "string" ? res.runId : undefined;
-            setStartError({ message: res.error, runId });
+            const message =
+              res.diagnostics.length > 0 ? `Run refused: ${plural(res.diagnostics.length, "problem")} to fix (click one to jump to it).` : `Run refused: ${res.error}`;
+            setNotice({ tone: "error", message, runId });
             showDiagnostics(res.diagnostics, files);
           },
-          onError: (e) => setStartError({ message: e.message }),
+          onError: (e) => setNotice({ tone: "error", message: errorText(e) }),
         },
       );
     },
     [doc, start, queryClient, trpc, router, showDiagnostics],
   );
+
+  const latestErrors = latest.data && latest.data.errors.length > 0 ? latest.data : null;
+  const codeMatches = latestErrors !== null && doc !== null && sameCode(latestErrors.code, doc.files);
+  const runtimeDiags = useMemo(() => (showRuntime && doc ? runtimeDiagnostics(latestErrors, doc.files) : []), [showRuntime, latestErrors, doc]);
 
   if (exp.error) {
     return (
@@ -165,12 +236,13 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
     );
   }
 
-  const errorCounts = new Map<string, number>();
-  for (const d of diagnostics) {
-    const f = diagnosticFile(d, doc.files);
-    if (f) errorCounts.set(f, (errorCounts.get(f) ?? 0) + 1);
-  }
-  const busy = start.isPending;
+  const busy = start.isPending ? "Checking and starting…" : validate.isPending ? "Checking…" : null;
+  const pick = (d: Pick<Diagnostic, "file" | "line" | "column">) => {
+    const file = diagnosticFile(d, doc.files);
+    if (!file) return;
+    setActive(file);
+    setReveal({ file, line: d.line, column: d.column, nonce: Date.now() });
+  };
 
   return (
     <div className="flex min-h-0 flex-1">
@@ -190,188 +262,72 @@ export function ExperimentEditor({ id, sdkTypes }: { id: string; sdkTypes: strin
             <Button onClick={onSave} disabled={!dirty || save.isPending} title="Save a new version (Ctrl/⌘+S)">
               {save.isPending ? "Saving…" : "Save"}
             </Button>
+            <Button onClick={check} disabled={validate.isPending || start.isPending} title="Type-check the code and check config and tasks on the runner, without running">
+              Check
+            </Button>
             <span aria-hidden className="mx-1 h-5 w-px bg-zinc-800" />
-            <Button onClick={() => run("dry-run")} disabled={busy} title="One step of rollouts, no training">
+            <Button onClick={() => run("dry-run")} disabled={!!busy} title="One step of rollouts, no training">
               Dry run
             </Button>
-            <Button onClick={() => run("eval")} disabled={busy} title="Evaluate the base model on the validation tasks">
+            <Button onClick={() => run("eval")} disabled={!!busy} title="Evaluate the base model on the validation tasks">
               Eval
             </Button>
-            <Button variant="primary" onClick={() => run("train")} disabled={busy} title="Train with GRPO">
+            <Button variant="primary" onClick={() => run("train")} disabled={!!busy} title="Train with GRPO">
               Train
             </Button>
           </div>
         </div>
 
-        <div className="flex shrink-0 items-end border-b border-zinc-800 bg-zinc-900/40 px-2" role="tablist" aria-label="Files">
-          {filePaths(doc.files).map((name) => {
-            const errors = errorCounts.get(name) ?? 0;
-            const selected = name === active;
-            return (
-              <button
-                key={name}
-                type="button"
-                role="tab"
-                aria-selected={selected}
-                onClick={() => setActive(name)}
-                className={`-mb-px flex items-center gap-1.5 border-b-2 px-3 py-1.5 font-mono text-[12px] ${
-                  selected ? "border-amber-400 bg-zinc-950 text-zinc-100" : "border-transparent text-zinc-400 hover:text-zinc-200"
-                }`}
-              >
-                {name}
-                {dirtyFiles.has(name) && <span title="unsaved" aria-label="unsaved" className="h-1.5 w-1.5 rounded-full bg-amber-400" />}
-                {errors > 0 && (
-                  <span className="rounded bg-red-900/80 px-1 text-[10px] text-red-200" aria-label={`${errors} problems`}>
-                    {errors}
-                  </span>
-                )}
-              </button>
-            );
-          })}
-        </div>
-
-        <div className="relative min-h-0 flex-1">
-          <CodeEditor
-            sdkTypes={sdkTypes}
+        <div className="flex min-h-0 flex-1">
+          <FileTree
             files={doc.files}
-            loadKey={doc.loadKey}
             active={active}
-            onChange={onChange}
-            diagnostics={diagnostics}
-            reveal={reveal}
-            onSave={onSave}
+            dirty={dirtyFiles}
+            counts={counts}
+            onOpen={setActive}
+            onCreate={createFile}
+            onRename={renameHelper}
+            onDelete={deleteHelper}
           />
+          <div className="flex min-w-0 flex-1 flex-col">
+            {typeLibs.error && (
+              <div role="alert" className="shrink-0 border-b border-amber-900 bg-amber-950/40 px-3 py-1 text-[12px] text-amber-200">
+                The SDK&apos;s types could not be loaded ({typeLibs.error.message}): the editor cannot check uses of rollbook and zod. The runner still
+                checks them on Check and Run.
+              </div>
+            )}
+            <div className="relative min-h-0 flex-1">
+              {typeLibs.data || typeLibs.error ? (
+                <CodeEditor
+                  typeLibs={typeLibs.data ?? []}
+                  files={doc.files}
+                  loadKey={doc.loadKey}
+                  active={active}
+                  onChange={onChange}
+                  diagnostics={diagnostics}
+                  runtimeDiagnostics={runtimeDiags}
+                  onMarkerCounts={setCounts}
+                  reveal={reveal}
+                  onSave={onSave}
+                />
+              ) : (
+                <div className="p-4 text-zinc-500">Loading editor…</div>
+              )}
+            </div>
+          </div>
         </div>
 
         <ProblemsPanel
           diagnostics={diagnostics}
-          error={startError}
-          saveError={save.error?.message ?? null}
+          error={notice?.tone === "error" ? notice : null}
+          ok={notice?.tone === "ok" ? notice.message : null}
+          saveError={save.error ? errorText(save.error) : null}
           busy={busy}
-          onPick={(d) => {
-            const file = diagnosticFile(d, doc.files);
-            if (!file) return;
-            setActive(file);
-            setReveal({ file, line: d.line, column: d.column, nonce: Date.now() });
-          }}
+          runtime={latestErrors ? { latest: latestErrors, matches: codeMatches, show: showRuntime, onToggle: setShowRuntime } : null}
+          onPick={pick}
         />
       </section>
       <RecentRuns experimentId={doc.experimentId} />
     </div>
-  );
-}
-
-function ProblemsPanel({
-  diagnostics,
-  error,
-  saveError,
-  busy,
-  onPick,
-}: {
-  diagnostics: Diagnostic[];
-  error: { message: string; runId?: string } | null;
-  saveError: string | null;
-  busy: boolean;
-  onPick: (d: Diagnostic) => void;
-}) {
-  const empty = diagnostics.length === 0 && !error && !saveError && !busy;
-  return (
-    <div className="flex max-h-56 shrink-0 flex-col border-t border-zinc-800 bg-zinc-900/50">
-      <div className="flex h-7 shrink-0 items-center gap-2 px-3 text-[11px] tracking-wide text-zinc-500 uppercase">
-        Problems
-        {diagnostics.length > 0 && <span className="rounded bg-red-900/80 px-1 text-red-200 normal-case">{diagnostics.length}</span>}
-        {busy && <Spinner label="Checking and starting…" />}
-      </div>
-      {!empty && (
-        <div className="min-h-0 overflow-auto px-3 pb-2" data-testid="problems">
-          {saveError && <div className="mb-1 text-red-300">Save failed: {saveError}</div>}
-          {error && (
-            <div className="mb-1 text-red-300">
-              Run refused: {diagnostics.length > 0 ? `${diagnostics.length} problem${diagnostics.length === 1 ? "" : "s"} to fix (click one to jump to it)` : error.message}
-              {error.runId && (
-                <>
-                  {" "}
-                  <Link className="underline" href={`/runs/${error.runId}`}>
-                    view run
-                  </Link>
-                </>
-              )}
-            </div>
-          )}
-          <ul className="space-y-0.5">
-            {diagnostics.map((d, i) => (
-              <li key={i}>
-                <button
-                  type="button"
-                  data-testid="diagnostic"
-                  onClick={() => onPick(d)}
-                  className="flex w-full items-baseline gap-2 rounded px-1 py-0.5 text-left hover:bg-zinc-800"
-                >
-                  <span className={d.severity === "warning" ? "text-amber-400" : "text-red-400"} aria-hidden>
-                    {d.severity === "warning" ? "▲" : "●"}
-                  </span>
-                  <span className="shrink-0 font-mono text-[12px] text-zinc-400">
-                    {d.file}:{d.line}:{d.column}
-                  </span>
-                  <span className="min-w-0 text-zinc-200">{d.message}</span>
-                </button>
-              </li>
-            ))}
-          </ul>
-        </div>
-      )}
-    </div>
-  );
-}
-
-function RecentRuns({ experimentId }: { experimentId: string }) {
-  const trpc = useTRPC();
-  const runs = useQuery(
-    trpc.runs.list.queryOptions(
-      { experimentId, limit: 15 },
-      { refetchInterval: (q) => (q.state.data?.items.some((r) => ACTIVE_STATUSES.has(r.status)) ? 2_000 : 15_000) },
-    ),
-  );
-  return (
-    <aside className="hidden w-72 shrink-0 flex-col border-l border-zinc-800 lg:flex">
-      <div className="flex h-11 shrink-0 items-center justify-between border-b border-zinc-800 px-3">
-        <span className="text-[11px] tracking-wide text-zinc-500 uppercase">Recent runs</span>
-        <Link href={`/runs?experiment=${experimentId}`} className="text-[12px] text-zinc-400 hover:text-zinc-200">
-          all →
-        </Link>
-      </div>
-      <div className="min-h-0 flex-1 overflow-auto">
-        {runs.error ? (
-          <div className="p-3 text-[12px] text-red-300">{runs.error.message}</div>
-        ) : !runs.data ? (
-          <div className="p-3">
-            <Spinner />
-          </div>
-        ) : runs.data.items.length === 0 ? (
-          <div className="p-3 text-[12px] text-zinc-500">No runs yet. Try a dry run: one step of rollouts, no training.</div>
-        ) : (
-          <ul className="divide-y divide-zinc-800/70">
-            {runs.data.items.map((r) => (
-              <li key={r.id}>
-                <Link href={`/runs/${r.id}`} className="flex flex-col gap-1 px-3 py-2 hover:bg-zinc-900">
-                  <div className="flex items-center gap-2">
-                    <span className="font-mono text-zinc-300">#{r.number}</span>
-                    <KindBadge kind={r.kind} />
-                    <span className="ml-auto">
-                      <StatusBadge status={r.status} />
-                    </span>
-                  </div>
-                  <div className="flex gap-3 text-[11px] text-zinc-500">
-                    <span>reward {fmtNum(r.rewardMean)}</span>
-                    <span>{r.rolloutCount} rollouts</span>
-                    <span className="ml-auto">{fmtAgo(r.createdAt)}</span>
-                  </div>
-                </Link>
-              </li>
-            ))}
-          </ul>
-        )}
-      </div>
-    </aside>
   );
 }

@@ -9,75 +9,93 @@ import * as monaco from "monaco-editor";
 import { z } from "zod";
 import { RunConfig } from "@contracts";
 
-/** Where the scenario SDK's types live for the TS worker; `import ... from "rollbook"` resolves to it. */
-export const SDK_TYPES_URI = "file:///node_modules/@types/rollbook/index.d.ts";
+export interface TypeLib {
+  path: string;
+  text: string;
+}
+
+// Monaco's typings list only the enum members of an older TypeScript; its worker runs TypeScript 5.9,
+// which knows these values (the runner's gpu-runner/src/experiment/typecheck.ts uses the same ones).
+const ES2022 = 9 as monaco.typescript.ScriptTarget;
+const BUNDLER_RESOLUTION = 100 as monaco.typescript.ModuleResolutionKind;
 
 let configured = false;
-let sdkLoaded = false;
+let loadedLibs: readonly TypeLib[] | null = null;
 
-export function setupMonaco(sdkTypes: string): typeof monaco {
-  if (!configured) {
-    configured = true;
-    self.MonacoEnvironment = {
-      getWorker(_workerId: string, label: string) {
-        // Each `new Worker(new URL(..., import.meta.url))` is written out in full so the bundler sees it.
-        if (label === "typescript" || label === "javascript") {
-          return new Worker(new URL("monaco-editor/language/typescript/ts.worker.js", import.meta.url), { type: "module" });
-        }
-        if (label === "json") {
-          return new Worker(new URL("monaco-editor/language/json/json.worker.js", import.meta.url), { type: "module" });
-        }
-        return new Worker(new URL("monaco-editor/editor/editor.worker.js", import.meta.url), { type: "module" });
-      },
-    };
-    loader.config({ monaco });
+export function setupMonaco(): typeof monaco {
+  if (configured) return monaco;
+  configured = true;
+  self.MonacoEnvironment = {
+    getWorker(_workerId: string, label: string) {
+      // Each `new Worker(new URL(..., import.meta.url))` is written out in full so the bundler sees it.
+      if (label === "typescript" || label === "javascript") {
+        return new Worker(new URL("monaco-editor/language/typescript/ts.worker.js", import.meta.url), { type: "module" });
+      }
+      if (label === "json") {
+        return new Worker(new URL("monaco-editor/language/json/json.worker.js", import.meta.url), { type: "module" });
+      }
+      return new Worker(new URL("monaco-editor/editor/editor.worker.js", import.meta.url), { type: "module" });
+    },
+  };
+  loader.config({ monaco });
 
-    const ts = monaco.typescript;
-    ts.typescriptDefaults.setCompilerOptions({
-      target: ts.ScriptTarget.ES2020,
-      module: ts.ModuleKind.ESNext,
-      // NodeJs resolution finds `./scenario` among the open models (file:///scenario.ts) and the SDK's
-      // ambient `declare module "rollbook"` in the extra lib.
-      moduleResolution: ts.ModuleResolutionKind.NodeJs,
-      strict: true,
-      noEmit: true,
-      allowNonTsExtensions: true,
-      esModuleInterop: true,
-      isolatedModules: true,
-      // The sandbox has no DOM and no Node: only the language itself.
-      lib: ["es2022"],
+  const ts = monaco.typescript;
+  // The runner's options (USER_COMPILER_OPTIONS): what passes here passes there.
+  ts.typescriptDefaults.setCompilerOptions({
+    target: ES2022,
+    module: ts.ModuleKind.ESNext,
+    // Bundler resolution finds `./lib/calc` among the models (file:///lib/calc.ts), and "rollbook" and
+    // "zod" among the type libs (file:///node_modules/rollbook/index.d.ts, …): each declaration exists
+    // once, as a module, so no SDK call shows as "overload 1 of 2".
+    moduleResolution: BUNDLER_RESOLUTION,
+    // The sandbox has no DOM and no Node: only the language itself, plus sandbox-globals.d.ts (console).
+    lib: ["es2022"],
+    types: [],
+    strict: true,
+    noEmit: true,
+    isolatedModules: true,
+    allowImportingTsExtensions: true,
+    skipLibCheck: true,
+    noFallthroughCasesInSwitch: true,
+    allowNonTsExtensions: true,
+  });
+  // Sync every model to the worker, not only the visible one, so reward.ts sees scenario.ts's types and
+  // every file gets its diagnostics (the file list counts them).
+  ts.typescriptDefaults.setEagerModelSync(true);
+
+  // config.json: completions, hovers and validation from the same zod schema the runner checks.
+  try {
+    const schema = z.toJSONSchema(RunConfig, { io: "input", unrepresentable: "any" });
+    monaco.json.jsonDefaults.setDiagnosticsOptions({
+      validate: true,
+      allowComments: false,
+      schemas: [{ uri: "rollbook://schemas/run-config.json", fileMatch: ["config.json"], schema }],
     });
-    // Sync every model to the worker, not only the visible one, so reward.ts sees scenario.ts's types.
-    ts.typescriptDefaults.setEagerModelSync(true);
-
-    // config.json: completions, hovers and validation from the same zod schema the runner checks.
-    try {
-      const schema = z.toJSONSchema(RunConfig, { io: "input", unrepresentable: "any" });
-      monaco.json.jsonDefaults.setDiagnosticsOptions({
-        validate: true,
-        allowComments: false,
-        schemas: [{ uri: "rollbook://schemas/run-config.json", fileMatch: ["config.json"], schema }],
-      });
-    } catch {
-      // A schema that cannot be expressed just means no config completions; the server still validates.
-    }
-
-    monaco.editor.defineTheme("rollbook-dark", {
-      base: "vs-dark",
-      inherit: true,
-      rules: [],
-      colors: {
-        "editor.background": "#0c0c0f",
-        "editorGutter.background": "#0c0c0f",
-        "editor.lineHighlightBackground": "#18181b",
-      },
-    });
+  } catch {
+    // A schema that cannot be expressed just means no config completions; the server still validates.
   }
-  if (!sdkLoaded && sdkTypes) {
-    sdkLoaded = true;
-    monaco.typescript.typescriptDefaults.addExtraLib(sdkTypes, SDK_TYPES_URI);
-  }
+
+  monaco.editor.defineTheme("rollbook-dark", {
+    base: "vs-dark",
+    inherit: true,
+    rules: [],
+    colors: {
+      "editor.background": "#0c0c0f",
+      "editorGutter.background": "#0c0c0f",
+      "editor.lineHighlightBackground": "#18181b",
+    },
+  });
   return monaco;
+}
+
+/**
+ * The SDK's type libs (GET /api/type-libs), each at file:///<path>. setExtraLibs replaces the whole set,
+ * so loading twice (a remount, a newer server) never leaves a second copy of a declaration behind.
+ */
+export function setTypeLibs(libs: readonly TypeLib[]): void {
+  if (loadedLibs === libs) return;
+  loadedLibs = libs;
+  monaco.typescript.typescriptDefaults.setExtraLibs(libs.map((l) => ({ content: l.text, filePath: `file:///${l.path}` })));
 }
 
 export { monaco };

@@ -103,7 +103,7 @@ import type { Task } from "./scenario";
 
 // Replace with what "good" means for your task; this one pays for short replies.
 export default function reward({ output }: RewardInput<Task, string>): RewardResult {
-  const words = output.trim().split(/\s+/).filter(Boolean).length;
+  const words = output.trim().split(/\\s+/).filter(Boolean).length;
   return { reward: words === 0 ? 0 : Math.min(1, 3 / words), metrics: { words } };
 }
 `,

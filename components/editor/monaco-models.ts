@@ -1,0 +1,107 @@
+"use client";
+/**
+ * The experiment's files as Monaco models (file:///scenario.ts, file:///lib/tools.ts, …) and the markers on
+ * them. One model per file, created when a file appears and disposed when it goes, so the TS worker sees
+ * exactly the experiment's files: a deleted helper no longer satisfies an import, a renamed one resolves
+ * under its new path only. Client-only (imports monaco).
+ */
+import { isExperimentPath, type Diagnostic } from "@contracts";
+import { monaco } from "./monaco-setup";
+import { fileLanguage, fileUri } from "./files";
+
+/** Marker owners: the runner's check, the latest run's runtime errors, tasks.jsonl lines; Monaco's own TS and JSON workers use "typescript" and "json". */
+export const OWNER_CHECK = "rollbook";
+export const OWNER_RUNTIME = "rollbook-runtime";
+export const OWNER_JSONL = "jsonl";
+const OWNER_TS = "typescript";
+
+export function getModel(path: string): monaco.editor.ITextModel | null {
+  return monaco.editor.getModel(monaco.Uri.parse(fileUri(path)));
+}
+
+/** The experiment path of one of our models, or null for any other model. */
+export function modelPath(model: monaco.editor.ITextModel): string | null {
+  const uri = model.uri;
+  if (uri.scheme !== "file") return null;
+  const path = uri.path.replace(/^\/+/, "");
+  return isExperimentPath(path) ? path : null;
+}
+
+/** Create a model for every file that lacks one and dispose those of files that are gone. */
+export function syncModels(files: Record<string, string>): void {
+  for (const model of monaco.editor.getModels()) {
+    const path = modelPath(model);
+    if (path !== null && !Object.hasOwn(files, path)) model.dispose();
+  }
+  for (const [path, text] of Object.entries(files)) {
+    if (!getModel(path)) monaco.editor.createModel(text, fileLanguage(path), monaco.Uri.parse(fileUri(path)));
+  }
+}
+
+/** Load a version's files: models follow the file set and take the files' text. */
+export function loadFiles(files: Record<string, string>): void {
+  syncModels(files);
+  for (const [path, text] of Object.entries(files)) {
+    const model = getModel(path);
+    if (model && model.getValue() !== text) model.setValue(text);
+  }
+}
+
+export function toMarker(d: Diagnostic, model: monaco.editor.ITextModel): monaco.editor.IMarkerData {
+  const line = Math.min(Math.max(1, d.line), model.getLineCount());
+  const maxColumn = model.getLineMaxColumn(line);
+  const column = Math.min(Math.max(1, d.column), maxColumn);
+  // The rest of the line from the position: wide enough to see, and it keeps the squiggle on one line.
+  const endColumn = Math.max(column + 1, maxColumn);
+  return {
+    severity: d.severity === "warning" ? monaco.MarkerSeverity.Warning : monaco.MarkerSeverity.Error,
+    message: d.message,
+    startLineNumber: line,
+    startColumn: column,
+    endLineNumber: line,
+    endColumn,
+    source: "rollbook",
+  };
+}
+
+const sameMarkers = (a: readonly monaco.editor.IMarkerData[], b: readonly monaco.editor.IMarkerData[]) =>
+  a.length === b.length &&
+  a.every((m, i) => {
+    const n = b[i]!;
+    return m.message === n.message && m.startLineNumber === n.startLineNumber && m.startColumn === n.startColumn && m.severity === n.severity;
+  });
+
+/**
+ * Set `owner`'s markers on the model, leaving out any the TS worker already shows at the same line with the
+ * same message (the runner's type check and the editor's agree, and a hover should not say it twice).
+ * Returns without touching Monaco when nothing changed, so calling it from a marker listener cannot loop.
+ */
+export function setMarkers(model: monaco.editor.ITextModel, owner: string, diagnostics: readonly Diagnostic[]): void {
+  const ts = new Set(monaco.editor.getModelMarkers({ resource: model.uri, owner: OWNER_TS }).map((m) => `${m.startLineNumber}\n${m.message}`));
+  const next = diagnostics.map((d) => toMarker(d, model)).filter((m) => !ts.has(`${m.startLineNumber}\n${m.message}`));
+  const current = monaco.editor.getModelMarkers({ resource: model.uri, owner });
+  if (!sameMarkers(current, next)) monaco.editor.setModelMarkers(model, owner, next);
+}
+
+export interface MarkerCount {
+  errors: number;
+  warnings: number;
+}
+
+/** Errors and warnings per file over every owner, each distinct problem (line + message) once. */
+export function markerCounts(): Record<string, MarkerCount> {
+  const out: Record<string, MarkerCount> = {};
+  for (const model of monaco.editor.getModels()) {
+    const path = modelPath(model);
+    if (path === null) continue;
+    const errors = new Set<string>();
+    const warnings = new Set<string>();
+    for (const m of monaco.editor.getModelMarkers({ resource: model.uri })) {
+      const key = `${m.startLineNumber}\n${m.message}`;
+      if (m.severity === monaco.MarkerSeverity.Error) errors.add(key);
+      else if (m.severity === monaco.MarkerSeverity.Warning) warnings.add(key);
+    }
+    out[path] = { errors: errors.size, warnings: warnings.size };
+  }
+  return out;
+}
