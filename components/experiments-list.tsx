@@ -10,16 +10,27 @@ export function ExperimentsList() {
   const list = useQuery(trpc.experiments.list.queryOptions());
   return (
     <div className="mx-auto w-full max-w-6xl p-6">
-      <div className="mb-4 flex items-baseline justify-between">
+      <div className="mb-4 flex items-center gap-3">
         <h1 className="text-lg font-semibold text-zinc-100">Experiments</h1>
         <span className="text-[12px] text-zinc-500">{list.data ? `${list.data.length} total` : ""}</span>
+        <Link
+          href="/experiments/new"
+          className="ml-auto inline-flex h-7 items-center rounded bg-amber-400 px-2.5 text-[13px] font-medium text-zinc-950 hover:bg-amber-300"
+        >
+          New experiment
+        </Link>
       </div>
       {list.error ? (
         <ErrorBox title="Could not load experiments">{list.error.message}</ErrorBox>
       ) : !list.data ? (
         <Spinner />
       ) : list.data.length === 0 ? (
-        <EmptyState title="No experiments yet">Open Rollbook&apos;s home page to create the default one.</EmptyState>
+        <EmptyState title="No experiments yet">
+          <Link href="/experiments/new" className="underline">
+            Create one from a template
+          </Link>
+          , or open Rollbook&apos;s home page for the default one.
+        </EmptyState>
       ) : (
         <div className="overflow-hidden rounded border border-zinc-800">
           <table className="w-full text-left">

@@ -4,6 +4,7 @@
  * with thousands of rollouts stays smooth (Langfuse virtualises past ~350).
  */
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
+import { userFrames } from "../editor/stack-frames";
 import { fmtMs, fmtNum, fmtSigned, truncate } from "../ui/format";
 import { advantage, groupKey, type Rollout, type RolloutGroup } from "./run-state";
 
@@ -44,10 +45,12 @@ export function RewardValue({ reward }: { reward: number | null }) {
 }
 
 export function ErrorBadge({ error }: { error: NonNullable<Rollout["error"]> }) {
+  // Where in the user's code it failed, if the stack reaches it: the first thing one asks of an error.
+  const top = userFrames(error.stack)[0];
   return (
     <span
       data-testid="rollout-error"
-      title={`${error.kind}: ${error.message}`}
+      title={`${error.kind}: ${error.message}${top ? `\nat ${top.file}:${top.line}:${top.column}` : ""}`}
       className="inline-flex max-w-full min-w-0 items-center gap-1 self-start rounded bg-red-950 px-1.5 py-0.5 text-[11px] text-red-200 ring-1 ring-red-800 ring-inset"
     >
       <span className="font-mono font-semibold">{error.kind}</span>

@@ -1,6 +1,9 @@
 "use client";
-/** The frozen files a run executed, and its resolved config: what the run ran, not what the editor holds now. */
-import { useState } from "react";
+/**
+ * The frozen files a run executed, and its resolved config: what the run ran, not what the editor holds now.
+ * `focus` opens a file at a line (a stack frame clicked in a rollout's error) and highlights that line.
+ */
+import { useEffect, useRef, useState } from "react";
 import type { ExperimentFiles } from "@contracts";
 import { filePaths } from "../editor/files";
 import { Tabs } from "../ui/primitives";
@@ -8,10 +11,32 @@ import { Tabs } from "../ui/primitives";
 type Tab = string;
 const RESOLVED = "(resolved config)";
 
-export function RunCode({ files, config, meta }: { files: ExperimentFiles; config: unknown; meta: [string, string][] }) {
-  const [tab, setTab] = useState<Tab>("scenario.ts");
+export interface CodeFocus {
+  file: string;
+  line: number;
+  column: number;
+  /** Changes on every request, so opening the same frame twice scrolls to it again. */
+  nonce: number;
+}
+
+export function RunCode({ files, config, meta, focus }: { files: ExperimentFiles; config: unknown; meta: [string, string][]; focus?: CodeFocus | null }) {
+  const [tab, setTab] = useState<Tab>(focus && Object.hasOwn(files, focus.file) ? focus.file : "scenario.ts");
+  // A new focus request switches to its file (adjusting state while rendering, not in an effect).
+  const [seenFocus, setSeenFocus] = useState(focus?.nonce);
+  if (focus && focus.nonce !== seenFocus) {
+    setSeenFocus(focus.nonce);
+    if (Object.hasOwn(files, focus.file)) setTab(focus.file);
+  }
   const text = tab === RESOLVED ? JSON.stringify(config, null, 2) : (files[tab] ?? "");
   const lines = text.split("\n");
+  const highlighted = focus && focus.file === tab ? focus.line : null;
+
+  const scrollRef = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    if (highlighted === null) return;
+    scrollRef.current?.querySelector(`[data-line="${highlighted}"]`)?.scrollIntoView({ block: "center" });
+  }, [highlighted, tab, focus?.nonce]);
+
   return (
     <div className="flex min-h-0 flex-1 flex-col">
       <Tabs
@@ -25,15 +50,30 @@ export function RunCode({ files, config, meta }: { files: ExperimentFiles; confi
         ]}
       />
       <div className="flex min-h-0 flex-1">
-        <div className="min-w-0 flex-1 overflow-auto bg-[#0c0c0f]" data-testid="run-code">
+        <div ref={scrollRef} className="min-w-0 flex-1 overflow-auto bg-[#0c0c0f]" data-testid="run-code">
           <table className="font-mono text-[12px] leading-5">
             <tbody>
-              {lines.map((l, i) => (
-                <tr key={i}>
-                  <td className="sticky left-0 bg-[#0c0c0f] pr-3 pl-3 text-right align-top text-zinc-600 select-none">{i + 1}</td>
-                  <td className="pr-4 whitespace-pre text-zinc-200">{l}</td>
-                </tr>
-              ))}
+              {lines.map((l, i) => {
+                const hit = highlighted === i + 1;
+                return (
+                  <tr
+                    key={i}
+                    data-line={i + 1}
+                    data-testid={hit ? "highlighted-line" : undefined}
+                    aria-current={hit ? "location" : undefined}
+                    className={hit ? "bg-amber-400/15" : undefined}
+                  >
+                    <td
+                      className={`sticky left-0 pr-3 pl-3 text-right align-top select-none ${
+                        hit ? "border-l-2 border-amber-400 bg-[#2a2413] text-amber-200" : "bg-[#0c0c0f] text-zinc-600"
+                      }`}
+                    >
+                      {i + 1}
+                    </td>
+                    <td className="pr-4 whitespace-pre text-zinc-200">{l}</td>
+                  </tr>
+                );
+              })}
             </tbody>
           </table>
         </div>

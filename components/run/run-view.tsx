@@ -6,7 +6,7 @@
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useRouter } from "next/navigation";
+import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import type { ExperimentFiles } from "@contracts";
 import { useTRPC } from "../trpc";
@@ -15,12 +15,21 @@ import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Ta
 import { RunCharts } from "./charts";
 import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
-import { RunCode } from "./run-code";
+import { frameHref, type OpenFrame } from "./rollout-error";
+import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
 import { RolloutDetail } from "./transcript";
 import { useRunStream } from "./use-run-stream";
 
 type Tab = "rollouts" | "groups" | "logs" | "code";
+
+/** `?tab=code&file=lib/check.ts&line=3&column=11` (a stack frame's link) opens the code there. */
+function focusFromSearch(search: URLSearchParams): CodeFocus | null {
+  const file = search.get("file");
+  const line = Number(search.get("line"));
+  if (search.get("tab") !== "code" || !file || !Number.isInteger(line) || line < 1) return null;
+  return { file, line, column: Math.max(1, Number(search.get("column")) || 1), nonce: 0 };
+}
 
 export function RunView({ id }: { id: string }) {
   const trpc = useTRPC();
@@ -53,7 +62,15 @@ export function RunView({ id }: { id: string }) {
   );
   const resumeError = resume.error?.message ?? (resume.data && !resume.data.ok ? resume.data.error : null);
 
-  const [tab, setTab] = useState<Tab>("rollouts");
+  const search = useSearchParams();
+  const [codeFocus, setCodeFocus] = useState<CodeFocus | null>(() => focusFromSearch(search));
+  const [tab, setTab] = useState<Tab>(() => (search.get("tab") === "code" ? "code" : "rollouts"));
+  const openFrame: OpenFrame = (f) => {
+    setCodeFocus({ ...f, nonce: Date.now() });
+    setTab("code");
+    // The address says where we are, so a reload or a shared link opens the same line.
+    window.history.replaceState(null, "", frameHref(f));
+  };
   const [selectedId, setSelectedId] = useState<string | null>(null);
   const [splitFilter, setSplitFilter] = useState<"all" | "train" | "val">("all");
   const [errorsOnly, setErrorsOnly] = useState(false);
@@ -298,7 +315,7 @@ export function RunView({ id }: { id: string }) {
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} />
+                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} onOpenFrame={openFrame} />
               </div>
             )}
           </>
@@ -306,6 +323,7 @@ export function RunView({ id }: { id: string }) {
           <LogView logs={state.logs} />
         ) : r ? (
           <RunCode
+            focus={codeFocus}
             files={r.version.files}
             config={r.config}
             meta={[

@@ -4,7 +4,8 @@
  * rendered as text, never as HTML), its task, reward and advantage in its group, metrics, logs, error.
  */
 import type { ChatMessage, ToolCall } from "@contracts";
-import { fmtMs, fmtNum, fmtSigned } from "../ui/format";
+import { fmtInt, fmtMs, fmtNum, fmtSigned } from "../ui/format";
+import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { Rollout, RolloutGroup } from "./run-state";
 import { advantage } from "./run-state";
 
@@ -22,37 +23,68 @@ const ROLE_LABEL: Record<ChatMessage["role"], string> = {
   tool: "text-violet-300",
 };
 
-function prettyJson(text: string): string {
+/** Pretty JSON when the text parses as JSON, else null (the text is then shown as it is). */
+export function prettyJson(text: string): string | null {
   try {
     return JSON.stringify(JSON.parse(text), null, 2);
   } catch {
-    return text;
+    return null;
   }
 }
 
+/** Long bodies start folded so a many-turn transcript stays scannable; short ones start open. */
+const startsOpen = (text: string) => text.length <= 600 && text.split("\n").length <= 12;
+
 function ToolCallView({ call }: { call: ToolCall }) {
+  const pretty = prettyJson(call.function.arguments);
   return (
-    <div className="mt-1.5 rounded border border-zinc-800 bg-zinc-950/70 px-2 py-1.5">
-      <div className="font-mono text-[11px] text-violet-300">
-        → {call.function.name}
+    <details data-testid="tool-call" open={startsOpen(pretty ?? call.function.arguments)} className="mt-1.5 rounded border border-zinc-800 bg-zinc-950/70">
+      <summary className="cursor-pointer px-2 py-1 font-mono text-[11px] text-violet-300 select-none">
+        → <span data-testid="tool-call-name">{call.function.name}</span>
         <span className="ml-2 text-zinc-600">{call.id}</span>
-      </div>
-      <pre className="mt-1 font-mono text-[12px] break-words whitespace-pre-wrap text-zinc-300">{prettyJson(call.function.arguments)}</pre>
-    </div>
+        {pretty === null && (
+          <span data-testid="tool-call-invalid" className="ml-2 rounded bg-amber-950 px-1 text-amber-300 ring-1 ring-amber-800 ring-inset">
+            arguments are not valid JSON (shown raw)
+          </span>
+        )}
+      </summary>
+      <pre className="border-t border-zinc-800 px-2 py-1.5 font-mono text-[12px] break-words whitespace-pre-wrap text-zinc-300">
+        {pretty ?? call.function.arguments}
+      </pre>
+    </details>
   );
 }
 
-export function MessageView({ message, index }: { message: ChatMessage; index: number }) {
+/** A tool message's content: folded when long, pretty-printed when it is JSON. */
+function ToolResultView({ content }: { content: string }) {
+  const pretty = prettyJson(content);
+  const text = pretty ?? content;
+  const lines = text.split("\n").length;
+  return (
+    <details data-testid="tool-result" open={startsOpen(text)}>
+      <summary className="cursor-pointer text-[11px] text-zinc-500 select-none">
+        result · {lines} line{lines === 1 ? "" : "s"}
+        {pretty !== null && " · JSON"}
+      </summary>
+      <pre className="mt-1 font-mono text-[12px] leading-relaxed break-words whitespace-pre-wrap text-zinc-100">{text}</pre>
+    </details>
+  );
+}
+
+export function MessageView({ message, index, toolName }: { message: ChatMessage; index: number; toolName?: string }) {
   const content = message.content ?? "";
+  const name = message.name ?? (message.role === "tool" ? toolName : undefined);
   return (
     <div data-testid="message" data-role={message.role} className={`rounded border-l-2 px-3 py-2 ${ROLE_STYLE[message.role]}`}>
       <div className="mb-1 flex items-center gap-2 text-[11px]">
         <span className={`font-semibold tracking-wide uppercase ${ROLE_LABEL[message.role]}`}>{message.role}</span>
-        {message.name && <span className="font-mono text-zinc-500">{message.name}</span>}
+        {name && <span className="font-mono text-violet-300/90">{name}</span>}
         {message.tool_call_id && <span className="font-mono text-zinc-600">↩ {message.tool_call_id}</span>}
         <span className="ml-auto text-zinc-600">#{index}</span>
       </div>
-      {content !== "" ? (
+      {message.role === "tool" && content !== "" ? (
+        <ToolResultView content={content} />
+      ) : content !== "" ? (
         <pre className="font-sans text-[13px] leading-relaxed break-words whitespace-pre-wrap text-zinc-100">{content}</pre>
       ) : !message.tool_calls?.length ? (
         <span className="text-[12px] text-zinc-600 italic">(empty)</span>
@@ -60,6 +92,13 @@ export function MessageView({ message, index }: { message: ChatMessage; index: n
       {message.tool_calls?.map((c) => <ToolCallView key={c.id} call={c} />)}
     </div>
   );
+}
+
+/** The tool each tool_call_id called, so a tool message without a name still says which tool answered. */
+function toolNamesById(messages: readonly ChatMessage[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const m of messages) for (const c of m.tool_calls ?? []) out.set(c.id, c.function.name);
+  return out;
 }
 
 function Section({ title, children }: { title: string; children: React.ReactNode }) {
@@ -71,9 +110,20 @@ function Section({ title, children }: { title: string; children: React.ReactNode
   );
 }
 
-export function RolloutDetail({ rollout, group, onClose }: { rollout: Rollout; group?: RolloutGroup; onClose?: () => void }) {
+export function RolloutDetail({
+  rollout,
+  group,
+  onClose,
+  onOpenFrame,
+}: {
+  rollout: Rollout;
+  group?: RolloutGroup;
+  onClose?: () => void;
+  /** Open the run's code at a stack frame of the user's files. */
+  onOpenFrame?: OpenFrame;
+}) {
   const adv = advantage(rollout.reward, group);
-  const metrics = Object.entries(rollout.metrics);
+  const toolNames = toolNamesById(rollout.messages);
   return (
     <div className="p-4" data-testid="rollout-detail">
       <div className="flex items-start gap-3">
@@ -106,39 +156,19 @@ export function RolloutDetail({ rollout, group, onClose }: { rollout: Rollout; g
         <Metric label="Model time" value={fmtMs(rollout.timings.model_ms)} />
       </div>
 
-      {rollout.error && (
-        <div role="alert" className="mt-3 rounded border border-red-900 bg-red-950/50 px-3 py-2">
-          <div className="text-[12px] font-medium text-red-200">
-            {rollout.error.kind}: <span className="font-normal">{rollout.error.message}</span>
-          </div>
-          {rollout.error.stack && (
-            <pre className="mt-1.5 max-h-48 overflow-auto font-mono text-[11px] whitespace-pre-wrap text-red-300/80">{rollout.error.stack}</pre>
-          )}
-        </div>
-      )}
+      <AgentMetrics metrics={rollout.metrics} />
+
+      {rollout.error && <RolloutErrorView error={rollout.error} onOpenFrame={onOpenFrame} />}
 
       <Section title={`Transcript (${rollout.messages.length} messages)`}>
         <div className="space-y-2">
           {rollout.messages.map((m, i) => (
-            <MessageView key={i} message={m} index={i} />
+            <MessageView key={i} message={m} index={i} toolName={m.tool_call_id ? toolNames.get(m.tool_call_id) : undefined} />
           ))}
         </div>
       </Section>
 
-      {metrics.length > 0 && (
-        <Section title="Metrics">
-          <table className="text-[12px]">
-            <tbody>
-              {metrics.map(([k, v]) => (
-                <tr key={k}>
-                  <td className="pr-6 font-mono text-zinc-400">{k}</td>
-                  <td className="text-right font-mono text-zinc-100 tabular-nums">{fmtNum(v, 4)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </Section>
-      )}
+      <OtherMetrics metrics={rollout.metrics} />
 
       <Section title={`Logs (${rollout.logs.length})`}>
         {rollout.logs.length === 0 ? (
@@ -159,9 +189,54 @@ export function RolloutDetail({ rollout, group, onClose }: { rollout: Rollout; g
   );
 }
 
-function Metric({ label, value, strong, title }: { label: string; value: string; strong?: boolean; title?: string }) {
+/** The metrics the runner records itself (docs/sdk.md, "Metrics recorded for you"), in this order. */
+const AGENT_METRICS: { key: string; label: string; title: string; format: (v: number) => string; warn?: boolean }[] = [
+  { key: "turns", label: "Turns", title: "model calls the rollout made", format: fmtInt },
+  { key: "tool_calls", label: "Tool calls", title: "well-formed tool calls", format: fmtInt },
+  { key: "malformed_tool_calls", label: "Malformed calls", title: "tool calls that could not be parsed or named an unknown tool", format: fmtInt, warn: true },
+  { key: "tool_errors", label: "Tool errors", title: "tool calls answered with an error (bad arguments, execute threw)", format: fmtInt, warn: true },
+  { key: "judge_tokens", label: "Judge tokens", title: "tokens judges used on this rollout", format: fmtInt },
+  { key: "judge_cost_usd", label: "Judge cost", title: "what judges cost this rollout", format: (v) => `$${v.toFixed(v > 0 && v < 0.01 ? 5 : 4)}` },
+  { key: "independent_reward", label: "Independent reward", title: "the default export's reward, when a groupReward replaced it", format: (v) => fmtNum(v) },
+];
+const AGENT_KEYS = new Set(AGENT_METRICS.map((m) => m.key));
+
+function AgentMetrics({ metrics }: { metrics: Readonly<Record<string, number>> }) {
+  const shown = AGENT_METRICS.filter((m) => metrics[m.key] !== undefined);
+  if (shown.length === 0) return null;
   return (
-    <div className="rounded border border-zinc-800 bg-zinc-900/60 px-2 py-1.5" title={title}>
+    <div className="mt-2 grid grid-cols-3 gap-2 sm:grid-cols-6" data-testid="agent-metrics">
+      {shown.map((m) => {
+        const v = metrics[m.key]!;
+        return <Metric key={m.key} label={m.label} title={`${m.key}: ${m.title}`} value={m.format(v)} warn={m.warn && v > 0} />;
+      })}
+    </div>
+  );
+}
+
+/** Everything else: the reward function's own metrics and any the runner adds later. */
+function OtherMetrics({ metrics }: { metrics: Readonly<Record<string, number>> }) {
+  const rest = Object.entries(metrics).filter(([k]) => !AGENT_KEYS.has(k));
+  if (rest.length === 0) return null;
+  return (
+    <Section title="Metrics">
+      <table className="text-[12px]" data-testid="rollout-metrics">
+        <tbody>
+          {rest.map(([k, v]) => (
+            <tr key={k}>
+              <td className="pr-6 font-mono text-zinc-400">{k}</td>
+              <td className="text-right font-mono text-zinc-100 tabular-nums">{fmtNum(v, 4)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </Section>
+  );
+}
+
+function Metric({ label, value, strong, title, warn }: { label: string; value: string; strong?: boolean; title?: string; warn?: boolean }) {
+  return (
+    <div className={`rounded border px-2 py-1.5 ${warn ? "border-amber-800 bg-amber-950/40" : "border-zinc-800 bg-zinc-900/60"}`} title={title}>
       <div className="text-[10px] tracking-wide text-zinc-500 uppercase">{label}</div>
       <div className={`font-mono tabular-nums ${strong ? "text-[15px] text-zinc-50" : "text-[13px] text-zinc-200"}`}>{value}</div>
     </div>

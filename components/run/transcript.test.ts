@@ -1,0 +1,56 @@
+/** The transcript renders model, tool and user text as text — never as HTML — and shows tool calls as the model wrote them. */
+import { createElement } from "react";
+import { renderToStaticMarkup } from "react-dom/server";
+import { describe, expect, it } from "vitest";
+import type { ChatMessage } from "@contracts";
+import { MessageView, prettyJson } from "./transcript";
+import { RolloutErrorView } from "./rollout-error";
+
+const render = (message: ChatMessage, toolName?: string) => renderToStaticMarkup(createElement(MessageView, { message, index: 0, toolName }));
+
+describe("transcript", () => {
+  it("escapes markup in every message", () => {
+    const html = render({ role: "assistant", content: '<img src=x onerror="alert(1)"><b>hi</b>' });
+    expect(html).not.toContain("<img");
+    expect(html).not.toContain("<b>");
+    expect(html).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
+  });
+
+  it("pretty-prints tool call arguments, and shows invalid JSON raw and marked", () => {
+    const html = render({
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { id: "c1", type: "function", function: { name: "calculate", arguments: '{"expression":"1+2"}' } },
+        { id: "c2", type: "function", function: { name: "<script>", arguments: '{"expression": 1 +' } },
+      ],
+    });
+    expect(html).toContain("{\n  &quot;expression&quot;: &quot;1+2&quot;\n}");
+    expect(html.match(/data-testid="tool-call-invalid"/g)).toHaveLength(1);
+    expect(html).toContain("{&quot;expression&quot;: 1 +");
+    expect(html).toContain("&lt;script&gt;");
+    expect(html).not.toContain("<script>");
+  });
+
+  it("names a tool result by its call when the message has no name, and pretty-prints JSON results", () => {
+    const html = render({ role: "tool", tool_call_id: "c1", content: '{"result":3}' }, "calculate");
+    expect(html).toContain("calculate");
+    expect(html).toContain("↩ c1");
+    expect(html).toContain("{\n  &quot;result&quot;: 3\n}");
+    expect(html).toContain("JSON");
+    expect(prettyJson("not json")).toBeNull();
+  });
+
+  it("links stack frames of the user's files only, as text", () => {
+    const html = renderToStaticMarkup(
+      createElement(RolloutErrorView, {
+        error: { kind: "thrown", message: "<i>boom</i>", stack: "Error: boom\n    at check (lib/check.ts:3:11)\n    at runAgent (rollbook/agent.ts:4:5)" },
+        onOpenFrame: () => {},
+      }),
+    );
+    expect(html).toContain("&lt;i&gt;boom&lt;/i&gt;");
+    expect(html.match(/data-testid="stack-frame"/g)).toHaveLength(1);
+    expect(html).toContain('href="?tab=code&amp;file=lib%2Fcheck.ts&amp;line=3&amp;column=11"');
+    expect(html).toContain("rollbook/agent.ts:4:5");
+  });
+});
