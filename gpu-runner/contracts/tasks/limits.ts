@@ -1,0 +1,57 @@
+/**
+ * How big a task set may be. One limit for what a user uploads and for the tasks.jsonl it becomes, because
+ * the stored file is what every later step carries: it is saved in each experiment version, travels in
+ * the body of every run start, is parsed by the editor on each keystroke-debounce and loaded into Monaco.
+ *
+ * 50 MB / 100,000 rows holds the RL task sets people actually train on with room to spare (GSM8K train is
+ * 7,473 rows and about 4 MB as JSONL; MATH is 12,500 rows, about 10 MB) while keeping a browser tab, a
+ * request body and a Postgres row comfortably sized. A run samples a few thousand tasks at most, so a
+ * larger file is almost always a whole corpus uploaded by mistake; the message says how to cut it down.
+ */
+
+/** Largest uploaded file, and largest tasks.jsonl, in bytes (decimal megabytes, as file browsers show). */
+export const MAX_TASKS_BYTES = 50_000_000;
+/** Most rows (tasks) in one file. */
+export const MAX_TASK_ROWS = 100_000;
+/** Errors listed for one file; the rest are summed up in one final entry so 10,000 bad lines stay readable. */
+export const MAX_REPORTED_ERRORS = 50;
+
+/** "61.2 MB", "812 KB", "93 bytes": the size as a person reads it. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1_000_000) return `${(bytes / 1_000_000).toFixed(1).replace(/\.0$/, "")} MB`;
+  if (bytes >= 1_000) return `${Math.round(bytes / 1_000)} KB`;
+  return `${bytes} bytes`;
+}
+
+/** UTF-8 size of a string without allocating its encoding (50 MB of text would be 50 MB of garbage). */
+export function utf8ByteLength(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // A surrogate pair is one 4-byte code point.
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}
+
+/** Exact bytes too: just over the limit, both sizes round to the same "50 MB". */
+/** `what`: "the file", or "the tasks.jsonl made from it". */
+export function tooLargeMessage(bytes: number, what = "the file"): string {
+  return (
+    `${what} is ${formatBytes(bytes)} (${bytes.toLocaleString("en-US")} bytes); ` +
+    `the limit is ${formatBytes(MAX_TASKS_BYTES)} (${MAX_TASKS_BYTES.toLocaleString("en-US")} bytes). ` +
+    `Upload a sample of the rows (a run only draws a few thousand tasks) or drop columns the scenario does not use.`
+  );
+}
+
+export function tooManyRowsMessage(rows: number): string {
+  return (
+    `the file has ${rows.toLocaleString("en-US")} rows; the limit is ${MAX_TASK_ROWS.toLocaleString("en-US")}. ` +
+    `Upload a sample of the rows (a run only draws a few thousand tasks).`
+  );
+}
