@@ -8,8 +8,9 @@ import { z } from "zod";
 import type { LimitsConfig, RolloutError } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, createBridge } from "./bridge";
-import { openSandbox, type Sandbox } from "./isolate";
 import { Failure, classify, errorText, userStack } from "./outcome";
+import { SandboxUnavailable } from "./pool";
+import { openSandbox, type RemoteSandbox } from "./remote";
 
 const Described = z.object({
   scenario: z.boolean(),
@@ -57,9 +58,9 @@ export async function inspectExperiment(compiled: CompiledExperiment, rows: read
     rollout_timeout_ms: Math.max(runLimits.rollout_timeout_ms, 60_000),
   };
   const bridge = createBridge(NO_HOST, limits, "closed");
-  let sandbox: Sandbox | undefined;
+  let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge.refs);
+    sandbox = await openSandbox(compiled, limits, bridge);
     const exports = Described.parse(await sandbox.call("describe", []));
     if (exports.taskSchema !== "zod") return { ok: true, exports, taskErrors: [], failedRows: 0 };
     const checked = Checked.parse(await sandbox.call("checkTasks", [JSON.stringify(rows)]));
@@ -69,7 +70,8 @@ export async function inspectExperiment(compiled: CompiledExperiment, rows: read
     }
     return { ok: true, exports, taskErrors: checked.errors, failedRows: checked.failed };
   } catch (err) {
-    return { ok: false, error: classify(err, sandbox?.watchdog.reason ?? null, sandbox?.isolate.isDisposed ?? false, compiled, limits) };
+    if (err instanceof SandboxUnavailable) throw err;
+    return { ok: false, error: classify(err, compiled, limits) };
   } finally {
     sandbox?.dispose();
     bridge.release();
