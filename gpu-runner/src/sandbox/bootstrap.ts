@@ -7,8 +7,9 @@
  * - Only strings and numbers cross the boundary. Requests travel as one JSON string made here (getters run
  *   once, here; proxies, SharedArrayBuffers and cycles never reach the host) and answers come back as one.
  * - isolated-vm reads its transfer options with ordinary property lookups, prototype chain included, so the
- *   option objects have no prototype: `Object.prototype.result = { reference: true }` would otherwise hand
- *   the isolate an ivm.Reference to a host object (see hostile/controls.test.ts).
+ *   option objects have no prototype: what user code plants on Object.prototype cannot change how values
+ *   cross. The host functions return nothing or one string: an object would reach the isolate as an
+ *   ivm.Reference, a handle on the host's value (see hostile/controls.test.ts).
  * - Builtins the glue uses are captured before user code runs; replacing a global or a prototype later
  *   changes nothing here.
  * - WebAssembly, SharedArrayBuffer and Atomics are removed: a wasm Memory lives outside the heap that

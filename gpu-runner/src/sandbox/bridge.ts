@@ -145,6 +145,7 @@ export function createBridge(host: RolloutHost, limits: LimitsConfig, initial: B
   const addRecord = (logs: readonly string[], metrics: readonly (readonly [string, number])[]): void => {
     const { maxLogLines, maxLogLineChars, maxMetrics, maxMetricNameChars } = SANDBOX_CAPS;
     for (const line of logs) {
+      // The sandbox process capped each line already (adding a note of what it cut); this is the backstop.
       if (record.logs.length < maxLogLines) record.logs.push(capText(line, maxLogLineChars + 64));
       else if (!logDropped) {
         logDropped = true;

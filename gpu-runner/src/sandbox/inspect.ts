@@ -50,20 +50,24 @@ const NO_HOST: RolloutHost = {
 };
 
 export async function inspectExperiment(compiled: CompiledExperiment, rows: readonly unknown[], runLimits: LimitsConfig): Promise<InspectResult> {
-  // Room for the whole task file (up to the 8 MB experiment cap) inside the isolate at once.
+  // Room for the whole task file (up to the 8 MB experiment cap) inside the isolate at once, and time to
+  // check every row. Only the task check gets the extra CPU time: loading the modules and describing them
+  // run under the run's own limit, so a module that loops at top level costs no more here than in a rollout.
   const limits: LimitsConfig = {
     ...runLimits,
     memory_mb: Math.max(runLimits.memory_mb, 512),
-    cpu_timeout_ms: Math.max(runLimits.cpu_timeout_ms, 30_000),
     rollout_timeout_ms: Math.max(runLimits.rollout_timeout_ms, 60_000),
   };
+  const taskCheckLimits: LimitsConfig = { ...limits, cpu_timeout_ms: Math.max(runLimits.cpu_timeout_ms, 30_000) };
   const bridge = createBridge(NO_HOST, limits, "closed");
   let sandbox: RemoteSandbox | undefined;
+  let checkingTasks = false;
   try {
     sandbox = await openSandbox(compiled, limits, bridge);
     const exports = Described.parse(await sandbox.call("describe", []));
     if (exports.taskSchema !== "zod") return { ok: true, exports, taskErrors: [], failedRows: 0 };
-    const checked = Checked.parse(await sandbox.call("checkTasks", [JSON.stringify(rows)]));
+    checkingTasks = true;
+    const checked = Checked.parse(await sandbox.call("checkTasks", [JSON.stringify(rows)], taskCheckLimits.cpu_timeout_ms));
     if (!checked.ok) {
       const stack = userStack(compiled, checked.stack);
       return { ok: false, error: { kind: "thrown", message: `checking the tasks against taskSchema failed: ${errorText(checked.name, checked.message)}`, ...(stack ? { stack } : {}) } };
@@ -71,7 +75,7 @@ export async function inspectExperiment(compiled: CompiledExperiment, rows: read
     return { ok: true, exports, taskErrors: checked.errors, failedRows: checked.failed };
   } catch (err) {
     if (err instanceof SandboxUnavailable) throw err;
-    return { ok: false, error: classify(err, compiled, limits) };
+    return { ok: false, error: classify(err, compiled, checkingTasks ? taskCheckLimits : limits) };
   } finally {
     sandbox?.dispose();
     bridge.release();

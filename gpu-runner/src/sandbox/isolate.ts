@@ -29,7 +29,7 @@ export interface Sandbox {
   isolate: ivm.Isolate;
   watchdog: Watchdog;
   /** Calls an entry point with copied arguments; resolves with its copied (plain) result. */
-  call(fn: EntryFunction, args: unknown[]): Promise<unknown>;
+  call(fn: EntryFunction, args: unknown[], cpuMs?: number): Promise<unknown>;
   dispose(): void;
 }
 
@@ -89,12 +89,10 @@ export async function openSandbox(
   return {
     isolate,
     watchdog,
-    call: (fn, args) => {
-      watchdog.startPhase();
+    call: (fn, args, cpuMs = limits.cpu_timeout_ms) => {
+      watchdog.startPhase(cpuMs);
       const ref = entry.get(fn)!;
-      return watchdog.guard(
-        ref.apply(undefined, args, { timeout: limits.cpu_timeout_ms, arguments: { copy: true }, result: { promise: true, copy: true } }),
-      );
+      return watchdog.guard(ref.apply(undefined, args, { timeout: cpuMs, arguments: { copy: true }, result: { promise: true, copy: true } }));
     },
     dispose,
   };

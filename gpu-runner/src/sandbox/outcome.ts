@@ -34,14 +34,16 @@ const HIDDEN_FRAMES = [BOOTSTRAP_FILENAME, "rollbook/entry.ts"];
 export function userStack(compiled: CompiledExperiment, stack: string | undefined): string | undefined {
   if (!stack) return undefined;
   // Host frames after isolated-vm's boundary marker are the sandbox process's, not the user's.
-  const inIsolate = stack.slice(0, SANDBOX_CAPS.maxStackChars).split("\n    at (<isolated-vm boundary>)")[0] ?? stack;
+  // The sandbox process capped it already (with a note); this bound only guards against a process that did not.
+  const inIsolate = stack.slice(0, SANDBOX_CAPS.maxStackChars + 100).split("\n    at (<isolated-vm boundary>)")[0] ?? stack;
   return mapStack(inIsolate, { [BUNDLE_FILENAME]: mapFor(compiled) }, HIDDEN_FRAMES);
 }
 
 /** An error's text for a RolloutError: the user's code chose it, so it is capped. */
 export function errorText(name: string, message: string): string {
-  const n = capText(name, 200);
-  const m = capText(message, SANDBOX_CAPS.maxErrorMessageChars);
+  // Capped in the sandbox process already (with a note); the extra room keeps that note intact.
+  const n = capText(name, 300);
+  const m = capText(message, SANDBOX_CAPS.maxErrorMessageChars + 100);
   return n === "Error" || n === "" ? m : `${n}: ${m}`;
 }
 
@@ -111,7 +113,13 @@ export function classify(err: unknown, compiled: CompiledExperiment, limits: Lim
     const stack = userStack(compiled, end.error.stack);
     return { kind: KIND_BY_NAME[end.error.name] ?? "thrown", message: errorText(end.error.name, end.error.message), ...(stack ? { stack } : {}) };
   }
-  // Not from the sandbox: a result that failed validation here (zod), reported as the user's code's fault.
+  // Not from the sandbox: a result of the SDK's entry points that failed validation here. The SDK builds
+  // those results, so user code got in its way (a replaced builtin, a Proxy where data was expected).
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    const where = issue ? `${issue.path.join(".") || "(result)"}: ${issue.message}` : "";
+    return { kind: "thrown", message: `the sandbox returned a result the runner cannot read (did the code replace a builtin the SDK uses?): ${capText(where, 300)}` };
+  }
   const message = err instanceof Error ? err.message : String(err);
   return { kind: "thrown", message: capText(message, SANDBOX_CAPS.maxErrorMessageChars) };
 }

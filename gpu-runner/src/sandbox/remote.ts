@@ -39,8 +39,9 @@ const FromSandboxSchema = z.discriminatedUnion("t", [
 ]);
 
 export interface RemoteSandbox {
-  /** Calls an entry point; resolves with its (plain, unvalidated) result or rejects with a SandboxFailure. */
-  call(fn: EntryFunction, args: unknown[]): Promise<unknown>;
+  /** Calls an entry point; resolves with its (plain, unvalidated) result or rejects with a SandboxFailure.
+   * `cpuMs` replaces limits.cpu_timeout_ms for this one call. */
+  call(fn: EntryFunction, args: unknown[], cpuMs?: number): Promise<unknown>;
   /** Close the sandbox: its process goes back to the pool after a clean finish, else it is killed. */
   dispose(): void;
 }
@@ -133,5 +134,5 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
     dispose();
     throw err;
   }
-  return { call: (fn, args) => request({ t: "call", sid, fn, args }), dispose };
+  return { call: (fn, args, cpuMs) => request({ t: "call", sid, fn, args, ...(cpuMs === undefined ? {} : { cpuMs }) }), dispose };
 }

@@ -68,9 +68,8 @@ export async function runGroupReward(input: GroupRewardInput): Promise<GroupRewa
     if (r.shape !== "rewards") {
       return done({ kind: "reward", message: `groupReward returned ${r.shape}; return one number per rollout, or { rewards, metrics }` });
     }
-    if (r.rewards.length !== n) {
-      return done({ kind: "reward", message: `groupReward returned ${r.rewards.length} rewards for a group of ${n} rollouts` });
-    }
+    if (r.rewards.length > n) return done({ kind: "reward", message: `groupReward returned more rewards than the group has rollouts (${n})` });
+    if (r.rewards.length < n) return done({ kind: "reward", message: `groupReward returned ${r.rewards.length} rewards for a group of ${n} rollouts` });
     const rewards: number[] = [];
     for (const [i, [value, type]] of r.rewards.entries()) {
       if (value === null || !Number.isFinite(value)) {

@@ -32,6 +32,7 @@ export class Watchdog {
   private readonly wallTimer: NodeJS.Timeout;
   private readonly cpuTimer: NodeJS.Timeout;
   private phaseCpuStart: bigint | null = null;
+  private phaseCpuMs: number;
   private readonly onAbort = () => this.stop("abort");
 
   constructor(
@@ -39,6 +40,7 @@ export class Watchdog {
     private readonly limits: LimitsConfig,
     private readonly signal?: AbortSignal,
   ) {
+    this.phaseCpuMs = limits.cpu_timeout_ms;
     this.stopped = new Promise<never>((_, reject) => (this.reject = reject));
     // Nobody may be racing against it when it fires (between phases); that is not an unhandled error.
     this.stopped.catch(() => {});
@@ -47,8 +49,9 @@ export class Watchdog {
     signal?.addEventListener("abort", this.onAbort, { once: true });
   }
 
-  /** Start counting CPU time for a new call into the isolate (scenario, then reward). */
-  startPhase(): void {
+  /** Start counting CPU time for a new call into the isolate (scenario, then reward), against `cpuMs`. */
+  startPhase(cpuMs = this.limits.cpu_timeout_ms): void {
+    this.phaseCpuMs = cpuMs;
     if (!this.isolate.isDisposed) this.phaseCpuStart = this.isolate.cpuTime;
   }
 
@@ -93,7 +96,7 @@ export class Watchdog {
     if (this.phaseCpuStart === null) return;
     try {
       const usedNs = this.isolate.cpuTime - this.phaseCpuStart;
-      if (usedNs > BigInt(this.limits.cpu_timeout_ms) * 1_000_000n) this.stop("cpu");
+      if (usedNs > BigInt(this.phaseCpuMs) * 1_000_000n) this.stop("cpu");
     } catch {
       // Disposed between the check and the read: the next poll sees it.
     }

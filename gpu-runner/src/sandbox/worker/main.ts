@@ -12,8 +12,11 @@ import { StopError } from "../watchdog";
 import { createLocalBridge, type LocalBridge } from "./local-bridge";
 import type { ErrorInfo, FromSandbox, ToSandbox } from "./protocol";
 
-/** Room beyond limits.max_output_chars for the rest of a result (metrics, names, the envelope). */
-const RESULT_SLACK_CHARS = 1_000_000;
+/**
+ * The largest result that travels: the scenario's output is JSON inside this JSON (escaping can double it),
+ * plus room for the rest (metrics, names). The runner applies limits.max_output_chars exactly.
+ */
+const maxResultChars = (limits: LimitsConfig) => 2 * limits.max_output_chars + 1_000_000;
 
 interface Session {
   sid: number;
@@ -58,7 +61,7 @@ function checkResult(value: unknown, limits: LimitsConfig, fn: string): { ok: tr
     if (typeof f.name === "string") f.name = capText(f.name, 200);
   }
   const size = JSON.stringify(value ?? null).length;
-  const max = limits.max_output_chars + RESULT_SLACK_CHARS;
+  const max = maxResultChars(limits);
   if (size <= max) return { ok: true, value };
   const error = new Error(`${fn} returned ${size.toLocaleString("en")} characters of JSON; limits.max_output_chars is ${limits.max_output_chars.toLocaleString("en")}`);
   error.name = "LimitError";
@@ -94,7 +97,7 @@ async function call(m: Extract<ToSandbox, { t: "call" }>): Promise<void> {
   const s = session;
   if (!s || s.sid !== m.sid || !s.sandbox) return;
   try {
-    const value = await s.sandbox.call(m.fn, m.args);
+    const value = await s.sandbox.call(m.fn, m.args, m.cpuMs);
     if (s.closed) return;
     const checked = checkResult(value, s.limits, m.fn);
     if (!checked.ok) return fail(s, checked.error);

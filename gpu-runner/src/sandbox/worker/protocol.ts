@@ -27,7 +27,8 @@ export interface ErrorInfo {
 export type ToSandbox =
   /** Open a sandbox for a bundle; `js` is null when this process already holds the bundle of `hash`. */
   | { t: "open"; sid: number; hash: string; js: string | null; limits: LimitsConfig }
-  | { t: "call"; sid: number; fn: EntryFunction; args: unknown[] }
+  /** `cpuMs` replaces limits.cpu_timeout_ms for this call (checking a big task file at start). */
+  | { t: "call"; sid: number; fn: EntryFunction; args: unknown[]; cpuMs?: number }
   /** The answer to a `host` request: an envelope as JSON. */
   | { t: "reply"; sid: number; id: number; envelope: string }
   | { t: "abort"; sid: number }
