@@ -45,17 +45,8 @@ export function jsonSyntaxError(text: string, thrown: unknown): JsonSyntaxError 
   return { offset: at ? Number(at) : 0, message: `invalid JSON: ${engineMessage}` };
 }
 
-/** 1-based line and column of a 0-based offset. */
-export function offsetToLineColumn(text: string, offset: number): { line: number; column: number } {
-  const end = Math.max(0, Math.min(offset, text.length));
-  let line = 1;
-  let lineStart = 0;
-  for (let i = text.indexOf("\n"); i !== -1 && i < end; i = text.indexOf("\n", i + 1)) {
-    line++;
-    lineStart = i + 1;
-  }
-  return { line, column: end - lineStart + 1 };
-}
+/** 1-based line and column of a 0-based offset (the experiment model's one helper). */
+export { offsetToPosition as offsetToLineColumn } from "../experiment/json-position";
 
 /** "null", "an array", "a string", "a number": for "must be a JSON object, got …". */
 export function describeJsonType(value: unknown): string {

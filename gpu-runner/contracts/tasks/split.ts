@@ -12,6 +12,7 @@
  * By ratio: round(rows × val) rows, chosen by a seeded shuffle, are validation (same seed, same rows →
  * same split), but always leaving one training row. Rows keep their file order either way.
  */
+import { mulberry32 } from "../random";
 import { z } from "zod";
 import { type RowError, RowErrorList } from "./row-error";
 import { SPLIT_KEY } from "./parse-tasks";
@@ -48,22 +49,10 @@ export type SplitResult =
 
 const norm = (v: unknown) => (typeof v === "string" ? v.trim().toLowerCase() : v);
 
-/** A deterministic 32-bit generator (mulberry32): small, fast, and the same in every JS engine. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Indices of the validation rows: the first k of a seeded Fisher–Yates shuffle. */
 function pickVal(n: number, k: number, seed: number): Set<number> {
   const order = Array.from({ length: n }, (_, i) => i);
-  const next = random(seed);
+  const next = mulberry32(seed);
   for (let i = 0; i < k; i++) {
     const j = i + Math.floor(next() * (n - i));
     [order[i], order[j]] = [order[j] as number, order[i] as number];

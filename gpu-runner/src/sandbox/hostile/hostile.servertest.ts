@@ -9,7 +9,7 @@
  * corpus, and a normal run must take about as long as the same run did before it.
  */
 import fs from "node:fs";
-import net from "node:net";
+import { freePort } from "../../test-support/net";
 import os from "node:os";
 import path from "node:path";
 import v8 from "node:v8";
@@ -40,16 +40,6 @@ const RUNNER_HEAP_SLACK = 32 * 1024 * 1024;
 const RUNNER_RSS_SLACK = 64 * 1024 * 1024;
 const ENGINE_RSS_SLACK = 100 * 1024 * 1024;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** The `gc` function, without the test runner passing --expose-gc. */
 function gcFunction(): () => void {
