@@ -7,6 +7,7 @@
 import type * as z from "zod";
 import { makeContext } from "./context";
 import { formatIssues } from "./tools";
+import { show } from "./show";
 
 type Module = Record<string, unknown>;
 
@@ -14,19 +15,6 @@ export const ENTRY_GLOBAL = "__rollbook_entry";
 
 type Failure = { ok: false; name: string; message: string; stack?: string };
 
-function show(v: unknown): string {
-  try {
-    const s = JSON.stringify(v);
-    if (s !== undefined) return s;
-  } catch {
-    // fall through
-  }
-  try {
-    return String(v);
-  } catch {
-    return Object.prototype.toString.call(v);
-  }
-}
 
 function describeError(e: unknown): Failure {
   try {
