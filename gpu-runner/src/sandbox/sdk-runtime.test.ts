@@ -10,7 +10,8 @@ import { compileExperiment, type CompiledExperiment } from "../experiment/compil
 import { type RolloutHost, type RolloutInput, runRollout } from "./run-rollout";
 import { runGroupReward } from "./run-group";
 
-const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 5_000, cpu_timeout_ms: 1_000, memory_mb: 64 });
+// Generous CPU: these tests are about the SDK, not the limits, and a loaded 2-core CI machine is slow.
+const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 20_000, cpu_timeout_ms: 5_000, memory_mb: 64 });
 const REWARD = `export default function reward({ output }: { output: unknown }) { return typeof output === "number" ? output : 0; }\n`;
 
 async function compile(files: Record<string, string>): Promise<CompiledExperiment> {
