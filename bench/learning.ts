@@ -28,6 +28,7 @@ import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createRunnerClient } from "../gpu-runner/src/client";
+import { readExperimentDir } from "../server/services/templates";
 import type { RunEvent, Trajectory } from "../gpu-runner/contracts";
 
 const MARGIN = 0.2;
@@ -54,7 +55,8 @@ const override: Record<string, unknown> = JSON.parse(flag("--override") ?? "{}")
 const tag = flag("--tag");
 
 const read = (f: string) => readFileSync(path.join(templateDir, f), "utf8");
-const files = { "scenario.ts": read("scenario.ts"), "reward.ts": read("reward.ts"), "tasks.jsonl": read("tasks.jsonl") };
+// Every file of the template (lib/ helpers included), read as the web server reads a template.
+const files = await readExperimentDir(templateDir);
 const shipped = JSON.parse(read("config.json")) as Record<string, unknown>;
 const stepsArg = flag("--steps");
 const baseConfig = deepMerge({ ...shipped, ...(stepsArg ? { num_steps: Number(stepsArg) } : {}) }, override);
