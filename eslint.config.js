@@ -12,6 +12,8 @@ export default tseslint.config(
       ".data/**",
       "runs/**",
       "templates/**",
+      // Experiment code (hostile on purpose), checked by the experiment's own type check in its tests.
+      "gpu-runner/src/sandbox/hostile/corpus/**",
       "next-env.d.ts",
       "public/**",
     ],

@@ -1,33 +1,70 @@
 /**
  * Learning benchmark: does pressing Train make the model better? Starts a real runner (which starts the
- * real engine with SmolLM2-135M-Instruct on CPU), trains the shipped `say-the-word` template with fixed
- * seeds, and prints the validation reward curve (eval before training, every eval_every steps, and after
- * the last step) with per-step timings.
+ * real engine with SmolLM2-135M-Instruct on CPU), trains a template folder once per seed (one after
+ * another, on the same runner and engine), and prints the greedy validation reward curve of each seed
+ * (eval before training, every eval_every steps and after the last step), what the rollouts said, and
+ * per-step timings.
  *
- *   node --no-node-snapshot --import tsx bench/learning.ts [--steps 12] [--override '{"trainer":{"learning_rate":1e-3}}'] [--ci]
+ *   node --no-node-snapshot --import tsx bench/learning.ts \
+ *     [--template templates/say-the-word] [--seeds 42,7,123,1,2] [--steps N] \
+ *     [--override '{"trainer":{"learning_rate":1e-3}}'] [--ci] [--json out.json] [--keep-runs DIR] [--quiet]
  *
- * With --ci it exits non-zero unless the final validation reward beats the base model's by a clear margin.
+ * --seeds     default: the template's own seed (config.json), i.e. exactly what a newcomer's Train runs
+ * --steps     default: the template's num_steps
+ * --ci        exit non-zero unless every seed's final validation reward beats its step-0 reward by ≥ 0.2
+ * --json      also write the results (config, per-seed curves, times, load averages) to this file; the
+ *             same object is always printed as one `LEARNING_JSON {...}` line at the end
+ * --keep-runs keep each run's events.jsonl (every rollout, every step) in DIR instead of a temp folder
+ * --quiet     no per-step lines, only evals and the final table
+ * --tag T     add T to the run ids: rollout sampling seeds derive from (seed, run id), so another tag
+ *             draws other samples with the same seed, as a new run in the browser does
+ *
+ * Ports: the runner binds port 0 (it prints the port it got); the engine's port is found by binding port
+ * 0 here and releasing it just before the engine starts.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createRunnerClient } from "../gpu-runner/src/client";
-import type { RunEvent } from "../gpu-runner/contracts";
+import { readExperimentDir } from "../server/services/templates";
+import type { RunEvent, Trajectory } from "../gpu-runner/contracts";
 
-const root = path.resolve(import.meta.dirname, "..");
-const args = process.argv.slice(2);
-const ci = args.includes("--ci");
-const stepsArg = args.indexOf("--steps");
-const steps = stepsArg >= 0 ? Number(args[stepsArg + 1]) : 12;
 const MARGIN = 0.2;
+const root = path.resolve(import.meta.dirname, "..");
 
-const overrideArg = args.indexOf("--override");
-const override: Record<string, unknown> = overrideArg >= 0 ? JSON.parse(args[overrideArg + 1] ?? "{}") : {};
+// ---------------------------------------------------------------------------------------------------------
+// Arguments
 
-const template = (f: string) => readFileSync(path.join(root, "templates/say-the-word", f), "utf8");
-const config = deepMerge({ ...JSON.parse(template("config.json")), num_steps: steps }, override);
-console.log(`config: ${JSON.stringify(config)}`);
+const args = process.argv.slice(2);
+function flag(name: string): string | undefined {
+  const i = args.indexOf(name);
+  if (i < 0) return undefined;
+  const v = args[i + 1];
+  if (v === undefined || v.startsWith("--")) throw new Error(`${name} needs a value`);
+  return v;
+}
+const ci = args.includes("--ci");
+const quiet = args.includes("--quiet");
+const templateDir = path.resolve(root, flag("--template") ?? "templates/say-the-word");
+const templateName = path.basename(templateDir);
+const jsonOut = flag("--json");
+const keepRuns = flag("--keep-runs");
+const override: Record<string, unknown> = JSON.parse(flag("--override") ?? "{}");
+const tag = flag("--tag");
+
+const read = (f: string) => readFileSync(path.join(templateDir, f), "utf8");
+// Every file of the template (lib/ helpers included), read as the web server reads a template.
+const files = await readExperimentDir(templateDir);
+const shipped = JSON.parse(read("config.json")) as Record<string, unknown>;
+const stepsArg = flag("--steps");
+const baseConfig = deepMerge({ ...shipped, ...(stepsArg ? { num_steps: Number(stepsArg) } : {}) }, override);
+const seeds = (flag("--seeds") ?? String(baseConfig.seed ?? 42)).split(",").map((s) => {
+  const n = Number(s.trim());
+  if (!Number.isInteger(n) || n < 0) throw new Error(`--seeds: ${s} is not a non-negative integer`);
+  return n;
+});
 
 function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...base };
@@ -41,73 +78,145 @@ function deepMerge(base: Record<string, unknown>, extra: Record<string, unknown>
   return out;
 }
 
-const runsDir = mkdtempSync(path.join(tmpdir(), "rollbook-bench-"));
-const runnerPort = 4300 + Math.floor(Math.random() * 500);
-const enginePort = 8300 + Math.floor(Math.random() * 500);
-const token = `bench-${Date.now()}`;
+// ---------------------------------------------------------------------------------------------------------
+// Runner
 
-const runner = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "gpu-runner/src/server.ts"], {
-  cwd: root,
-  env: {
-    ...process.env,
-    RUNNER_PORT: String(runnerPort),
-    ENGINE_PORT: String(enginePort),
-    RUNNER_TOKEN: token,
-    ROLLBOOK_RUNS_DIR: runsDir,
-  },
-  stdio: ["ignore", "pipe", "inherit"],
-});
-
-async function waitForReady(): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    let out = "";
-    runner.stdout!.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes("RUNNER READY")) resolve();
+/** A port that was free a moment ago: bind port 0, read what the OS gave, release it. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      srv.close(() => (port ? resolve(port) : reject(new Error("no port from the OS"))));
     });
-    runner.once("exit", (code) => reject(new Error(`runner exited early with code ${code}`)));
   });
 }
 
-async function main(): Promise<number> {
+const runsDir = keepRuns ? path.resolve(keepRuns) : mkdtempSync(path.join(tmpdir(), "rollbook-bench-"));
+mkdirSync(runsDir, { recursive: true });
+const token = `bench-${process.pid}-${Date.now()}`;
+let runner: ReturnType<typeof spawn> | null = null;
+
+async function startRunner(): Promise<number> {
+  const enginePort = await freePort();
+  const child = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", "gpu-runner/src/server.ts"], {
+    cwd: root,
+    env: { ...process.env, RUNNER_PORT: "0", ENGINE_PORT: String(enginePort), RUNNER_TOKEN: token, ROLLBOOK_RUNS_DIR: runsDir },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  runner = child;
+  return new Promise<number>((resolve, reject) => {
+    let out = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /RUNNER READY (\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`runner exited early with code ${code}`)));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// One seed
+
+interface EvalPoint {
+  step: number;
+  reward: number | null;
+  replies: string[];
+}
+interface SeedResult {
+  seed: number;
+  run_id: string;
+  status: string;
+  error: string | null;
+  evals: EvalPoint[];
+  steps: { step: number; reward_mean: number | null; groups_trainable: number; step_s: number; top_replies: string }[];
+  base: number | null;
+  final: number | null;
+  rise: number | null;
+  learned: boolean;
+  total_s: number;
+  loadavg_start: number[];
+  loadavg_end: number[];
+}
+
+/** What the model said, short: the reply (first line, 40 chars) or the rollout's error kind. */
+function replyOf(t: Trajectory): string {
+  if (t.error) return `<${t.error.kind}>`;
+  const last = [...t.messages].reverse().find((m) => m.role === "assistant");
+  const text = (last?.content ?? "").replace(/\s+/g, " ").trim();
+  return text.length > 40 ? `${text.slice(0, 39)}…` : text;
+}
+
+/** The most common replies of a step, e.g. `"Falcon" ×12 · "Falcon." ×9 · (11 others)`. */
+function topReplies(replies: string[], n = 3): string {
+  const counts = new Map<string, number>();
+  for (const r of replies) counts.set(r, (counts.get(r) ?? 0) + 1);
+  const sorted = [...counts.entries()].sort((a, b) => b[1] - a[1]);
+  const shown = sorted.slice(0, n).map(([r, c]) => `${JSON.stringify(r)} ×${c}`);
+  const rest = sorted.slice(n).reduce((s, [, c]) => s + c, 0);
+  return shown.join(" · ") + (rest ? ` · (${rest} others)` : "");
+}
+
+async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: number): Promise<SeedResult> {
+  const config = { ...baseConfig, seed };
+  const loadavgStart = loadavg().map((x) => Number(x.toFixed(2)));
   const t0 = Date.now();
-  await waitForReady();
-  const client = createRunnerClient(`http://127.0.0.1:${runnerPort}`, token);
-  const runId = `bench-${Date.now()}`;
+  // A fixed run id per (template, seed): sampling seeds derive from the run id, so a re-run of the bench
+  // samples the same way up to batching noise.
+  const runId = `learn-${templateName}-s${seed}${tag ? `-${tag}` : ""}`.replace(/[^A-Za-z0-9_-]/g, "_");
+  rmSync(path.join(runsDir, runId), { recursive: true, force: true });
   const started = await client.start.mutate({
     run_id: runId,
     kind: "train",
     resume: false,
-    files: {
-      "scenario.ts": template("scenario.ts"),
-      "reward.ts": template("reward.ts"),
-      "tasks.jsonl": template("tasks.jsonl"),
-      "config.json": JSON.stringify(config),
-    },
+    files: { ...files, "config.json": JSON.stringify(config) },
   });
   if (!started.ok) throw new Error(`run refused: ${started.error} ${JSON.stringify(started.diagnostics)}`);
+  console.log(`\n=== ${templateName}, seed ${seed} (run ${runId}), load average ${loadavgStart.join(" ")}`);
 
-  const evals: { step: number; reward: number | null }[] = [];
+  const evals: EvalPoint[] = [];
+  const steps: SeedResult["steps"] = [];
+  const rollouts = new Map<number, Trajectory[]>(); // train rollouts by step
+  const evalRollouts = new Map<number, Trajectory[]>();
   let finished: Extract<RunEvent, { type: "run.finished" }> | null = null;
   await new Promise<void>((resolve, reject) => {
+    const onExit = () => reject(new Error("runner exited during the run"));
+    runner?.once("exit", onExit);
     const sub = client.events.subscribe(
       { run_id: runId, after_seq: 0 },
       {
         onData: (tracked) => {
           const ev = ("data" in tracked ? tracked.data : tracked) as RunEvent;
-          if (ev.type === "step.finished") {
+          if (ev.type === "rollout.finished") {
+            const t = ev.payload;
+            const m = t.split === "val" ? evalRollouts : rollouts;
+            m.set(t.step, [...(m.get(t.step) ?? []), t]);
+          } else if (ev.type === "step.finished") {
             const p = ev.payload;
             const tr = p.trainer;
-            console.log(
-              `step ${String(p.step).padStart(2)}  reward ${fmt(p.reward_mean)} ± ${fmt(p.reward_std_within_group)}  ` +
-                `trainable ${p.groups_trainable}  loss ${fmt(tr?.loss)}  kl ${fmt(tr?.kl)}  probs_corr ${fmt(tr?.probs_corr)}  ` +
-                `rollout ${p.rollout_s.toFixed(1)}s  train ${p.train_s.toFixed(1)}s  step ${p.step_s.toFixed(1)}s`,
-            );
+            const top = topReplies((rollouts.get(p.step) ?? []).map(replyOf));
+            rollouts.delete(p.step);
+            steps.push({ step: p.step, reward_mean: p.reward_mean, groups_trainable: p.groups_trainable, step_s: p.step_s, top_replies: top });
+            if (!quiet) {
+              console.log(
+                `step ${String(p.step).padStart(2)}  reward ${fmt(p.reward_mean)} ± ${fmt(p.reward_std_within_group)}  ` +
+                  `trainable ${p.groups_trainable}  loss ${fmt(tr?.loss)}  kl ${fmt(tr?.kl)}  probs_corr ${fmt(tr?.probs_corr)}  ` +
+                  `rollout ${p.rollout_s.toFixed(1)}s  train ${p.train_s.toFixed(1)}s  step ${p.step_s.toFixed(1)}s`,
+              );
+              console.log(`         ${top}`);
+            }
           } else if (ev.type === "eval.finished") {
-            evals.push({ step: ev.payload.step, reward: ev.payload.reward_mean });
+            const replies = (evalRollouts.get(ev.payload.step) ?? []).sort((a, b) => a.task_index - b.task_index).map(replyOf);
+            evals.push({ step: ev.payload.step, reward: ev.payload.reward_mean, replies });
             console.log(`eval @ step ${ev.payload.step}: validation reward ${fmt(ev.payload.reward_mean)} (${ev.payload.model})`);
+            console.log(`         ${replies.map((r) => JSON.stringify(r)).join(" ")}`);
           } else if (ev.type === "run.finished") {
             finished = ev;
+            runner?.off("exit", onExit);
             sub.unsubscribe();
             resolve();
           }
@@ -118,29 +227,100 @@ async function main(): Promise<number> {
   });
 
   const done = finished as Extract<RunEvent, { type: "run.finished" }> | null;
-  console.log(`\nvalidation reward curve (step: reward): ${evals.map((e) => `${e.step}: ${fmt(e.reward)}`).join("  ")}`);
-  console.log(`total ${((Date.now() - t0) / 1000).toFixed(0)} s, run ${done?.payload.status ?? "?"}`);
-  if (done?.payload.status !== "completed") {
-    console.error(`run did not complete: ${done?.payload.error}`);
-    return 1;
+  const base = evals[0]?.reward ?? null;
+  const final = evals.length > 1 ? (evals[evals.length - 1]?.reward ?? null) : null;
+  const rise = base !== null && final !== null ? final - base : null;
+  const status = done?.payload.status ?? "unknown";
+  const result: SeedResult = {
+    seed,
+    run_id: runId,
+    status,
+    error: done?.payload.error ?? null,
+    evals,
+    steps,
+    base,
+    final,
+    rise,
+    learned: status === "completed" && rise !== null && rise >= MARGIN - 1e-9,
+    total_s: Math.round((Date.now() - t0) / 100) / 10,
+    loadavg_start: loadavgStart,
+    loadavg_end: loadavg().map((x) => Number(x.toFixed(2))),
+  };
+  console.log(
+    `seed ${seed}: ${status}, validation ${evals.map((e) => `${e.step}: ${fmt(e.reward)}`).join("  ")}` +
+      `  rise ${rise === null ? "-" : signed(rise)}  ${result.total_s.toFixed(0)} s`,
+  );
+  if (done?.payload.error) console.error(`seed ${seed}: ${done.payload.error}`);
+  return result;
+}
+
+function fmt(x: number | null | undefined): string {
+  return x === null || x === undefined ? "  -  " : x.toFixed(3);
+}
+function signed(x: number): string {
+  return `${x >= 0 ? "+" : ""}${x.toFixed(3)}`;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  console.log(`template: ${path.relative(root, templateDir)}  seeds: ${seeds.join(",")}  runs: ${runsDir}`);
+  console.log(`config: ${JSON.stringify(baseConfig)}`);
+  const t0 = Date.now();
+  const port = await startRunner();
+  const client = createRunnerClient(`http://127.0.0.1:${port}`, token);
+  const results: SeedResult[] = [];
+  for (const seed of seeds) results.push(await runSeed(client, seed));
+  const totalS = Math.round((Date.now() - t0) / 1000);
+
+  // Final table: one row per seed, one column per eval step.
+  const evalSteps = [...new Set(results.flatMap((r) => r.evals.map((e) => e.step)))].sort((a, b) => a - b);
+  console.log(`\n${templateName}: greedy validation reward by step (learned = final − step 0 ≥ ${MARGIN})`);
+  console.log(["seed", ...evalSteps.map(String), "rise", "learned", "time", "load avg (1 min, start→end)"].join("\t"));
+  for (const r of results) {
+    const byStep = new Map(r.evals.map((e) => [e.step, e.reward]));
+    console.log(
+      [
+        String(r.seed),
+        ...evalSteps.map((s) => fmt(byStep.get(s))),
+        r.rise === null ? "-" : signed(r.rise),
+        r.learned ? "yes" : `NO (${r.status})`,
+        `${r.total_s.toFixed(0)} s`,
+        `${r.loadavg_start[0]}→${r.loadavg_end[0]}`,
+      ].join("\t"),
+    );
   }
-  const first = evals[0]?.reward ?? null;
-  const last = evals[evals.length - 1]?.reward ?? null;
-  if (first === null || last === null) {
-    console.error("no validation rewards recorded");
-    return 1;
-  }
-  const rose = last - first;
-  console.log(`validation reward ${fmt(first)} → ${fmt(last)} (${rose >= 0 ? "+" : ""}${rose.toFixed(3)})`);
-  if (ci && rose < MARGIN) {
-    console.error(`learning check failed: validation reward rose by ${rose.toFixed(3)} < ${MARGIN}`);
+  const learned = results.filter((r) => r.learned).length;
+  console.log(`learned on ${learned} of ${results.length} seeds; total ${totalS} s including engine start-up`);
+
+  const summary = {
+    template: path.relative(root, templateDir),
+    config: baseConfig,
+    margin: MARGIN,
+    seeds,
+    tag: tag ?? null,
+    learned,
+    total_s: totalS,
+    date: new Date().toISOString(),
+    results,
+  };
+  console.log(`LEARNING_JSON ${JSON.stringify(summary)}`);
+  if (jsonOut) writeFileSync(path.resolve(jsonOut), JSON.stringify(summary, null, 2) + "\n");
+  if (ci && learned < results.length) {
+    const failed = results.filter((r) => !r.learned).map((r) => r.seed);
+    console.error(`learning check failed: the validation reward rose by less than ${MARGIN} on seed(s) ${failed.join(", ")}`);
     return 1;
   }
   return 0;
 }
 
-function fmt(x: number | null | undefined): string {
-  return x === null || x === undefined ? "  -  " : x.toFixed(3);
+// Ctrl-C or a CI timeout: stop the runner (which stops its engine) instead of leaving it running.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    console.error(`bench: ${signal}, stopping the runner`);
+    runner?.kill("SIGTERM");
+    process.exit(130);
+  });
 }
 
 main()
@@ -150,6 +330,6 @@ main()
     process.exitCode = 1;
   })
   .finally(() => {
-    runner.kill("SIGTERM");
-    setTimeout(() => rmSync(runsDir, { recursive: true, force: true }), 2000).unref();
+    runner?.kill("SIGTERM");
+    if (!keepRuns) setTimeout(() => rmSync(runsDir, { recursive: true, force: true }), 2000).unref();
   });

@@ -74,7 +74,7 @@ describe("HTTP API", () => {
 
     const tooBig = await call("experiments.save", { id, files: { ...files, "tasks.jsonl": "x".repeat(9_000_000) } }, "POST");
     expect(tooBig.status).toBe(400);
-    expect(JSON.stringify(tooBig.body.error!.json.data.issues)).toContain("the limit is 8.0 MB");
+    expect(JSON.stringify(tooBig.body.error!.json.data.issues)).toContain("the limit is 8 MB");
   });
 
   it("an unexpected failure is a bare 'Internal server error'", async () => {

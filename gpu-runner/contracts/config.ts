@@ -59,13 +59,13 @@ export const LimitsConfig = z
   .object({
     /** Wall-clock limit of one rollout (scenario + reward), awaited model calls included. */
     rollout_timeout_ms: z.number().int().min(100).max(3_600_000).default(60_000),
-    /** CPU time of user code alone (isolated-vm's timeout), per call into the isolate. */
+    /** Time user code runs in the isolate (isolated-vm's CPU time), per call: module load, scenario, reward. */
     cpu_timeout_ms: z.number().int().min(10).max(600_000).default(5_000),
     /** Heap limit of each rollout's isolate. */
     memory_mb: z.number().int().min(8).max(4096).default(64),
     /** Model, judge and MCP calls one rollout may have in flight; more wait in a short queue. */
     max_inflight_calls: z.number().int().min(1).max(64).default(4),
-    /** Characters of messages and tools in one model call: a multi-megabyte prompt is refused before it costs anything. */
+    /** Characters of one model call's messages and options as JSON: a multi-megabyte prompt is refused before it costs anything. */
     max_prompt_chars: z.number().int().min(1_000).max(8_000_000).default(400_000),
     /** Characters of JSON arguments in one MCP tool call. */
     max_tool_args_chars: z.number().int().min(100).max(8_000_000).default(100_000),

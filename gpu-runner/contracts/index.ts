@@ -4,3 +4,5 @@ export * from "./train";
 export * from "./run";
 export * from "./experiment";
 export * from "./mcp";
+export * from "./tasks";
+export * from "./bytes";

@@ -5,7 +5,7 @@
  * Needs the engine's venv (npm run setup); set ENGINE_URL to use an engine that is already running.
  */
 import fs from "node:fs";
-import net from "node:net";
+import { freePort } from "./test-support/net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -25,16 +25,6 @@ const env0 = loadEnv();
 const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`runner.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function template(config: Record<string, unknown>, scenario?: string): ExperimentFiles {
   const dir = path.join(REPO_ROOT, "templates/say-the-word");

@@ -11,6 +11,7 @@ import { loadEnv, mcpSecrets, REPO_ROOT, type RunnerEnv } from "./env";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
+import { sandboxPool } from "./sandbox/pool";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
 
@@ -96,6 +97,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       server.closeAllConnections(); // open event streams would otherwise hold close() forever
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await supervisor.stop();
+      sandboxPool.closeAll(); // idle sandbox processes would otherwise linger until their idle timeout
       events.close();
     })());
 

@@ -1,16 +1,14 @@
 import type { RewardInput, RewardResult } from "rollbook";
 import type { Task } from "./scenario";
 
-// Shaped reward: 1 for exactly the word (case and surrounding punctuation ignored); otherwise credit only
-// for containing it, more the shorter the reply, so every step towards "just the word" pays and a long
-// reply that mentions the word is no resting place.
+// 1 / (number of words in the reply) if the word is one of them, else 0. Exactly the word: 1; "A tunnel.":
+// 0.5; "The word is tunnel.": 0.25; a 16-word sentence: 0.06. Every extra word costs something, however
+// long the reply, so the 8 replies of a group almost never tie and GRPO always has a direction: shorter,
+// down to just the word. Case and punctuation are ignored; "tunnels" or "tunnelvision" do not count.
 export default function reward({ task, output }: RewardInput<Task, string>): RewardResult {
-  const reply = output.trim().toLowerCase().replace(/^[\s"'`*.,!:;-]+|[\s"'`*.,!:;-]+$/g, "");
+  const words = output.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
   const word = task.word.toLowerCase();
-  const words = reply.split(/\s+/).filter(Boolean).length;
-  const exact = reply === word ? 1 : 0;
-  const contains = reply.includes(word) ? 1 : 0;
-  const brevity = Math.max(0, 1 - words / 12);
-  const value = exact ? 1 : contains * (0.2 + 0.5 * brevity);
-  return { reward: value, metrics: { exact, contains, words } };
+  const contains = words.includes(word) ? 1 : 0;
+  const exact = contains && words.length === 1 ? 1 : 0;
+  return { reward: contains ? 1 / words.length : 0, metrics: { exact, contains, words: words.length } };
 }

@@ -4,12 +4,13 @@
  * editor, the web server (storing versions) and the runner (compiling and running them).
  */
 import { z } from "zod";
+import { formatBytes, utf8ByteLength } from "../bytes";
 
 export const REQUIRED_FILES = ["scenario.ts", "reward.ts", "tasks.jsonl", "config.json"] as const;
 export type RequiredFile = (typeof REQUIRED_FILES)[number];
 
-/** The documented cap on an experiment's files together (UTF-8 bytes). */
-export const EXPERIMENT_MAX_BYTES = 8 * 1024 * 1024;
+/** The documented cap on an experiment's files together (UTF-8 bytes; decimal megabytes, as file browsers show). */
+export const EXPERIMENT_MAX_BYTES = 8_000_000;
 /** Files per experiment: helpers, not a vendored dependency tree. */
 export const EXPERIMENT_MAX_FILES = 64;
 
@@ -30,32 +31,11 @@ export function isCodeFile(path: string): boolean {
   return path.endsWith(".ts") && isExperimentPath(path);
 }
 
-/**
- * UTF-8 length without encoding the text: TextEncoder would allocate a copy of up to 8 MB on every check
- * (the editor checks on each save), and this loop is all the encoder would do to count.
- */
-export function utf8Length(text: string): number {
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < text.length) {
-      n += 4; // a surrogate pair is one 4-byte code point
-      i++;
-    } else n += 3;
-  }
-  return n;
-}
-
 export function filesBytes(files: Record<string, string>): number {
   let n = 0;
-  for (const text of Object.values(files)) n += utf8Length(text);
+  for (const text of Object.values(files)) n += utf8ByteLength(text);
   return n;
 }
-
-export const formatBytes = (n: number) =>
-  n >= 1024 * 1024 ? `${(n / 1024 / 1024).toFixed(1)} MB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KB` : `${n} bytes`;
 
 export const ExperimentFiles = z
   .object({

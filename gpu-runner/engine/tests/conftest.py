@@ -3,6 +3,7 @@ engine served over HTTP for the tests that talk to it as clients do."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -33,16 +34,15 @@ class Served:
     store: object  # the ModelStore behind it
 
 
-@pytest.fixture(scope="session")
-def served(tmp_path_factory):
-    """The real app (SmolLM2-135M on CPU) served by uvicorn on a free port, in a background thread."""
+@contextlib.contextmanager
+def serve_store(store, timeout_s: float = 300):
+    """The real app over `store`, served by uvicorn on a free port in a background thread; yields (url,
+    client) once /health says the model is loaded, and stops the server after."""
     import httpx
     import uvicorn
 
-    from rollbook_engine.model_store import ModelStore
     from rollbook_engine.server import create_app
 
-    store = ModelStore(runs_dir=tmp_path_factory.mktemp("served-runs"))
     app = create_app(store.base_model_name, store_factory=lambda _name: store)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -51,14 +51,27 @@ def served(tmp_path_factory):
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=url, timeout=300) as client:
-        for _ in range(1200):
-            try:
-                if client.get("/health").json()["status"] == "ok":
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+    try:
+        with httpx.Client(base_url=url, timeout=timeout_s) as client:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                try:
+                    if client.get("/health").json()["status"] == "ok":
+                        break
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+            yield url, client
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The real app (SmolLM2-135M on CPU) served by uvicorn on a free port, in a background thread."""
+    from rollbook_engine.model_store import ModelStore
+
+    store = ModelStore(runs_dir=tmp_path_factory.mktemp("served-runs"))
+    with serve_store(store) as (url, client):
         yield Served(url, client, store)
-    server.should_exit = True
-    thread.join(timeout=10)

@@ -7,19 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import math
-import socket
-import threading
-import time
 
 import httpx
 import pytest
 import torch
-import uvicorn
 from peft import LoraConfig, get_peft_model_state_dict
 from safetensors.torch import save_file
 
 from rollbook_engine.model_store import ModelStore
-from rollbook_engine.server import create_app
+
+from conftest import serve_store
 
 MSGS = [{"role": "user", "content": "Write a short poem about the sea."}]
 
@@ -45,25 +42,8 @@ def engine(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     store = ModelStore(runs_dir=runs)
     _write_checkpoint(store, store.checkpoint_dir("run1", 1))
-    app = create_app(store.base_model_name, store_factory=lambda _name: store)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=url, timeout=120) as client:
-        for _ in range(600):
-            try:
-                if client.get("/health").json()["status"] == "ok":
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+    with serve_store(store, timeout_s=120) as (_url, client):
         yield client, store
-    server.should_exit = True
-    thread.join(timeout=10)
 
 
 def chat(client, **body):

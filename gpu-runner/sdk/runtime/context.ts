@@ -2,6 +2,7 @@
 import type * as Sdk from "../rollbook";
 import { HostError, host, unwrap, type McpServerInfo } from "./host";
 import { isTool, passthroughTool } from "./tools";
+import { show } from "./show";
 
 export interface RolloutMeta {
   task: unknown;
@@ -24,21 +25,6 @@ function chat(messages: Sdk.ChatMessage[], options: Sdk.ChatOptions = {}): Promi
   return unwrap(host().chat(messages, specs ? { ...rest, tools: specs } : rest));
 }
 
-function show(v: unknown): string {
-  if (typeof v === "string") return v;
-  if (v instanceof Error) return typeof v.stack === "string" ? v.stack : String(v);
-  try {
-    const s = JSON.stringify(v);
-    if (s !== undefined) return s;
-  } catch {
-    // cyclic or throwing toJSON: fall back to String
-  }
-  try {
-    return String(v);
-  } catch {
-    return Object.prototype.toString.call(v);
-  }
-}
 
 export function log(...args: unknown[]): void {
   host().log(args.map(show).join(" "));

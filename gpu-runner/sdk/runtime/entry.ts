@@ -7,6 +7,7 @@
 import type * as z from "zod";
 import { makeContext } from "./context";
 import { formatIssues } from "./tools";
+import { show } from "./show";
 
 type Module = Record<string, unknown>;
 
@@ -14,19 +15,6 @@ export const ENTRY_GLOBAL = "__rollbook_entry";
 
 type Failure = { ok: false; name: string; message: string; stack?: string };
 
-function show(v: unknown): string {
-  try {
-    const s = JSON.stringify(v);
-    if (s !== undefined) return s;
-  } catch {
-    // fall through
-  }
-  try {
-    return String(v);
-  } catch {
-    return Object.prototype.toString.call(v);
-  }
-}
 
 function describeError(e: unknown): Failure {
   try {
@@ -153,12 +141,16 @@ export function installEntryPoints(mods: { scenario: Module; reward: Module }, c
         const rewards: unknown = Array.isArray(r) ? r : r && typeof r === "object" ? (r as { rewards?: unknown }).rewards : undefined;
         if (!Array.isArray(rewards)) return { ok: true, shape: typeName(r), rewards: [], metrics: [] };
         const metrics: unknown = !Array.isArray(r) && r && typeof r === "object" ? (r as { metrics?: unknown }).metrics : undefined;
-        return {
-          ok: true,
-          shape: "rewards",
-          rewards: rewards.slice(0, input.rollouts.length + 1).map((v) => [typeof v === "number" ? v : null, typeof v]),
-          metrics: Array.isArray(metrics) ? metrics.slice(0, input.rollouts.length).map((m) => metricEntries(m, caps.maxMetrics)) : [],
-        };
+        const n = input.rollouts.length;
+        // Index by index, never slice/map: an array-like Proxy or a sparse array would leave holes.
+        const rewardEntries: [number | null, string][] = [];
+        for (let i = 0; i < Math.min(rewards.length, n + 1); i++) {
+          const v: unknown = rewards[i];
+          rewardEntries.push([typeof v === "number" ? v : null, typeof v]);
+        }
+        const metricLists: ReturnType<typeof metricEntries>[] = [];
+        if (Array.isArray(metrics)) for (let i = 0; i < Math.min(metrics.length, n); i++) metricLists.push(metricEntries(metrics[i], caps.maxMetrics));
+        return { ok: true, shape: "rewards", rewards: rewardEntries, metrics: metricLists };
       } catch (e) {
         return describeError(e);
       }

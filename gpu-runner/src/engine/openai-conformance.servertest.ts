@@ -8,7 +8,7 @@
  * Set ENGINE_URL to use an engine that is already running.
  */
 import fs from "node:fs";
-import net from "node:net";
+import { freePort } from "../test-support/net";
 import path from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionChunk as OpenAIChunk } from "openai/resources/chat/completions";
@@ -44,16 +44,6 @@ const TOOL_CHAT: OpenAI.ChatCompletionMessageParam[] = [
   { role: "user", content: "What is 4 plus 5?" },
 ];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 interface Assembled {
   role: string | undefined;

@@ -3,7 +3,7 @@
  * is): readiness, restart with backoff after the child dies, and stop() ending only its own child.
  */
 import fs from "node:fs";
-import net from "node:net";
+import { freePort } from "../test-support/net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -19,15 +19,6 @@ http.createServer((req, res) => {
 }).listen(port, "127.0.0.1", () => console.log("ENGINE READY " + port));
 `;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function alive(pid: number): boolean {
   try {

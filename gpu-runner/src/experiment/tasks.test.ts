@@ -26,7 +26,7 @@ describe("parseTasks", () => {
     expect(r.diagnostics[0]).toMatchObject({ file: "tasks.jsonl", line: 3, severity: "error" });
     expect(r.diagnostics[0]?.message).toMatch(/^tasks\.jsonl line 3: invalid JSON/);
     expect(r.diagnostics[1]?.message).toContain("must be a JSON object");
-    expect(r.diagnostics[2]?.message).toContain('"split" must be "train" or "val"');
+    expect(r.diagnostics[2]?.message).toBe('tasks.jsonl line 5, field "split": must be "train" or "val", got "test"');
   });
 
   it("needs at least one training task", () => {

@@ -4,23 +4,14 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
-import net from "node:net";
+import { freePort } from "../test-support/net";
+export { freePort };
 import path from "node:path";
 import { REPO_ROOT } from "../env";
 
 export const FIXTURES = path.join(import.meta.dirname, "fixtures");
 export const EVERYTHING_BIN = path.join(REPO_ROOT, "node_modules/.bin/mcp-server-everything");
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Running and not a zombie (a zombie has exited; only its parent has yet to reap it). */
 export function isAlive(pid: number): boolean {

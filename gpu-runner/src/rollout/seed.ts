@@ -2,6 +2,7 @@
  * Deterministic seeds. Every sampling call and every shuffle derives its seed from the run seed and its
  * coordinates (step, group, rollout, turn), so re-running a run — or resuming it — samples the same way.
  */
+import { mulberry32 } from "../../contracts/random";
 
 /** FNV-1a over the parts, folded to a non-negative 31-bit integer (safe for every backend's seed). */
 export function deriveSeed(...parts: (number | string)[]): number {
@@ -18,17 +19,7 @@ export function deriveSeed(...parts: (number | string)[]): number {
   return h & 0x7fffffff;
 }
 
-/** mulberry32: a small, fast, seedable PRNG giving floats in [0, 1). */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { mulberry32 };
 
 /** Fisher–Yates with a seeded PRNG: the same seed always gives the same order. */
 export function seededShuffle<T>(items: readonly T[], seed: number): T[] {

@@ -1,11 +1,16 @@
 /**
- * Validation of what user code passes to the bridge. The isolate hands the host plain copied data, but its
- * shape is still the user's: check it against the contracts so a typo ("rol": "user") fails inside the
- * rollout with a clear message instead of reaching the engine as a malformed request, and cap its size so
- * a multi-megabyte prompt or a giant tool list is refused here, before it costs the engine anything.
+ * Validation of what user code sends over the bridge. A request arrives as the JSON string the glue made
+ * (bootstrap.ts); its size is checked before it is parsed — the same rule, on the same string, as the glue
+ * applies before sending it — so a multi-megabyte prompt or tool argument costs the runner nothing. Its
+ * shape is the user's, so it is checked against the contracts: a typo ("rol": "user") fails inside the
+ * rollout with a clear message instead of reaching the engine as a malformed request.
+ *
+ * The size of a model request is its whole JSON (messages with names and ids, tools, stop strings): a
+ * count of content characters alone would let a million empty messages or a megabyte `name` through.
  */
 import { z } from "zod";
 import { ChatCompletionRequest, ChatMessage, type LimitsConfig } from "../../contracts";
+import { MAX_MCP_NAME_CHARS } from "./bootstrap";
 
 /** ctx.chat's options (the SDK's ChatOptions, tools already turned into specs by the SDK runtime). */
 export const ChatOptions = ChatCompletionRequest.pick({
@@ -34,50 +39,58 @@ export function formatIssues(prefix: string, error: z.ZodError): string {
     .join("; ");
 }
 
-/** Characters of text a request carries (message contents, tool calls, tool specs): what the caps count. */
-export function requestChars(messages: readonly ChatMessage[], tools?: unknown): number {
-  let n = 0;
-  for (const m of messages) {
-    n += (m.content ?? "").length;
-    for (const c of m.tool_calls ?? []) n += c.function.name.length + c.function.arguments.length;
+export type Parsed<T> = { ok: true; value: T } | { ok: false; name: "TypeError" | "LimitError"; message: string };
+
+const n = (x: number) => x.toLocaleString("en");
+const typeError = (message: string): Parsed<never> => ({ ok: false, name: "TypeError", message });
+
+/** The glue always sends a JSON array; anything else is refused without looking further. */
+function parseArray(what: string, json: string, length: number): unknown[] | Parsed<never> {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return typeError(`${what}: the request is not JSON`);
   }
-  return n + (tools === undefined ? 0 : JSON.stringify(tools).length);
+  if (!Array.isArray(value) || value.length !== length) return typeError(`${what}: malformed request`);
+  return value;
 }
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
-
-export function parseChatArgs(what: string, messages: unknown, options: unknown, limits: LimitsConfig): Parsed<{ messages: ChatMessage[]; options: ChatOptions }> {
-  const m = ChatMessages.safeParse(messages);
-  if (!m.success) return { ok: false, message: `${what}: invalid messages: ${formatIssues("messages", m.error)}` };
-  const o = ChatOptions.safeParse(options ?? {});
-  if (!o.success) return { ok: false, message: `${what}: invalid options: ${formatIssues("options", o.error)}` };
-  const chars = requestChars(m.data, o.data.tools);
-  if (chars > limits.max_prompt_chars) {
-    return { ok: false, message: `${what}: the messages and tools are ${chars.toLocaleString("en")} characters; limits.max_prompt_chars is ${limits.max_prompt_chars.toLocaleString("en")}` };
+function parseModelRequest<O extends z.ZodType>(what: string, json: string, options: O, limits: LimitsConfig): Parsed<{ messages: ChatMessage[]; options: z.infer<O> }> {
+  if (json.length > limits.max_prompt_chars) {
+    return { ok: false, name: "LimitError", message: `${what}: the messages and options are ${n(json.length)} characters as JSON; limits.max_prompt_chars is ${n(limits.max_prompt_chars)}` };
   }
+  const args = parseArray(what, json, 2);
+  if (!Array.isArray(args)) return args;
+  const m = ChatMessages.safeParse(args[0]);
+  if (!m.success) return typeError(`${what}: invalid messages: ${formatIssues("messages", m.error)}`);
+  const o = options.safeParse(args[1] ?? {});
+  if (!o.success) return typeError(`${what}: invalid options: ${formatIssues("options", o.error)}`);
   return { ok: true, value: { messages: m.data, options: o.data } };
 }
 
-export function parseJudgeArgs(messages: unknown, options: unknown, limits: LimitsConfig): Parsed<{ messages: ChatMessage[]; options: JudgeOptions }> {
-  const m = ChatMessages.safeParse(messages);
-  if (!m.success) return { ok: false, message: `judgeChat: invalid messages: ${formatIssues("messages", m.error)}` };
-  const o = JudgeOptions.safeParse(options ?? {});
-  if (!o.success) return { ok: false, message: `judgeChat: invalid options: ${formatIssues("options", o.error)}` };
-  const chars = requestChars(m.data);
-  if (chars > limits.max_prompt_chars) {
-    return { ok: false, message: `judgeChat: the messages are ${chars.toLocaleString("en")} characters; limits.max_prompt_chars is ${limits.max_prompt_chars.toLocaleString("en")}` };
-  }
-  return { ok: true, value: { messages: m.data, options: o.data } };
+export function parseChatRequest(what: string, json: string, limits: LimitsConfig): Parsed<{ messages: ChatMessage[]; options: ChatOptions }> {
+  return parseModelRequest(what, json, ChatOptions, limits);
 }
 
-const McpCallArgs = z.tuple([z.string().min(1).max(200), z.string().min(1).max(200), z.record(z.string(), z.unknown())]);
+export function parseJudgeRequest(json: string, limits: LimitsConfig): Parsed<{ messages: ChatMessage[]; options: JudgeOptions }> {
+  return parseModelRequest("judgeChat", json, JudgeOptions, limits);
+}
 
-export function parseMcpCallArgs(server: unknown, tool: unknown, args: unknown, limits: LimitsConfig): Parsed<{ server: string; tool: string; args: Record<string, unknown> }> {
-  const p = McpCallArgs.safeParse([server, tool, args ?? {}]);
-  if (!p.success) return { ok: false, message: `ctx.mcp.call(server, tool, args): ${formatIssues("", p.error)}` };
+const McpCallArgs = z.tuple([z.string().min(1).max(MAX_MCP_NAME_CHARS), z.string().min(1).max(MAX_MCP_NAME_CHARS), z.record(z.string(), z.unknown())]);
+
+export function parseMcpCallRequest(json: string, limits: LimitsConfig): Parsed<{ server: string; tool: string; args: Record<string, unknown> }> {
+  // Two names of at most MAX_MCP_NAME_CHARS and the arguments: anything longer cannot be within the limit.
+  if (json.length > limits.max_tool_args_chars + 2 * MAX_MCP_NAME_CHARS * 6 + 16) {
+    return { ok: false, name: "LimitError", message: `ctx.mcp.call: the request is ${n(json.length)} characters of JSON; limits.max_tool_args_chars is ${n(limits.max_tool_args_chars)}` };
+  }
+  const raw = parseArray("ctx.mcp.call", json, 3);
+  if (!Array.isArray(raw)) return raw;
+  const p = McpCallArgs.safeParse(raw);
+  if (!p.success) return typeError(`ctx.mcp.call(server, tool, args): ${formatIssues("", p.error)}`);
   const size = JSON.stringify(p.data[2]).length;
   if (size > limits.max_tool_args_chars) {
-    return { ok: false, message: `ctx.mcp.call: the arguments are ${size.toLocaleString("en")} characters of JSON; limits.max_tool_args_chars is ${limits.max_tool_args_chars.toLocaleString("en")}` };
+    return { ok: false, name: "LimitError", message: `ctx.mcp.call: the arguments are ${n(size)} characters of JSON; limits.max_tool_args_chars is ${n(limits.max_tool_args_chars)}` };
   }
   return { ok: true, value: { server: p.data[0], tool: p.data[1], args: p.data[2] } };
 }

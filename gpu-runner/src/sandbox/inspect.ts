@@ -8,8 +8,9 @@ import { z } from "zod";
 import type { LimitsConfig, RolloutError } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, createBridge } from "./bridge";
-import { openSandbox, type Sandbox } from "./isolate";
 import { Failure, classify, errorText, userStack } from "./outcome";
+import { SandboxUnavailable } from "./pool";
+import { openSandbox, type RemoteSandbox } from "./remote";
 
 const Described = z.object({
   scenario: z.boolean(),
@@ -49,27 +50,32 @@ const NO_HOST: RolloutHost = {
 };
 
 export async function inspectExperiment(compiled: CompiledExperiment, rows: readonly unknown[], runLimits: LimitsConfig): Promise<InspectResult> {
-  // Room for the whole task file (up to the 8 MB experiment cap) inside the isolate at once.
+  // Room for the whole task file (up to the 8 MB experiment cap) inside the isolate at once, and time to
+  // check every row. Only the task check gets the extra CPU time: loading the modules and describing them
+  // run under the run's own limit, so a module that loops at top level costs no more here than in a rollout.
   const limits: LimitsConfig = {
     ...runLimits,
     memory_mb: Math.max(runLimits.memory_mb, 512),
-    cpu_timeout_ms: Math.max(runLimits.cpu_timeout_ms, 30_000),
     rollout_timeout_ms: Math.max(runLimits.rollout_timeout_ms, 60_000),
   };
+  const taskCheckLimits: LimitsConfig = { ...limits, cpu_timeout_ms: Math.max(runLimits.cpu_timeout_ms, 30_000) };
   const bridge = createBridge(NO_HOST, limits, "closed");
-  let sandbox: Sandbox | undefined;
+  let sandbox: RemoteSandbox | undefined;
+  let checkingTasks = false;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge.refs);
+    sandbox = await openSandbox(compiled, limits, bridge);
     const exports = Described.parse(await sandbox.call("describe", []));
     if (exports.taskSchema !== "zod") return { ok: true, exports, taskErrors: [], failedRows: 0 };
-    const checked = Checked.parse(await sandbox.call("checkTasks", [JSON.stringify(rows)]));
+    checkingTasks = true;
+    const checked = Checked.parse(await sandbox.call("checkTasks", [JSON.stringify(rows)], taskCheckLimits.cpu_timeout_ms));
     if (!checked.ok) {
       const stack = userStack(compiled, checked.stack);
       return { ok: false, error: { kind: "thrown", message: `checking the tasks against taskSchema failed: ${errorText(checked.name, checked.message)}`, ...(stack ? { stack } : {}) } };
     }
     return { ok: true, exports, taskErrors: checked.errors, failedRows: checked.failed };
   } catch (err) {
-    return { ok: false, error: classify(err, sandbox?.watchdog.reason ?? null, sandbox?.isolate.isDisposed ?? false, compiled, limits) };
+    if (err instanceof SandboxUnavailable) throw err;
+    return { ok: false, error: classify(err, compiled, checkingTasks ? taskCheckLimits : limits) };
   } finally {
     sandbox?.dispose();
     bridge.release();

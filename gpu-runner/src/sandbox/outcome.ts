@@ -1,15 +1,20 @@
 /**
  * Turning what comes back from the isolate into RolloutErrors: results are validated as data from an
- * untrusted place, stacks are mapped to the user's files, and stops (wall clock, CPU, memory, abort) are
- * worded with the limit that caused them.
+ * untrusted place, texts the user's code chose are capped, stacks are mapped to the user's files, and stops
+ * (wall clock, CPU, memory, abort) and sandbox-process deaths are worded with the limit that caused them.
  */
 import { z } from "zod";
 import type { LimitsConfig, RolloutError } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { BOOTSTRAP_FILENAME } from "./bootstrap";
-import { BUNDLE_FILENAME } from "./isolate";
+import { SANDBOX_CAPS, capText } from "./caps";
+import { type SandboxExit, addressSpaceMb } from "./pool";
+import { SandboxFailure } from "./remote";
 import { type DecodedMap, decodeInlineSourceMap, mapStack } from "./source-map";
-import { StopError, type StopReason } from "./watchdog";
+import type { StopReason } from "./worker/protocol";
+
+/** The bundle's file name inside the isolate (isolate.ts), as it appears in stacks. */
+const BUNDLE_FILENAME = "experiment.js";
 
 export const anyNumber = z.custom<number>((v) => typeof v === "number"); // NaN and ±Infinity included: checkReward explains them
 export const Failure = z.object({ ok: z.literal(false), name: z.string(), message: z.string(), stack: z.string().optional() });
@@ -28,13 +33,18 @@ const HIDDEN_FRAMES = [BOOTSTRAP_FILENAME, "rollbook/entry.ts"];
 
 export function userStack(compiled: CompiledExperiment, stack: string | undefined): string | undefined {
   if (!stack) return undefined;
-  // Host frames after isolated-vm's boundary marker are the runner's, not the user's.
-  const inIsolate = stack.split("\n    at (<isolated-vm boundary>)")[0] ?? stack;
+  // Host frames after isolated-vm's boundary marker are the sandbox process's, not the user's.
+  // The sandbox process capped it already (with a note); this bound only guards against a process that did not.
+  const inIsolate = stack.slice(0, SANDBOX_CAPS.maxStackChars + 100).split("\n    at (<isolated-vm boundary>)")[0] ?? stack;
   return mapStack(inIsolate, { [BUNDLE_FILENAME]: mapFor(compiled) }, HIDDEN_FRAMES);
 }
 
+/** An error's text for a RolloutError: the user's code chose it, so it is capped. */
 export function errorText(name: string, message: string): string {
-  return name === "Error" || name === "" ? message : `${name}: ${message}`;
+  // Capped in the sandbox process already (with a note); the extra room keeps that note intact.
+  const n = capText(name, 300);
+  const m = capText(message, SANDBOX_CAPS.maxErrorMessageChars + 100);
+  return n === "Error" || n === "" ? m : `${n}: ${m}`;
 }
 
 const KIND_BY_NAME: Record<string, RolloutError["kind"]> = {
@@ -66,14 +76,50 @@ export function stopError(reason: StopReason, limits: LimitsConfig): RolloutErro
   }
 }
 
-/** A rejection from a call into the isolate that the glue did not catch (limits, or top-level code threw). */
-export function classify(err: unknown, reason: StopReason | null, isolateDisposed: boolean, compiled: CompiledExperiment, limits: LimitsConfig): RolloutError {
-  if (err instanceof StopError) return stopError(err.reason, limits);
-  if (reason) return stopError(reason, limits);
+/** What V8 or the system wrote when it ended a sandbox process, as a reason a user can act on. */
+const FATAL_PATTERNS: [RegExp, string][] = [
+  [/Fatal JavaScript invalid size error[^\n]*/, "a value past V8's size limits"],
+  [/catastrophic isolate error[^\n]*|Catastrophic out-of-memory[^\n]*/i, "V8 ran out of memory"],
+  [/(?:Fatal process out of memory|JavaScript heap out of memory|Allocation failed|Failed to reserve virtual memory)[^\n]*/i, "V8 ran out of memory"],
+];
+
+/** A sandbox process that died under a rollout: V8 ended it (it says why on stderr) or something killed it. */
+export function crashError(exit: SandboxExit, limits: LimitsConfig): RolloutError {
+  const how = exit.signal ? `signal ${exit.signal}` : `exit code ${exit.code}`;
+  for (const [pattern, what] of FATAL_PATTERNS) {
+    const said = pattern.exec(exit.stderr)?.[0]?.trim();
+    if (said) {
+      return {
+        kind: "memory",
+        message:
+          `out of memory: V8 ended the sandbox process running this rollout (${what}: "${capText(said, 200)}"); ` +
+          `the rollout's heap limit is ${limits.memory_mb} MB (limits.memory_mb) and its process may reserve ${addressSpaceMb(limits.memory_mb)} MB`,
+      };
+    }
+  }
+  if (exit.signal === "SIGKILL") {
+    return { kind: "memory", message: `out of memory: the sandbox process running this rollout was killed (${how}), most likely by the system's out-of-memory killer; limits.memory_mb is ${limits.memory_mb}` };
+  }
+  const said = exit.stderr.trim().split("\n").slice(-3).join(" | ");
+  return { kind: "thrown", message: `the sandbox process running this rollout exited unexpectedly (${how})${said ? `: ${capText(said, 500)}` : ""}` };
+}
+
+/** A call into the sandbox that failed: top-level code threw, a limit stopped it, or its process died. */
+export function classify(err: unknown, compiled: CompiledExperiment, limits: LimitsConfig): RolloutError {
+  if (err instanceof SandboxFailure) {
+    const end = err.end;
+    if (end.type === "stop") return stopError(end.reason, limits);
+    if (end.type === "crash") return crashError(end.exit, limits);
+    const stack = userStack(compiled, end.error.stack);
+    return { kind: KIND_BY_NAME[end.error.name] ?? "thrown", message: errorText(end.error.name, end.error.message), ...(stack ? { stack } : {}) };
+  }
+  // Not from the sandbox: a result of the SDK's entry points that failed validation here. The SDK builds
+  // those results, so user code got in its way (a replaced builtin, a Proxy where data was expected).
+  if (err instanceof z.ZodError) {
+    const issue = err.issues[0];
+    const where = issue ? `${issue.path.join(".") || "(result)"}: ${issue.message}` : "";
+    return { kind: "thrown", message: `the sandbox returned a result the runner cannot read (did the code replace a builtin the SDK uses?): ${capText(where, 300)}` };
+  }
   const message = err instanceof Error ? err.message : String(err);
-  if (/memory limit/i.test(message) || isolateDisposed) return stopError("memory", limits);
-  if (/execution timed out/i.test(message)) return stopError("cpu", limits);
-  const name = err instanceof Error ? err.name : "Error";
-  const stack = userStack(compiled, err instanceof Error ? err.stack : undefined);
-  return { kind: "thrown", message: errorText(name, message), ...(stack ? { stack } : {}) };
+  return { kind: "thrown", message: capText(message, SANDBOX_CAPS.maxErrorMessageChars) };
 }

@@ -7,8 +7,10 @@ import { z } from "zod";
 import type { ChatMessage, LimitsConfig, RolloutError } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
-import { openSandbox, type Sandbox } from "./isolate";
+import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, thrown } from "./outcome";
+import { SandboxUnavailable } from "./pool";
+import { openSandbox, type RemoteSandbox } from "./remote";
 import { checkMetrics } from "./run-rollout";
 
 export interface GroupRolloutInput {
@@ -58,17 +60,16 @@ export async function runGroupReward(input: GroupRewardInput): Promise<GroupRewa
     logs: bridge.record.logs,
     error,
   });
-  let sandbox: Sandbox | undefined;
+  let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge.refs, input.signal);
+    sandbox = await openSandbox(compiled, limits, bridge, input.signal);
     const r = GroupResult.parse(await sandbox.call("runGroupReward", [JSON.stringify({ task: input.task, rollouts: input.rollouts })]));
     if (!r.ok) return done(thrown(compiled, r, "reward"));
     if (r.shape !== "rewards") {
       return done({ kind: "reward", message: `groupReward returned ${r.shape}; return one number per rollout, or { rewards, metrics }` });
     }
-    if (r.rewards.length !== n) {
-      return done({ kind: "reward", message: `groupReward returned ${r.rewards.length} rewards for a group of ${n} rollouts` });
-    }
+    if (r.rewards.length > n) return done({ kind: "reward", message: `groupReward returned more rewards than the group has rollouts (${n})` });
+    if (r.rewards.length < n) return done({ kind: "reward", message: `groupReward returned ${r.rewards.length} rewards for a group of ${n} rollouts` });
     const rewards: number[] = [];
     for (const [i, [value, type]] of r.rewards.entries()) {
       if (value === null || !Number.isFinite(value)) {
@@ -78,13 +79,14 @@ export async function runGroupReward(input: GroupRewardInput): Promise<GroupRewa
     }
     const metrics: Record<string, number>[] = [];
     for (const entries of r.metrics) {
-      const checked = checkMetrics(entries, 64, "groupReward");
+      const checked = checkMetrics(entries, SANDBOX_CAPS.maxMetrics, "groupReward");
       if (typeof checked === "string") return done({ kind: "reward", message: checked });
       metrics.push(Object.fromEntries(checked));
     }
     return done(null, rewards, metrics);
   } catch (err) {
-    return done(classify(err, sandbox?.watchdog.reason ?? null, sandbox?.isolate.isDisposed ?? false, compiled, limits));
+    if (err instanceof SandboxUnavailable) throw err;
+    return done(classify(err, compiled, limits));
   } finally {
     bridge.enter("closed");
     sandbox?.dispose();

@@ -1,15 +1,17 @@
 /**
  * Runs one rollout of user code in a fresh sandbox: the scenario's default export, then the reward's. The
  * only ways out of the isolate are the bridge's functions (bridge.ts): the model, the judge, MCP servers, log
- * and metric — validated, capped and bounded host-side. Every rollout gets its own isolate, so one rollout's
- * crash, hang or memory bomb cannot touch another or the runner.
+ * and metric — validated, capped and bounded host-side. Every rollout gets its own isolate in a sandbox
+ * process of its own (pool.ts), so one rollout's crash, hang or memory bomb cannot touch another or the runner.
  */
 import { z } from "zod";
 import type { ChatMessage, LimitsConfig, RolloutError } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
-import { openSandbox, type Sandbox } from "./isolate";
+import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, stopError, thrown } from "./outcome";
+import { SandboxUnavailable } from "./pool";
+import { openSandbox, type RemoteSandbox } from "./remote";
 
 export type { RolloutHost } from "./bridge";
 
@@ -66,6 +68,9 @@ export function checkMetrics(entries: z.infer<typeof MetricEntries>, maxMetrics:
   if (entries.length > maxMetrics) return `${who} returned more than ${maxMetrics} metrics`;
   const out: [string, number][] = [];
   for (const [name, value, type] of entries) {
+    if (name.length === 0 || name.length > SANDBOX_CAPS.maxMetricNameChars) {
+      return `${who} returned a metric name of ${name.length} characters; names are 1 to ${SANDBOX_CAPS.maxMetricNameChars} characters`;
+    }
     if (value === null || !Number.isFinite(value)) return `${who} returned metrics.${name} = ${value === null ? type : describe(value)}; metrics must be finite numbers`;
     out.push([name, value]);
   }
@@ -103,9 +108,9 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
   });
   if (input.signal?.aborted) return outcome(stopError("abort", limits));
 
-  let sandbox: Sandbox | undefined;
+  let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge.refs, input.signal);
+    sandbox = await openSandbox(compiled, limits, bridge, input.signal);
     const taskJson = JSON.stringify(input.task ?? null);
     const scenario = ScenarioResult.parse(
       await sandbox.call("runScenario", [taskJson, input.split, input.step, input.group, input.rolloutIndex, [...input.mcpServers]]),
@@ -120,12 +125,13 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
 
     const reward = RewardResult.parse(await sandbox.call("runReward", [taskJson, JSON.stringify(input.getMessages())]));
     if (!reward.ok) return outcome(thrown(compiled, reward, "reward"));
-    const checked = checkReward(reward, 64);
+    const checked = checkReward(reward, SANDBOX_CAPS.maxMetrics);
     if (typeof checked === "string") return outcome({ kind: "reward", message: checked });
     for (const [name, value] of checked.metrics) bridge.record.metrics[name] = value;
     return outcome(null, checked.reward);
   } catch (err) {
-    return outcome(classify(err, sandbox?.watchdog.reason ?? null, sandbox?.isolate.isDisposed ?? false, compiled, limits));
+    if (err instanceof SandboxUnavailable) throw err; // the runner's failure, not the rollout's: the run fails
+    return outcome(classify(err, compiled, limits));
   } finally {
     bridge.enter("closed");
     sandbox?.dispose();

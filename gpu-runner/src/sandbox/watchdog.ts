@@ -1,5 +1,6 @@
 /**
- * Decides when a rollout's isolate must die. isolated-vm's own `timeout` counts CPU time only within one
+ * Decides when a rollout's isolate must die; it runs in the sandbox process, next to the isolate (the runner
+ * keeps a backstop of its own, remote.ts). isolated-vm's own `timeout` counts CPU time only within one
  * synchronous call into the isolate: code that runs after an `await` (a continuation) is not covered, and
  * time spent awaiting the host (ctx.chat) is not CPU time at all. So three limits are enforced here:
  * - wall clock: the whole rollout (scenario + reward, model calls included), limits.rollout_timeout_ms;
@@ -11,8 +12,9 @@
  */
 import type ivm from "isolated-vm";
 import type { LimitsConfig } from "../../contracts";
+import type { StopReason } from "./worker/protocol";
 
-export type StopReason = "wall" | "cpu" | "abort" | "memory";
+export type { StopReason };
 
 export class StopError extends Error {
   constructor(readonly reason: StopReason) {
@@ -30,6 +32,7 @@ export class Watchdog {
   private readonly wallTimer: NodeJS.Timeout;
   private readonly cpuTimer: NodeJS.Timeout;
   private phaseCpuStart: bigint | null = null;
+  private phaseCpuMs: number;
   private readonly onAbort = () => this.stop("abort");
 
   constructor(
@@ -37,6 +40,7 @@ export class Watchdog {
     private readonly limits: LimitsConfig,
     private readonly signal?: AbortSignal,
   ) {
+    this.phaseCpuMs = limits.cpu_timeout_ms;
     this.stopped = new Promise<never>((_, reject) => (this.reject = reject));
     // Nobody may be racing against it when it fires (between phases); that is not an unhandled error.
     this.stopped.catch(() => {});
@@ -45,8 +49,9 @@ export class Watchdog {
     signal?.addEventListener("abort", this.onAbort, { once: true });
   }
 
-  /** Start counting CPU time for a new call into the isolate (scenario, then reward). */
-  startPhase(): void {
+  /** Start counting CPU time for a new call into the isolate (scenario, then reward), against `cpuMs`. */
+  startPhase(cpuMs = this.limits.cpu_timeout_ms): void {
+    this.phaseCpuMs = cpuMs;
     if (!this.isolate.isDisposed) this.phaseCpuStart = this.isolate.cpuTime;
   }
 
@@ -57,10 +62,26 @@ export class Watchdog {
     this.reject(new StopError(reason));
   }
 
-  /** Race a call into the isolate against the limits. */
+  /** Race a call into the isolate against the limits; a failure that was a stop rejects as a StopError. */
   guard<T>(work: Promise<T>): Promise<T> {
     work.catch(() => {}); // it rejects after a stop too ("Isolate is disposed"); the stop wins the race.
-    return Promise.race([work, this.stopped]);
+    return Promise.race([work, this.stopped]).catch((err: unknown) => {
+      throw this.asStop(err);
+    });
+  }
+
+  /**
+   * What a failed call into the isolate means: a stop already decided, or one isolated-vm made itself
+   * (its heap-limit kill, its own `timeout`), or the user's error as it is.
+   */
+  asStop(err: unknown): unknown {
+    if (err instanceof StopError) return err;
+    const message = err instanceof Error ? err.message : String(err);
+    if (!this.reason) {
+      if (/memory limit/i.test(message) || this.isolate.isDisposed) this.stop("memory");
+      else if (/execution timed out/i.test(message)) this.stop("cpu");
+    }
+    return this.reason ? new StopError(this.reason) : err;
   }
 
   dispose(): void {
@@ -75,7 +96,7 @@ export class Watchdog {
     if (this.phaseCpuStart === null) return;
     try {
       const usedNs = this.isolate.cpuTime - this.phaseCpuStart;
-      if (usedNs > BigInt(this.limits.cpu_timeout_ms) * 1_000_000n) this.stop("cpu");
+      if (usedNs > BigInt(this.phaseCpuMs) * 1_000_000n) this.stop("cpu");
     } catch {
       // Disposed between the check and the read: the next poll sees it.
     }
