@@ -11,7 +11,7 @@ import { useEffect, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles } from "@contracts";
 import { setupMonaco, setTypeLibs, monaco, type TypeLib } from "./monaco-setup";
 import { diagnosticFile, fileLanguage, filePaths, fileUri, jsonlDiagnostics } from "./files";
-import { getModel, loadFiles, markerCounts, OWNER_CHECK, OWNER_JSONL, OWNER_RUNTIME, setMarkers, syncModels, type MarkerCount } from "./monaco-models";
+import { getModel, loadFiles, markerCounts, OWNER_CHECK, OWNER_JSONL, OWNER_RUNTIME, OWNER_TS, setMarkers, syncModels, type MarkerCount } from "./monaco-models";
 
 export interface RevealRequest {
   file: string;
@@ -87,16 +87,25 @@ export default function CodeEditor(props: CodeEditorProps) {
   const pathsKey = paths.join("\n");
   useEffect(() => {
     syncModels(filesRef.current);
+    // tasks.jsonl may hold megabytes: its lines are re-parsed once typing pauses, not per keystroke.
+    let jsonlTimer: ReturnType<typeof setTimeout> | undefined;
+    const checkJsonl = (model: monaco.editor.ITextModel) => setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));
     const subs = pathsKey.split("\n").map((name) => {
       const model = getModel(name);
       if (!model) return null;
-      if (name === "tasks.jsonl") setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));
+      if (name === "tasks.jsonl") checkJsonl(model);
       return model.onDidChangeContent(() => {
-        if (name === "tasks.jsonl") setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));
+        if (name === "tasks.jsonl") {
+          clearTimeout(jsonlTimer);
+          jsonlTimer = setTimeout(() => !model.isDisposed() && checkJsonl(model), 300);
+        }
         onChangeRef.current(name, model.getValue());
       });
     });
-    return () => subs.forEach((s) => s?.dispose());
+    return () => {
+      clearTimeout(jsonlTimer);
+      subs.forEach((s) => s?.dispose());
+    };
   }, [loadKey, pathsKey]);
 
   // The runner's diagnostics and the runtime warnings, per file; re-applied when the TS worker's markers
@@ -109,7 +118,7 @@ export default function CodeEditor(props: CodeEditorProps) {
       for (const name of names) {
         const model = getModel(name);
         if (!model) continue;
-        setMarkers(model, OWNER_CHECK, check.get(name) ?? []);
+        setMarkers(model, OWNER_CHECK, check.get(name) ?? [], [OWNER_TS, OWNER_JSONL]);
         setMarkers(model, OWNER_RUNTIME, runtime.get(name) ?? []);
       }
     };

@@ -12,12 +12,13 @@ describe("editor file helpers", () => {
     expect(diagnosticFile({ file: "other.ts" }, files)).toBeNull();
   });
 
-  it("flags tasks.jsonl lines that are not JSON objects, with 1-based lines", () => {
+  it("flags tasks.jsonl lines as the runner's parser does, with 1-based lines", () => {
     const text = '{"word": "a"}\n\n[1, 2]\n{"word": \n  \n{"ok": true}\n';
     const d = jsonlDiagnostics(text);
     expect(d.map((x) => x.line)).toEqual([3, 4]);
-    expect(d[0]!.message).toMatch(/JSON object/);
-    expect(d[1]!.message).toMatch(/invalid JSON/);
+    expect(d.every((x) => x.file === "tasks.jsonl" && x.severity === "error")).toBe(true);
+    expect(d[0]!.message).toMatch(/^tasks\.jsonl line 3/);
     expect(jsonlDiagnostics('{"a":1}\n{"b":2}')).toEqual([]);
+    expect(jsonlDiagnostics('{"a":1, "split": "val"}')[0]!.message).toMatch(/no training tasks/);
   });
 });

@@ -1,5 +1,5 @@
 /** An experiment's files as the editor shows them. Shared by the editor and the run's code tab. */
-import { isExperimentPath, sortPaths, type Diagnostic } from "@contracts";
+import { isExperimentPath, parseTasks, sortPaths, type Diagnostic } from "@contracts";
 
 export function fileLanguage(path: string): string {
   if (path.endsWith(".ts")) return "typescript";
@@ -23,20 +23,8 @@ export function diagnosticFile(d: Pick<Diagnostic, "file">, files: Record<string
   return Object.keys(files).find((p) => p === base || p.endsWith(`/${base}`)) ?? null;
 }
 
-/** Problems in tasks.jsonl a user can fix before running: lines that are not a JSON object. */
+/** Problems in tasks.jsonl a user can fix before running, from the same parser the runner uses. */
 export function jsonlDiagnostics(text: string): Diagnostic[] {
-  const out: Diagnostic[] = [];
-  text.split("\n").forEach((raw, i) => {
-    const line = raw.trim();
-    if (!line) return;
-    try {
-      const v: unknown = JSON.parse(line);
-      if (typeof v !== "object" || v === null || Array.isArray(v)) {
-        out.push({ file: "tasks.jsonl", line: i + 1, column: 1, message: "each line must be a JSON object", severity: "error" });
-      }
-    } catch (e) {
-      out.push({ file: "tasks.jsonl", line: i + 1, column: 1, message: `invalid JSON: ${(e as Error).message}`, severity: "error" });
-    }
-  });
-  return out;
+  const parsed = parseTasks(text);
+  return parsed.ok ? [] : parsed.diagnostics;
 }

@@ -13,7 +13,7 @@ import { fileLanguage, fileUri } from "./files";
 export const OWNER_CHECK = "rollbook";
 export const OWNER_RUNTIME = "rollbook-runtime";
 export const OWNER_JSONL = "jsonl";
-const OWNER_TS = "typescript";
+export const OWNER_TS = "typescript";
 
 export function getModel(path: string): monaco.editor.ITextModel | null {
   return monaco.editor.getModel(monaco.Uri.parse(fileUri(path)));
@@ -72,13 +72,16 @@ const sameMarkers = (a: readonly monaco.editor.IMarkerData[], b: readonly monaco
   });
 
 /**
- * Set `owner`'s markers on the model, leaving out any the TS worker already shows at the same line with the
- * same message (the runner's type check and the editor's agree, and a hover should not say it twice).
- * Returns without touching Monaco when nothing changed, so calling it from a marker listener cannot loop.
+ * Set `owner`'s markers on the model, leaving out any that another owner in `unlessShownBy` already shows at
+ * the same line with the same message (the runner's check and the editor's own agree — the TS worker,
+ * the tasks.jsonl parser — and a hover should not say it twice). Returns without touching Monaco when
+ * nothing changed, so calling it from a marker listener cannot loop.
  */
-export function setMarkers(model: monaco.editor.ITextModel, owner: string, diagnostics: readonly Diagnostic[]): void {
-  const ts = new Set(monaco.editor.getModelMarkers({ resource: model.uri, owner: OWNER_TS }).map((m) => `${m.startLineNumber}\n${m.message}`));
-  const next = diagnostics.map((d) => toMarker(d, model)).filter((m) => !ts.has(`${m.startLineNumber}\n${m.message}`));
+export function setMarkers(model: monaco.editor.ITextModel, owner: string, diagnostics: readonly Diagnostic[], unlessShownBy: readonly string[] = []): void {
+  const shown = new Set(
+    unlessShownBy.flatMap((o) => monaco.editor.getModelMarkers({ resource: model.uri, owner: o }).map((m) => `${m.startLineNumber}\n${m.message}`)),
+  );
+  const next = diagnostics.map((d) => toMarker(d, model)).filter((m) => !shown.has(`${m.startLineNumber}\n${m.message}`));
   const current = monaco.editor.getModelMarkers({ resource: model.uri, owner });
   if (!sameMarkers(current, next)) monaco.editor.setModelMarkers(model, owner, next);
 }
