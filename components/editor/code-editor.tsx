@@ -21,6 +21,13 @@ export interface RevealRequest {
   nonce: number;
 }
 
+/** Replace a file's whole text as one undoable edit (an import): Ctrl/⌘+Z brings the old text back. */
+export interface ReplaceRequest {
+  file: string;
+  text: string;
+  nonce: number;
+}
+
 export interface CodeEditorProps {
   typeLibs: readonly TypeLib[];
   /** Contents to load into the models; they are (re)loaded whenever `loadKey` changes. */
@@ -35,6 +42,7 @@ export interface CodeEditorProps {
   /** Errors and warnings per file, whenever they change (the file list shows them). */
   onMarkerCounts?: (counts: Record<string, MarkerCount>) => void;
   reveal: RevealRequest | null;
+  replace?: ReplaceRequest | null;
   onSave?: () => void;
   readOnly?: boolean;
 }
@@ -142,6 +150,16 @@ export default function CodeEditor(props: CodeEditorProps) {
     const sub = monaco.editor.onDidChangeMarkers(report);
     return () => sub.dispose();
   }, [pathsKey]);
+
+  // Through the model, so the change is reported like typing (onChange) and sits on the undo stack.
+  useEffect(() => {
+    const r = props.replace;
+    const model = r ? getModel(r.file) : null;
+    if (!r || !model || model.getValue() === r.text) return;
+    model.pushStackElement();
+    model.pushEditOperations([], [{ range: model.getFullModelRange(), text: r.text }], () => null);
+    model.pushStackElement();
+  }, [props.replace]);
 
   useEffect(() => {
     const editor = editorRef.current;

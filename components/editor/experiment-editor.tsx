@@ -13,7 +13,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles, RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
-import type { RevealRequest } from "./code-editor";
+import type { ReplaceRequest, RevealRequest } from "./code-editor";
 import { deleteFile, helperStub, renameFile } from "./file-ops";
 import { FileTree } from "./file-tree";
 import { diagnosticFile, filePaths } from "./files";
@@ -21,6 +21,7 @@ import type { MarkerCount } from "./monaco-models";
 import { ProblemsPanel } from "./problems-panel";
 import { RecentRuns } from "./recent-runs";
 import { runtimeDiagnostics, sameCode } from "./runtime-markers";
+import { TaskImportDialog, type ImportedTasks } from "./task-import-dialog";
 import { useTypeLibs } from "./use-type-libs";
 
 const CodeEditor = dynamic(() => import("./code-editor"), {
@@ -67,6 +68,8 @@ export function ExperimentEditor({ id }: { id: string }) {
   const [reveal, setReveal] = useState<RevealRequest | null>(null);
   const [counts, setCounts] = useState<Record<string, MarkerCount>>({});
   const [showRuntime, setShowRuntime] = useState(true);
+  const [importing, setImporting] = useState(false);
+  const [replace, setReplace] = useState<ReplaceRequest | null>(null);
 
   // Adopt the server's files when an experiment is first loaded (not on refetches: they would clobber edits).
   if (exp.data && doc?.experimentId !== exp.data.id) {
@@ -122,6 +125,17 @@ export function ExperimentEditor({ id }: { id: string }) {
     if (active === path) setActive("scenario.ts");
     setDoc((d) => (d ? { ...d, files: deleteFile(d.files, path) } : d));
     dropDiagnostics(path);
+  };
+
+  const importTasks = (t: ImportedTasks) => {
+    setImporting(false);
+    setActive("tasks.jsonl");
+    setReplace({ file: "tasks.jsonl", text: t.text, nonce: Date.now() });
+    const n = (x: number) => x.toLocaleString("en-US");
+    setNotice({
+      tone: "ok",
+      message: `Imported ${n(t.rows)} tasks (${n(t.train)} train, ${n(t.val)} validation) from ${t.fileName} into tasks.jsonl: not saved yet; Ctrl/⌘+Z in the editor undoes it.`,
+    });
   };
 
   const save = useMutation(
@@ -288,8 +302,19 @@ export function ExperimentEditor({ id }: { id: string }) {
             onCreate={createFile}
             onRename={renameHelper}
             onDelete={deleteHelper}
+            onImportTasks={() => setImporting(true)}
           />
           <div className="flex min-w-0 flex-1 flex-col">
+            <div className="flex h-8 shrink-0 items-center gap-3 border-b border-zinc-800 px-3">
+              <span className="truncate font-mono text-[12px] text-zinc-400" data-testid="active-file">
+                {active}
+              </span>
+              {active === "tasks.jsonl" && (
+                <Button variant="ghost" className="ml-auto" onClick={() => setImporting(true)} title="Replace tasks.jsonl with rows from a JSON Lines, JSON, CSV, TSV or Parquet file">
+                  Import tasks…
+                </Button>
+              )}
+            </div>
             {typeLibs.error && (
               <div role="alert" className="shrink-0 border-b border-amber-900 bg-amber-950/40 px-3 py-1 text-[12px] text-amber-200">
                 The SDK&apos;s types could not be loaded ({typeLibs.error.message}): the editor cannot check uses of rollbook and zod. The runner still
@@ -308,6 +333,7 @@ export function ExperimentEditor({ id }: { id: string }) {
                   runtimeDiagnostics={runtimeDiags}
                   onMarkerCounts={setCounts}
                   reveal={reveal}
+                  replace={replace}
                   onSave={onSave}
                 />
               ) : (
@@ -328,6 +354,7 @@ export function ExperimentEditor({ id }: { id: string }) {
         />
       </section>
       <RecentRuns experimentId={doc.experimentId} />
+      {importing && <TaskImportDialog files={doc.files} onClose={() => setImporting(false)} onImport={importTasks} />}
     </div>
   );
 }

@@ -19,8 +19,8 @@ export interface FileTreeProps {
   onCreate: (path: string) => void;
   onRename: (from: string, to: string) => void;
   onDelete: (path: string) => void;
-  /** Extra actions for a file's row (tasks.jsonl: Import tasks…). */
-  actions?: (path: string) => ReactNode;
+  /** Import tasks… on the tasks.jsonl row. */
+  onImportTasks?: () => void;
   readOnly?: boolean;
 }
 
@@ -130,7 +130,7 @@ function RowButton({ label, onClick, children }: { label: string; onClick: () =>
 }
 
 export function FileTree(props: FileTreeProps) {
-  const { files, active, dirty, counts, onOpen, onCreate, onRename, onDelete, actions, readOnly } = props;
+  const { files, active, dirty, counts, onOpen, onCreate, onRename, onDelete, onImportTasks, readOnly } = props;
   const [editing, setEditing] = useState<Editing>(null);
   const paths = filePaths(files);
   const required = paths.filter(isRequiredFile);
@@ -198,9 +198,13 @@ export function FileTree(props: FileTreeProps) {
           {dirty.has(path) && <span data-testid="file-unsaved" title="Unsaved changes" aria-label="unsaved" className="h-1.5 w-1.5 shrink-0 rounded-full bg-amber-400" />}
           <Counts count={counts[path]} />
         </button>
-        {!readOnly && (isHelperPath(path) || actions) && (
+        {!readOnly && (isHelperPath(path) || (path === "tasks.jsonl" && onImportTasks)) && (
           <span className="absolute top-0.5 right-1 hidden items-center gap-0.5 rounded bg-zinc-900 shadow group-focus-within:flex group-hover:flex">
-            {actions?.(path)}
+            {path === "tasks.jsonl" && onImportTasks && (
+              <RowButton label="Import tasks into tasks.jsonl" onClick={onImportTasks}>
+                Import…
+              </RowButton>
+            )}
             {isHelperPath(path) && (
               <>
                 <RowButton label={`Rename ${path}`} onClick={() => setEditing({ mode: "rename", path })}>
