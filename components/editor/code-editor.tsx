@@ -11,7 +11,7 @@ import { useEffect, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles } from "@contracts";
 import { setupMonaco, setTypeLibs, monaco, type TypeLib } from "./monaco-setup";
 import { diagnosticFile, fileLanguage, filePaths, fileUri, jsonlDiagnostics } from "./files";
-import { getModel, loadFiles, markerCounts, OWNER_CHECK, OWNER_JSONL, OWNER_RUNTIME, OWNER_TS, setMarkers, syncModels, type MarkerCount } from "./monaco-models";
+import { getModel, loadFiles, markerCounts, OWNER_CHECK, OWNER_JSONL, OWNER_RUNTIME, OWNER_TS, revalidateAll, setMarkers, syncModels, type MarkerCount } from "./monaco-models";
 
 export interface RevealRequest {
   file: string;
@@ -93,8 +93,13 @@ export default function CodeEditor(props: CodeEditorProps) {
   // visible one's: setValue above is filtered by comparison). Not re-run on every keystroke.
   const paths = filePaths(files);
   const pathsKey = paths.join("\n");
+  const lastPathsKey = useRef(pathsKey);
   useEffect(() => {
     syncModels(filesRef.current);
+    if (lastPathsKey.current !== pathsKey) {
+      lastPathsKey.current = pathsKey;
+      revalidateAll();
+    }
     // tasks.jsonl may hold megabytes: its lines are re-parsed once typing pauses, not per keystroke.
     let jsonlTimer: ReturnType<typeof setTimeout> | undefined;
     const checkJsonl = (model: monaco.editor.ITextModel) => setMarkers(model, OWNER_JSONL, jsonlDiagnostics(model.getValue()));

@@ -38,6 +38,17 @@ export function syncModels(files: Record<string, string>): void {
   }
 }
 
+/**
+ * Re-check every model. Monaco's TS diagnostics re-run only for a model whose own text changed, so after a
+ * helper is added, renamed or deleted, scenario.ts would keep saying its import resolves (or not) until it
+ * was edited. Re-setting the diagnostics options is the public way to make Monaco recompute them all (it
+ * restarts the TS worker, a second or so: acceptable for a change of the file set, not for keystrokes).
+ */
+export function revalidateAll(): void {
+  const ts = monaco.typescript.typescriptDefaults;
+  ts.setDiagnosticsOptions(ts.getDiagnosticsOptions());
+}
+
 /** Load a version's files: models follow the file set and take the files' text. */
 export function loadFiles(files: Record<string, string>): void {
   syncModels(files);
