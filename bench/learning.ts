@@ -125,6 +125,8 @@ async function startRunner(): Promise<number> {
 interface EvalPoint {
   step: number;
   reward: number | null;
+  /** Mean of each metric the reward function returned, over the validation rollouts that returned it. */
+  metrics: Record<string, number>;
   replies: string[];
 }
 interface SeedResult {
@@ -133,7 +135,7 @@ interface SeedResult {
   status: string;
   error: string | null;
   evals: EvalPoint[];
-  steps: { step: number; reward_mean: number | null; groups_trainable: number; step_s: number; top_replies: string }[];
+  steps: { step: number; reward_mean: number | null; groups_trainable: number; step_s: number; metrics: Record<string, number>; top_replies: string }[];
   base: number | null;
   final: number | null;
   rise: number | null;
@@ -141,6 +143,20 @@ interface SeedResult {
   total_s: number;
   loadavg_start: number[];
   loadavg_end: number[];
+}
+
+/** Mean of every metric over the rollouts that reported it (e.g. well_formed_call → the rate of good calls). */
+function meanMetrics(ts: Trajectory[]): Record<string, number> {
+  const sums = new Map<string, [number, number]>();
+  for (const t of ts)
+    for (const [k, v] of Object.entries(t.metrics)) {
+      const [s, n] = sums.get(k) ?? [0, 0];
+      sums.set(k, [s + v, n + 1]);
+    }
+  return Object.fromEntries([...sums].map(([k, [s, n]]) => [k, Number((s / n).toFixed(4))]));
+}
+function showMetrics(m: Record<string, number>): string {
+  return Object.entries(m).map(([k, v]) => `${k} ${v.toFixed(3)}`).join("  ");
 }
 
 /** What the model said, short: the reply (first line, 40 chars) or the rollout's error kind. */
@@ -198,9 +214,11 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
           } else if (ev.type === "step.finished") {
             const p = ev.payload;
             const tr = p.trainer;
-            const top = topReplies((rollouts.get(p.step) ?? []).map(replyOf));
+            const stepRollouts = rollouts.get(p.step) ?? [];
+            const top = topReplies(stepRollouts.map(replyOf));
+            const metrics = meanMetrics(stepRollouts);
             rollouts.delete(p.step);
-            steps.push({ step: p.step, reward_mean: p.reward_mean, groups_trainable: p.groups_trainable, step_s: p.step_s, top_replies: top });
+            steps.push({ step: p.step, reward_mean: p.reward_mean, groups_trainable: p.groups_trainable, step_s: p.step_s, metrics, top_replies: top });
             if (!quiet) {
               console.log(
                 `step ${String(p.step).padStart(2)}  reward ${fmt(p.reward_mean)} ± ${fmt(p.reward_std_within_group)}  ` +
@@ -208,11 +226,15 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
                   `rollout ${p.rollout_s.toFixed(1)}s  train ${p.train_s.toFixed(1)}s  step ${p.step_s.toFixed(1)}s`,
               );
               console.log(`         ${top}`);
+              if (Object.keys(metrics).length) console.log(`         metrics: ${showMetrics(metrics)}`);
             }
           } else if (ev.type === "eval.finished") {
-            const replies = (evalRollouts.get(ev.payload.step) ?? []).sort((a, b) => a.task_index - b.task_index).map(replyOf);
-            evals.push({ step: ev.payload.step, reward: ev.payload.reward_mean, replies });
+            const valRollouts = (evalRollouts.get(ev.payload.step) ?? []).sort((a, b) => a.task_index - b.task_index);
+            const replies = valRollouts.map(replyOf);
+            const metrics = meanMetrics(valRollouts);
+            evals.push({ step: ev.payload.step, reward: ev.payload.reward_mean, metrics, replies });
             console.log(`eval @ step ${ev.payload.step}: validation reward ${fmt(ev.payload.reward_mean)} (${ev.payload.model})`);
+            if (Object.keys(metrics).length) console.log(`         metrics: ${showMetrics(metrics)}`);
             console.log(`         ${replies.map((r) => JSON.stringify(r)).join(" ")}`);
           } else if (ev.type === "run.finished") {
             finished = ev;
@@ -289,6 +311,19 @@ async function main(): Promise<number> {
         `${r.loadavg_start[0]}→${r.loadavg_end[0]}`,
       ].join("\t"),
     );
+  }
+  // The same table for each metric the reward function reports (e.g. the calculator's well_formed_call rate).
+  const metricNames = [...new Set(results.flatMap((r) => r.evals.flatMap((e) => Object.keys(e.metrics))))].sort();
+  for (const name of metricNames) {
+    console.log(`\n${templateName}: validation ${name} (mean over validation rollouts) by step`);
+    console.log(["seed", ...evalSteps.map(String), "change"].join("\t"));
+    for (const r of results) {
+      const byStep = new Map(r.evals.map((e) => [e.step, e.metrics[name]]));
+      const first = r.evals[0]?.metrics[name];
+      const last = r.evals.length > 1 ? r.evals[r.evals.length - 1]?.metrics[name] : undefined;
+      const change = first !== undefined && last !== undefined ? signed(last - first) : "-";
+      console.log([String(r.seed), ...evalSteps.map((s) => fmt(byStep.get(s))), change].join("\t"));
+    }
   }
   const learned = results.filter((r) => r.learned).length;
   console.log(`learned on ${learned} of ${results.length} seeds; total ${totalS} s including engine start-up`);

@@ -2,7 +2,8 @@ import type { ChatMessage, RolloutContext } from "rollbook";
 import { z } from "zod";
 import { calculator } from "./lib/calculator";
 
-// A tool-use agent: multiplications too big to do in one's head, and a calculator tool. The first turn
+// A tool-use agent: multiplications too big to do in one's head, and a calculator tool. One worked
+// exchange (EXAMPLE) shows the model what a call looks like before the real question. The first turn
 // must call the calculator (a named tool_choice: the engine starts the reply with the call up to `"arguments":` and the model
 // writes the call); the tool's result goes back, and the second turn gives the answer. A small model
 // first has to learn to write calls the tool can read: the reward pays for that and for the answer.
@@ -22,9 +23,23 @@ export interface Attempt {
 
 const SYSTEM = "You are a careful assistant with a calculator. Use the calculate tool for arithmetic, then give the result.";
 
+// One worked exchange before the real question (few-shot): a 135M model copies the shape of a call it has
+// seen far more readily than it follows a description of one.
+const EXAMPLE: ChatMessage[] = [
+  { role: "user", content: "What is 12 * 34?" },
+  {
+    role: "assistant",
+    content: "",
+    tool_calls: [{ id: "call_example", type: "function", function: { name: "calculate", arguments: JSON.stringify({ expression: "12 * 34" }) } }],
+  },
+  { role: "tool", tool_call_id: "call_example", name: "calculate", content: "408" },
+  { role: "assistant", content: "12 * 34 = 408" },
+];
+
 export default async function rollout(ctx: RolloutContext<Task>): Promise<Attempt> {
   const messages: ChatMessage[] = [
     { role: "system", content: SYSTEM },
+    ...EXAMPLE,
     { role: "user", content: `What is ${ctx.task.a} * ${ctx.task.b}?` },
   ];
   const first = await ctx.chat(messages, { tools: [calculator], tool_choice: { type: "function", function: { name: "calculate" } }, max_tokens: 32 });
