@@ -7,7 +7,7 @@
 import { loader } from "@monaco-editor/react";
 import * as monaco from "monaco-editor";
 import { z } from "zod";
-import { RunConfig } from "@contracts";
+import { RunConfig, USER_CODE_COMPILER_FLAGS } from "@contracts";
 
 export interface TypeLib {
   path: string;
@@ -40,7 +40,7 @@ export function setupMonaco(): typeof monaco {
   loader.config({ monaco });
 
   const ts = monaco.typescript;
-  // The runner's options (USER_COMPILER_OPTIONS): what passes here passes there.
+  // The runner's flags (USER_CODE_COMPILER_FLAGS, shared): what passes here passes there.
   ts.typescriptDefaults.setCompilerOptions({
     target: ES2022,
     module: ts.ModuleKind.ESNext,
@@ -50,13 +50,8 @@ export function setupMonaco(): typeof monaco {
     moduleResolution: BUNDLER_RESOLUTION,
     // The sandbox has no DOM and no Node: only the language itself, plus sandbox-globals.d.ts (console).
     lib: ["es2022"],
-    types: [],
-    strict: true,
-    noEmit: true,
-    isolatedModules: true,
-    allowImportingTsExtensions: true,
-    skipLibCheck: true,
-    noFallthroughCasesInSwitch: true,
+    ...USER_CODE_COMPILER_FLAGS,
+    types: [...USER_CODE_COMPILER_FLAGS.types],
     allowNonTsExtensions: true,
   });
   // Sync every model to the worker, not only the visible one, so reward.ts sees scenario.ts's types and

@@ -1,3 +1,4 @@
 export * from "./files";
 export * from "./json-position";
 export * from "./config-parse";
+export * from "./compiler-flags";

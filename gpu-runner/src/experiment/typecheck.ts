@@ -9,7 +9,7 @@
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import ts from "typescript";
-import { codePaths, type Diagnostic } from "../../contracts";
+import { codePaths, USER_CODE_COMPILER_FLAGS, type Diagnostic } from "../../contracts";
 import { sdkTypeLibs, SANDBOX_GLOBALS_PATH, SDK_DTS_PATH } from "../../sdk/type-libs";
 import { checkImports, classifyImport, findImports } from "./imports";
 
@@ -22,13 +22,8 @@ export const USER_COMPILER_OPTIONS: ts.CompilerOptions = {
   module: ts.ModuleKind.ESNext,
   moduleResolution: ts.ModuleResolutionKind.Bundler,
   lib: ["lib.es2022.d.ts"],
-  types: [],
-  strict: true,
-  noEmit: true,
-  isolatedModules: true,
-  allowImportingTsExtensions: true,
-  skipLibCheck: true,
-  noFallthroughCasesInSwitch: true,
+  ...USER_CODE_COMPILER_FLAGS,
+  types: [...USER_CODE_COMPILER_FLAGS.types],
 };
 
 const typeLibs = new Map(sdkTypeLibs().map((l) => [`${ROOT}${l.path}`, l.text]));
