@@ -110,7 +110,7 @@ export const RunConfig = z
     max_concurrency: z.number().int().min(1).max(1024).default(16),
     /** Evaluate on the validation split every N steps (and before the first, and after the last); 0 = never. */
     eval_every: z.number().int().min(0).default(4),
-    /** Validation rollouts per validation task (greedy when temperature is 0). */
+    /** Sampling temperature of the validation rollouts, one per validation task; 0 = greedy (the default). */
     eval_temperature: z.number().min(0).max(2).default(0),
     /** Longest prompt + completion the run may produce; refused if it exceeds the model's context. */
     max_context_tokens: z.number().int().min(16).max(1_000_000).default(1024),
