@@ -21,11 +21,15 @@ export interface HostileCase {
 }
 
 /** The limits every corpus rollout runs under, in both tests. */
-// isolated-vm's CPU time is time spent running in the isolate, so it grows faster when the machine is
-// overloaded: 4 s lets the memory attacks reach the heap limit first even six at a time on two cores.
-export const CORPUS_LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 30_000, cpu_timeout_ms: 4_000, memory_mb: 256 });
+// isolated-vm's CPU time is time spent running in the isolate, so it grows when the machine is overloaded
+// (GC and cache misses under contention): 8 s lets the memory attacks reach the heap limit first even six at
+// a time on two cores that a training run is also using (4 s was seen to let map-growth time out first).
+export const CORPUS_LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 30_000, cpu_timeout_ms: 8_000, memory_mb: 256 });
 
-const CPU = { kind: "timeout", message: /^CPU timeout: user code ran for more than 4000 ms of CPU time in one call \(limits\.cpu_timeout_ms\)$/ } as const;
+const CPU = {
+  kind: "timeout",
+  message: new RegExp(`^CPU timeout: user code ran for more than ${CORPUS_LIMITS.cpu_timeout_ms} ms of CPU time in one call \\(limits\\.cpu_timeout_ms\\)$`),
+} as const;
 const HEAP = { kind: "memory", message: /^out of memory: the rollout exceeded its heap limit of 256 MB \(limits\.memory_mb\)$/ } as const;
 const V8_ENDED = (what: string) => ({ kind: "memory" as const, message: new RegExp(`^out of memory: V8 ended the sandbox process running this rollout \\(${what}.*limits\\.memory_mb`) });
 
@@ -173,7 +177,7 @@ export const HOSTILE_CASES: HostileCase[] = [
   },
   { case: "reward-mutates-input", where: "reward.ts", attack: "rewrites its messages and task, pollutes Object.prototype, samples the policy directly", error: null },
   // The runner prefixes a group reward's error with "groupReward failed: " on each rollout of the group.
-  { case: "group-loop", where: "groupReward", attack: "groupReward never returns", error: { kind: "timeout", message: /^(groupReward failed: )?CPU timeout: user code ran for more than 4000 ms/ } },
+  { case: "group-loop", where: "groupReward", attack: "groupReward never returns", error: { kind: "timeout", message: new RegExp(`^(groupReward failed: )?CPU timeout: user code ran for more than ${CORPUS_LIMITS.cpu_timeout_ms} ms`) } },
   {
     case: "group-proxy",
     where: "groupReward",
