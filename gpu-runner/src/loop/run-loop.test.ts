@@ -242,6 +242,41 @@ describe("executeRun (engine outage)", () => {
   });
 });
 
+describe("executeRun (every rollout failed)", () => {
+  it("ends a dry run whose every rollout failed as failed, naming the most frequent error", async () => {
+    const engine = new FakeEngine();
+    const chat = engine.chat.bind(engine);
+    engine.chat = async (body) => {
+      const r = await chat(body);
+      r.choices[0]!.message.content = "broken"; // the reward returns NaN for it
+      return r;
+    };
+    const { status, events } = await run(engine, { kind: "dry-run" });
+    expect(status).toBe("failed");
+    const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
+    expect(rollouts.length).toBeGreaterThan(0);
+    expect(events.at(-1)).toMatchObject({
+      type: "run.finished",
+      payload: { status: "failed", error: expect.stringMatching(new RegExp(`^every rollout failed \\(${rollouts.length} of ${rollouts.length}\\); most often \\(${rollouts.length}×\\) reward: `)) },
+    });
+  });
+
+  it("ends an eval of a model the engine cannot serve as failed, and a run with some failures as completed", async () => {
+    const engine = new FakeEngine();
+    engine.chat = async () => {
+      throw new Error("404: model 'no-such-model' not found");
+    };
+    const evalRun = await run(engine, { kind: "eval", evalModel: "no-such-model" });
+    expect(evalRun.status).toBe("failed");
+    expect(evalRun.events.at(-1)).toMatchObject({ payload: { status: "failed", error: expect.stringContaining("every validation rollout failed") } });
+
+    // The FakeEngine's default samples fail one time in seven (NaN reward): the run still completes.
+    const mixed = await run(new FakeEngine(), {});
+    expect(mixed.events.some((e) => e.type === "rollout.finished" && e.payload.error)).toBe(true);
+    expect(mixed.status).toBe("completed");
+  });
+});
+
 describe("executeRun (existing checkpoints)", () => {
   it("refuses to train a new run over checkpoints the engine already has for that id", async () => {
     const engine = new FakeEngine();

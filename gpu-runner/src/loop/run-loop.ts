@@ -290,14 +290,46 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
   }
 }
 
+/** Counts the rollouts of the split a run is for (train for train and dry runs, val for evals). */
+class RolloutOutcomes {
+  private total = 0;
+  private failed = 0;
+  private readonly errors = new Map<string, number>();
+  constructor(private readonly split: "train" | "val") {}
+
+  add(t: { split: "train" | "val"; error: { kind: string; message: string } | null }): void {
+    if (t.split !== this.split) return;
+    this.total++;
+    if (!t.error) return;
+    this.failed++;
+    const key = `${t.error.kind}: ${t.error.message.length > 300 ? `${t.error.message.slice(0, 300)}…` : t.error.message}`;
+    this.errors.set(key, (this.errors.get(key) ?? 0) + 1);
+  }
+
+  /** null unless there were rollouts and all of them failed; then why, with the most frequent error. */
+  everyOneFailed(): string | null {
+    if (this.total === 0 || this.failed < this.total) return null;
+    const [top, count] = [...this.errors].sort((a, b) => b[1] - a[1])[0]!;
+    return `every ${this.split === "val" ? "validation " : ""}rollout failed (${this.total} of ${this.total}); most often (${count}×) ${top}`;
+  }
+}
+
 /**
  * Execute the run to its end and emit run.finished exactly once: completed, stopped (signal aborted) or
- * failed (any unexpected error, with its message). Never throws.
+ * failed (any unexpected error, with its message, or every rollout of the run failed). Never throws.
  */
-export async function executeRun(ctx: RunContext): Promise<"completed" | "stopped" | "failed"> {
+export async function executeRun(runCtx: RunContext): Promise<"completed" | "stopped" | "failed"> {
   let status: "completed" | "stopped" | "failed" = "completed";
   let error: string | null = null;
   let connection: McpConnection | undefined;
+  const outcomes = new RolloutOutcomes(runCtx.kind === "eval" ? "val" : "train");
+  const ctx: RunContext = {
+    ...runCtx,
+    emit: (event) => {
+      if (event.type === "rollout.finished") outcomes.add(event.payload);
+      runCtx.emit(event);
+    },
+  };
   try {
     const resumedFrom = ctx.kind === "train" ? await trainStart(ctx) : 0;
     const model = ctx.kind === "eval" ? (ctx.evalModel ?? ctx.config.model) : ctx.config.model;
@@ -315,6 +347,12 @@ export async function executeRun(ctx: RunContext): Promise<"completed" | "stoppe
     else if (ctx.kind === "dry-run") await runDry(ctx, services);
     else await runEvalOnly(ctx, services);
     checkStopped(ctx.signal);
+    // A run whose every rollout failed did nothing it was asked to: it must not read "completed".
+    const allFailed = outcomes.everyOneFailed();
+    if (allFailed) {
+      status = "failed";
+      error = allFailed;
+    }
   } catch (err) {
     if (ctx.signal.aborted || err instanceof RunStopped) {
       status = "stopped";
