@@ -29,9 +29,12 @@ interface Summary {
   template: string;
   config: { num_steps: number; groups_per_step: number; rollouts_per_group: number };
   margin: number;
+  seeds: number[];
   learned: number;
   total_s: number;
   date: string;
+  /** Set while a bench is still running (or was cut short): how many of its seeds are in. */
+  partial?: string;
   results: SeedResult[];
 }
 
@@ -49,7 +52,8 @@ for (const file of files) {
   const steps = [...new Set(s.results.flatMap((r) => r.evals.map((e) => e.step)))].sort((a, b) => a - b);
   const c = s.config;
   console.log(`### ${s.template} (${c.num_steps} steps × ${c.groups_per_step} groups × ${c.rollouts_per_group} rollouts)\n`);
-  console.log(`Learned on ${s.learned} of ${s.results.length} seeds (validation reward up by ≥ ${s.margin}); ${s.total_s} s in all, ${s.date.slice(0, 10)}.\n`);
+  const cut = s.partial ? ` **Cut short: ${s.partial}** (of seeds ${s.seeds.join(", ")}).` : "";
+  console.log(`Learned on ${s.learned} of ${s.results.length} seeds (validation reward up by ≥ ${s.margin}); ${s.total_s} s in all, ${s.date.slice(0, 10)}.${cut}\n`);
   console.log(`| validation reward (greedy) | ${steps.map((x) => `step ${x}`).join(" | ")} | rise | learned | time | load avg |`);
   console.log(`| --- | ${steps.map(() => "---").join(" | ")} | --- | --- | --- | --- |`);
   for (const r of s.results) {

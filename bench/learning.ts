@@ -12,8 +12,9 @@
  * --seeds     default: the template's own seed (config.json), i.e. exactly what a newcomer's Train runs
  * --steps     default: the template's num_steps
  * --ci        exit non-zero unless every seed's final validation reward beats its step-0 reward by ≥ 0.2
- * --json      also write the results (config, per-seed curves, times, load averages) to this file; the
- *             same object is always printed as one `LEARNING_JSON {...}` line at the end
+ * --json      also write the results (config, per-seed curves, times, load averages) to this file, after
+ *             every seed (marked "partial" until the last); the same object is always printed as one
+ *             `LEARNING_JSON {...}` line at the end
  * --keep-runs keep each run's events.jsonl (every rollout, every step) in DIR instead of a temp folder
  * --quiet     no per-step lines, only evals and the final table
  * --tag T     add T to the run ids: rollout sampling seeds derive from (seed, run id), so another tag
@@ -292,7 +293,23 @@ async function main(): Promise<number> {
   const port = await startRunner();
   const client = createRunnerClient(`http://127.0.0.1:${port}`, token);
   const results: SeedResult[] = [];
-  for (const seed of seeds) results.push(await runSeed(client, seed));
+  const summarize = (partial: boolean) => ({
+    template: path.relative(root, templateDir),
+    config: baseConfig,
+    margin: MARGIN,
+    seeds,
+    tag: tag ?? null,
+    learned: results.filter((r) => r.learned).length,
+    total_s: Math.round((Date.now() - t0) / 1000),
+    date: new Date().toISOString(),
+    ...(partial ? { partial: `${results.length} of ${seeds.length} seeds so far` } : {}),
+    results,
+  });
+  for (const seed of seeds) {
+    results.push(await runSeed(client, seed));
+    // Written after every seed, so a bench cut short keeps the seeds it finished.
+    if (jsonOut && results.length < seeds.length) writeFileSync(path.resolve(jsonOut), JSON.stringify(summarize(true), null, 2) + "\n");
+  }
   const totalS = Math.round((Date.now() - t0) / 1000);
 
   // Final table: one row per seed, one column per eval step.
@@ -328,17 +345,7 @@ async function main(): Promise<number> {
   const learned = results.filter((r) => r.learned).length;
   console.log(`learned on ${learned} of ${results.length} seeds; total ${totalS} s including engine start-up`);
 
-  const summary = {
-    template: path.relative(root, templateDir),
-    config: baseConfig,
-    margin: MARGIN,
-    seeds,
-    tag: tag ?? null,
-    learned,
-    total_s: totalS,
-    date: new Date().toISOString(),
-    results,
-  };
+  const summary = summarize(false);
   console.log(`LEARNING_JSON ${JSON.stringify(summary)}`);
   if (jsonOut) writeFileSync(path.resolve(jsonOut), JSON.stringify(summary, null, 2) + "\n");
   if (ci && learned < results.length) {
