@@ -27,7 +27,7 @@ interface SeedResult {
 }
 interface Summary {
   template: string;
-  config: { num_steps: number; groups_per_step: number; rollouts_per_group: number };
+  config: { num_steps: number; groups_per_step: number; rollouts_per_group: number; eval_temperature?: number };
   margin: number;
   seeds: number[];
   learned: number;
@@ -54,7 +54,8 @@ for (const file of files) {
   console.log(`### ${s.template} (${c.num_steps} steps × ${c.groups_per_step} groups × ${c.rollouts_per_group} rollouts)\n`);
   const cut = s.partial ? ` **Cut short: ${s.partial}** (of seeds ${s.seeds.join(", ")}).` : "";
   console.log(`Learned on ${s.learned} of ${s.results.length} seeds (validation reward up by ≥ ${s.margin}); ${s.total_s} s in all, ${s.date.slice(0, 10)}.${cut}\n`);
-  console.log(`| validation reward (greedy) | ${steps.map((x) => `step ${x}`).join(" | ")} | rise | learned | time | load avg |`);
+  const decoding = c.eval_temperature ? `sampled, T=${c.eval_temperature}` : "greedy";
+  console.log(`| validation reward (${decoding}) | ${steps.map((x) => `step ${x}`).join(" | ")} | rise | learned | time | load avg |`);
   console.log(`| --- | ${steps.map(() => "---").join(" | ")} | --- | --- | --- | --- |`);
   for (const r of s.results) {
     const by = new Map(r.evals.map((e) => [e.step, e.reward]));
