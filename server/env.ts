@@ -26,6 +26,23 @@ export const ServerEnv = z.object({
   RUNNER_TOKEN: z.string().min(8).default("rollbook-dev-token"),
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
+
+  // ── accounts (server/auth) ──
+  /** Signs session cookies. Unset: a random one kept in DATA_DIR/auth-secret (set it when several web servers share a database). */
+  AUTH_SECRET: z.string().min(32, "AUTH_SECRET must be at least 32 characters").optional(),
+  /** The URL users open (behind a proxy: the public https URL). Default http://HOST:PORT. Cookies are `Secure` when it is https. */
+  AUTH_URL: z.string().url().optional(),
+  /** More origins allowed to call the API and open sockets (comma-separated), e.g. http://localhost:3000. */
+  AUTH_TRUSTED_ORIGINS: z.string().default(""),
+  /** true: after the first user (the owner), only someone holding a valid invite link may sign up. */
+  AUTH_DISABLE_SIGNUP: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  /** Sign-in attempts per minute per client address before they are refused (429). */
+  AUTH_SIGNIN_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  /** OAuth providers: set both halves of a pair to show its button. Callback: <AUTH_URL>/api/auth/callback/<provider>. */
+  GITHUB_CLIENT_ID: z.string().optional(),
+  GITHUB_CLIENT_SECRET: z.string().optional(),
+  GOOGLE_CLIENT_ID: z.string().optional(),
+  GOOGLE_CLIENT_SECRET: z.string().optional(),
 });
 export type ServerEnv = z.infer<typeof ServerEnv>;
 

@@ -15,6 +15,7 @@ import { closeDb, describeDb, getDb, migrateDatabase } from "./db";
 import { loadEnv } from "./env";
 import { setIo, type RollbookIo } from "./realtime/io";
 import { attachRealtime } from "./realtime/socket-server";
+import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
 import { IngestService } from "./services/ingest";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
@@ -56,9 +57,11 @@ async function main(): Promise<void> {
     // Next's HMR websocket shares this server: let its upgrade requests through untouched.
     destroyUpgrade: false,
     pingInterval: 20_000,
+    // A page on another origin may not open a socket (it would carry the user's cookie).
+    allowRequest: (req, callback) => callback(null, originAllowed(req.headers.origin)),
   });
   setIo(io);
-  attachRealtime(io, getDb, { workspaceId: async () => workspace.id });
+  attachRealtime(io, getDb);
 
   const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
   await ingest.start();

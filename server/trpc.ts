@@ -1,12 +1,21 @@
 /**
- * The web API's one tRPC init file: context, procedures and error mapping.
+ * The web API's one tRPC init file: context, authorization and error mapping.
  *
- *   publicProcedure     anyone
- *   protectedProcedure  a signed-in user (for now: everyone — no login yet; this is the seam for auth)
- *   workspaceProcedure  protected + ctx.workspaceId (for now: the default workspace)
+ * Every procedure declares what it needs by the builder it is made with (its meta.access, which the
+ * authorization matrix test reads from the router itself):
  *
- * Services throw AppError; it is mapped to a tRPC code here once. Clients get the message, `data.appCode`
- * and `data.diagnostics` — never a stack trace, and never the text of an unexpected internal error.
+ *   publicProcedure   no credential (only what a signed-out page needs: is there an owner yet?)
+ *   userProcedure     a signed-in user, any workspace (their account, tokens, workspaces, invites)
+ *   viewerProcedure   a member of the active workspace with at least that role — ctx.workspaceId, ctx.role
+ *   memberProcedure   … member (write: experiments, runs)
+ *   adminProcedure    … admin (people: invites, roles)
+ *   ownerProcedure    … owner
+ *
+ * The caller is resolved before a call (route handler: session cookie or API token, server/auth/principal);
+ * the membership here, per call, by server/auth/workspace-access (Langfuse's
+ * enforceUserIsAuthedAndProjectMember shape). Services throw AppError; it is mapped to a tRPC code here once.
+ * Clients get the message, `data.appCode` and `data.diagnostics` — never a stack trace, and never the text
+ * of an unexpected internal error.
  */
 import { initTRPC, TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import superjson from "superjson";
@@ -14,23 +23,48 @@ import { ZodError } from "zod";
 import { type Diagnostic } from "@contracts";
 import { AppError, isAppError, type AppErrorCode } from "./errors";
 import { resolveRunner, runnerById, type RunnerHandle } from "./runner-client";
-import { ensureDefaultWorkspace } from "./services/workspace";
+import { type Access, type Role } from "./auth/roles";
+import { requireRole, resolveWorkspaceAccess, type WorkspaceAccess } from "./auth/workspace-access";
+import type { Principal, SessionUser } from "./auth/principal";
 import type { Db } from "./services/types";
 
 export interface Context {
   db: Db;
-  /** The signed-in user; null until login exists. */
-  user: { id: string } | null;
-  /** Set by the caller to act in a given workspace (tests); otherwise the default workspace. */
-  workspaceId?: string;
+  /** Who is calling (null: no valid credential). */
+  user: SessionUser | null;
+  /** Set when the caller authenticated with an API token: the token acts only in its workspace. */
+  tokenWorkspaceId: string | null;
+  /** The workspace the caller asks to act in (the browser's workspace cookie, or a test's choice). */
+  requestedWorkspaceId: string | null;
   /** The runner new runs go to (default: RUNNER_NAME). */
   runnerName?: string;
   /** Where requests come from, for logs. */
   source?: string;
+  /** The membership, resolved once per request (a batch shares it). */
+  access?: Promise<WorkspaceAccess>;
 }
 
-export function createContext(opts: { db: Db; workspaceId?: string; runnerName?: string; source?: string }): Context {
-  return { db: opts.db, user: null, workspaceId: opts.workspaceId, runnerName: opts.runnerName, source: opts.source };
+export function createContext(opts: {
+  db: Db;
+  principal?: Principal | null;
+  /** The workspace to act in; default: the caller's oldest membership. */
+  workspaceId?: string | null;
+  runnerName?: string;
+  source?: string;
+}): Context {
+  return {
+    db: opts.db,
+    user: opts.principal?.user ?? null,
+    tokenWorkspaceId: opts.principal?.tokenWorkspaceId ?? null,
+    requestedWorkspaceId: opts.workspaceId ?? null,
+    runnerName: opts.runnerName,
+    source: opts.source,
+  };
+}
+
+interface Meta {
+  /** What the procedure needs; a procedure without it is refused (fail closed). */
+  access: Access;
 }
 
 const CODE_MAP: Record<AppErrorCode, TRPC_ERROR_CODE_KEY> = {
@@ -43,7 +77,7 @@ const CODE_MAP: Record<AppErrorCode, TRPC_ERROR_CODE_KEY> = {
   UNAUTHORIZED: "UNAUTHORIZED",
 };
 
-const t = initTRPC.context<Context>().create({
+const t = initTRPC.context<Context>().meta<Meta>().create({
   transformer: superjson,
   isDev: false, // never put stacks in responses
   errorFormatter({ shape, error }) {
@@ -80,34 +114,46 @@ export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const mergeRouters = t.mergeRouters;
 
-export const publicProcedure = t.procedure.use(errorMapper);
+const base = t.procedure.use(errorMapper);
 
-/** Seam for auth: when login exists, reject here without a user. */
-export const protectedProcedure = publicProcedure.use(({ ctx, next }) => next({ ctx: { ...ctx, user: ctx.user } }));
+export const publicProcedure = base.meta({ access: "public" });
 
-/** The default workspace's id per database client, looked up (or created) once rather than per request. */
-const defaultWorkspaces = new WeakMap<Db, Promise<string>>();
-function defaultWorkspaceId(db: Db): Promise<string> {
-  let id = defaultWorkspaces.get(db);
-  if (!id) {
-    id = ensureDefaultWorkspace(db).then((w) => w.id);
-    id.catch(() => defaultWorkspaces.delete(db));
-    defaultWorkspaces.set(db, id);
-  }
-  return id;
+const requireUser = t.middleware(({ ctx, next }) => {
+  if (!ctx.user) throw new AppError("UNAUTHORIZED", "sign in first (or send an API token as Authorization: Bearer …)");
+  return next({ ctx: { ...ctx, user: ctx.user } });
+});
+
+/** A signed-in user; no workspace needed. */
+export const userProcedure = base.meta({ access: "user" }).use(requireUser);
+
+/** A member of the active workspace with at least `needed`. */
+function roleProcedure(needed: Role) {
+  return base
+    .meta({ access: needed })
+    .use(requireUser)
+    .use(async ({ ctx, next }) => {
+      ctx.access ??= resolveWorkspaceAccess(ctx.db, ctx.user.id, {
+        requestedWorkspaceId: ctx.requestedWorkspaceId,
+        tokenWorkspaceId: ctx.tokenWorkspaceId,
+      });
+      const { workspaceId, role } = await ctx.access;
+      requireRole(role, needed);
+      return next({
+        ctx: {
+          ...ctx,
+          workspaceId,
+          role,
+          /** The runner new runs go to. */
+          getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName),
+          runnerById: (id: string): Promise<RunnerHandle> => runnerById(ctx.db, id),
+        },
+      });
+    });
 }
 
-export const workspaceProcedure = protectedProcedure.use(async ({ ctx, next }) => {
-  const workspaceId = ctx.workspaceId ?? (await defaultWorkspaceId(ctx.db));
-  return next({
-    ctx: {
-      ...ctx,
-      workspaceId,
-      /** The runner new runs go to. */
-      getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName),
-      runnerById: (id: string): Promise<RunnerHandle> => runnerById(ctx.db, id),
-    },
-  });
-});
+export const viewerProcedure = roleProcedure("viewer");
+export const memberProcedure = roleProcedure("member");
+export const adminProcedure = roleProcedure("admin");
+export const ownerProcedure = roleProcedure("owner");
 
 export { AppError };

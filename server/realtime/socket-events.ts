@@ -43,8 +43,10 @@ export interface ClientToServerEvents {
 export interface InterServerEvents {}
 
 export interface SocketData {
-  /** Seam for auth: the user and workspace the socket was opened for. */
-  workspaceId?: string;
+  /** The user the handshake authenticated (server/realtime/socket-server.ts). */
+  userId?: string;
+  /** Set when they connected with an API token: it reaches only that workspace's runs. */
+  tokenWorkspaceId?: string | null;
 }
 
 export const runRoom = (runId: string) => `run:${runId}`;

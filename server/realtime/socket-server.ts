@@ -4,16 +4,39 @@
  * Joining before reading means an event stored meanwhile is either in the read or delivered live (maybe
  * both: clients dedupe by seq) — never lost. The last page of the tail and the status are read in one
  * repeatable-read transaction, so a finished status always comes with the complete tail before it.
+ *
+ * Who may listen: the handshake must carry a session cookie or an API token (`auth: { token }`), checked
+ * once per connection; every run:subscribe checks that the user is a member of the run's workspace (any
+ * role), and answers "not found" otherwise — the same answer as for a run that does not exist. The origin
+ * is checked before the handshake (server/index.ts, allowRequest).
  */
 import { type RunStatus } from "@contracts";
 import { rowToEvent } from "../services/run-convert";
 import type { Db } from "../services/types";
+import { resolvePrincipal, toHeaders } from "../auth/principal";
+import { roleIn } from "../auth/workspace-access";
 import { type RollbookIo } from "./io";
 import { RunSubscribeInput, RunUnsubscribeInput, runRoom, type SubscribeAck } from "./socket-events";
 
 const PAGE = 500;
 
-export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, opts: { workspaceId: () => Promise<string> }): void {
+export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
+  io.use((socket, next) => {
+    void (async () => {
+      const headers = toHeaders(socket.request.headers);
+      const token = (socket.handshake.auth as { token?: unknown } | undefined)?.token;
+      if (typeof token === "string" && token) headers.set("authorization", `Bearer ${token}`);
+      const principal = await resolvePrincipal(await getDb(), headers);
+      if (!principal) return next(new Error("unauthorized: sign in first"));
+      socket.data.userId = principal.user.id;
+      socket.data.tokenWorkspaceId = principal.tokenWorkspaceId;
+      next();
+    })().catch((e: unknown) => {
+      console.error("[realtime] handshake:", e);
+      next(new Error("could not check the credentials"));
+    });
+  });
+
   io.on("connection", (socket) => {
     socket.on("run:subscribe", async (raw, ack) => {
       const reply = (res: SubscribeAck) => {
@@ -25,9 +48,11 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, opts: {
       let after = parsed.data.afterSeq;
       try {
         const db = await getDb();
-        const workspaceId = socket.data.workspaceId ?? (await opts.workspaceId());
-        const exists = await db.run.findFirst({ where: { id: runId, workspaceId }, select: { id: true } });
-        if (!exists) return reply({ ok: false, error: `run ${runId} not found` });
+        const target = await db.run.findUnique({ where: { id: runId }, select: { workspaceId: true } });
+        const { userId, tokenWorkspaceId } = socket.data;
+        const allowed =
+          target && userId && (!tokenWorkspaceId || tokenWorkspaceId === target.workspaceId) && (await roleIn(db, userId, target.workspaceId));
+        if (!allowed) return reply({ ok: false, error: `run ${runId} not found` });
         await socket.join(runRoom(runId));
         for (;;) {
           const [run, rows] = await db.$transaction(

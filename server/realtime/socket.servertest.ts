@@ -10,7 +10,8 @@ import { Server } from "socket.io";
 import { io as connect, type Socket } from "socket.io-client";
 import { type RunEvent } from "@contracts";
 import { ingestAndEmit } from "../services/ingest";
-import { createRunningRun, createTestDb, newWorkspace, runEvents, type TestDb } from "../test/harness";
+import { createApiToken } from "../services/api-tokens";
+import { createRunningRun, createTestDb, newWorkspace, runEvents, userWithRole, type TestDb } from "../test/harness";
 import { setIo, type RollbookIo } from "./io";
 import { attachRealtime } from "./socket-server";
 import type { ClientToServerEvents, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "./socket-events";
@@ -20,6 +21,7 @@ let server: http.Server;
 let io: RollbookIo;
 let url: string;
 let workspaceId: string;
+let token: string;
 const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
@@ -28,7 +30,9 @@ beforeAll(async () => {
   server = http.createServer();
   io = new Server(server, { serveClient: false });
   setIo(io);
-  attachRealtime(io, async () => db(), { workspaceId: async () => workspaceId });
+  attachRealtime(io, async () => db());
+  const owner = await userWithRole(db(), workspaceId, "viewer");
+  token = (await createApiToken(db(), { userId: owner.id, workspaceId, name: "socket test" })).token;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -44,7 +48,7 @@ describe("run:subscribe", () => {
     const log = runEvents(runId);
     await ingestAndEmit(db(), runId, log.slice(0, 6));
 
-    const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"] });
+    const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token } });
     const got = new Map<number, RunEvent>();
     const statuses: RunStatusMessage[] = [];
     client.on("run:event", (e) => got.set(e.seq, e));
@@ -65,6 +69,35 @@ describe("run:subscribe", () => {
 
     const bad = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: "missing-run", afterSeq: 0 }, resolve));
     expect(bad).toEqual({ ok: false, error: "run missing-run not found" });
+    client.close();
+  });
+});
+
+describe("who may listen", () => {
+  it("refuses a handshake without a credential, and a run of another workspace reads as not found", async () => {
+    const anon: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], reconnection: false });
+    const refused = await new Promise<string>((resolve) => anon.on("connect_error", (e) => resolve(e.message)));
+    expect(refused).toMatch(/unauthorized/);
+    anon.close();
+
+    const otherWs = await newWorkspace(db());
+    const otherRun = await createRunningRun(db(), otherWs);
+    await ingestAndEmit(db(), otherRun, runEvents(otherRun).slice(0, 3));
+    const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token } });
+    const got: RunEvent[] = [];
+    client.on("run:event", (e) => got.push(e));
+    const ack = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: otherRun, afterSeq: 0 }, resolve));
+    expect(ack).toEqual({ ok: false, error: `run ${otherRun} not found` });
+    // Nothing of the other workspace's run leaks, now or when it gets new events.
+    await ingestAndEmit(db(), otherRun, runEvents(otherRun).slice(3, 6));
+    await new Promise((r) => setTimeout(r, 200));
+    expect(got).toEqual([]);
+
+    // A revoked token no longer opens a socket.
+    await db().apiToken.updateMany({ where: { workspaceId }, data: { revokedAt: new Date() } });
+    const revoked: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token }, reconnection: false });
+    expect(await new Promise<string>((resolve) => revoked.on("connect_error", (e) => resolve(e.message)))).toMatch(/unauthorized/);
+    revoked.close();
     client.close();
   });
 });

@@ -4,12 +4,16 @@
  */
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { createCallerFactory, createTRPCRouter } from "../trpc";
+import { accountRouter } from "./account";
 import { experimentsRouter } from "./experiments";
 import { runsRouter } from "./runs";
 import { runnersRouter } from "./runners";
 import { templatesRouter } from "./templates";
+import { workspaceRouter } from "./workspace";
 
 export const appRouter = createTRPCRouter({
+  account: accountRouter,
+  workspace: workspaceRouter,
   experiments: experimentsRouter,
   runs: runsRouter,
   runners: runnersRouter,
@@ -20,5 +24,5 @@ export type AppRouter = typeof appRouter;
 export type RouterInputs = inferRouterInputs<AppRouter>;
 export type RouterOutputs = inferRouterOutputs<AppRouter>;
 
-/** Server-side calls without HTTP (tests, scripts): `createCaller(createContext({ db }))`. */
+/** Server-side calls without HTTP (tests, scripts): `createCaller(createContext({ db, principal }))`. */
 export const createCaller = createCallerFactory(appRouter);

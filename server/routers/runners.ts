@@ -1,9 +1,9 @@
-import { createTRPCRouter, workspaceProcedure } from "../trpc";
+import { createTRPCRouter, viewerProcedure } from "../trpc";
 import { isAppError } from "../errors";
 
 export const runnersRouter = createTRPCRouter({
   /** The configured runner and whether it answers (for a status badge); never throws when it is down. */
-  status: workspaceProcedure.query(async ({ ctx }) => {
+  status: viewerProcedure.query(async ({ ctx }) => {
     const runner = await ctx.getRunner();
     try {
       const status = await runner.status();

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { RunKind } from "@contracts";
-import { createTRPCRouter, workspaceProcedure } from "../trpc";
+import { createTRPCRouter, viewerProcedure, memberProcedure } from "../trpc";
 import * as runs from "../services/runs";
 import { resumeRun } from "../services/run-resume";
 import { FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
-  start: workspaceProcedure
+  start: memberProcedure
     .input(
       z.object({
         experimentId: z.string().min(1),
@@ -15,9 +15,9 @@ export const runsRouter = createTRPCRouter({
         evalModel: z.string().min(1).max(300).optional(),
       }),
     )
-    .mutation(({ ctx, input }) => runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user?.id })),
+    .mutation(({ ctx, input }) => runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id })),
 
-  list: workspaceProcedure
+  list: viewerProcedure
     .input(
       z
         .object({
@@ -29,11 +29,11 @@ export const runsRouter = createTRPCRouter({
     )
     .query(({ ctx, input }) => runs.listRuns(ctx.db, ctx.workspaceId, input)),
 
-  get: workspaceProcedure
+  get: viewerProcedure
     .input(z.object({ id: z.string().min(1) }))
     .query(({ ctx, input }) => runs.getRun(ctx.db, ctx.workspaceId, input.id)),
 
-  trajectories: workspaceProcedure
+  trajectories: viewerProcedure
     .input(
       z.object({
         runId: z.string().min(1),
@@ -45,7 +45,7 @@ export const runsRouter = createTRPCRouter({
     )
     .query(({ ctx, input }) => runs.listTrajectories(ctx.db, ctx.workspaceId, input)),
 
-  events: workspaceProcedure
+  events: viewerProcedure
     .input(
       z.object({
         runId: z.string().min(1),
@@ -55,12 +55,12 @@ export const runsRouter = createTRPCRouter({
     )
     .query(({ ctx, input }) => runs.listEvents(ctx.db, ctx.workspaceId, input)),
 
-  stop: workspaceProcedure
+  stop: memberProcedure
     .input(z.object({ id: z.string().min(1) }))
     .mutation(({ ctx, input }) => runs.stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
 
   /** Continue a stopped or failed train run from its newest checkpoint. */
-  resume: workspaceProcedure
+  resume: memberProcedure
     .input(z.object({ id: z.string().min(1) }))
     .mutation(({ ctx, input }) => resumeRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
 });

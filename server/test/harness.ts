@@ -12,6 +12,8 @@ import { openDatabase, type DbHandle } from "../db";
 import { createPgDatabase, dropPgDatabase } from "../db-migrate";
 import { createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
+import type { Role } from "../auth/roles";
+import type { SessionUser } from "../auth/principal";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/postgres";
 
@@ -37,8 +39,38 @@ export async function newWorkspace(db: DbHandle["prisma"]): Promise<string> {
   return (await db.workspace.create({ data: { slug, name: slug }, select: { id: true } })).id;
 }
 
+/** A user (a real row, no password) with `role` in the workspace; the workspace's owner is made once and reused. */
+export async function userWithRole(db: DbHandle["prisma"], workspaceId: string, role: Role = "owner"): Promise<SessionUser> {
+  if (role === "owner") {
+    const existing = await db.membership.findFirst({ where: { workspaceId, role: "owner" }, select: { user: { select: { id: true, email: true, name: true } } } });
+    if (existing) return existing.user;
+  }
+  const tag = randomUUID().slice(0, 8);
+  return db.user.create({
+    data: { email: `${role}-${tag}@test.local`, name: `${role} ${tag}`, memberships: { create: { workspaceId, role } } },
+    select: { id: true, email: true, name: true },
+  });
+}
+
+/** A tRPC caller acting as a user with `role` (default: the owner) in the workspace — through the real authorization. */
+export async function callerAs(db: DbHandle["prisma"], workspaceId: string, opts: { role?: Role; runnerName?: string } = {}) {
+  const user = await userWithRole(db, workspaceId, opts.role ?? "owner");
+  return createCaller(
+    createContext({ db, principal: { user, tokenWorkspaceId: null, via: "session" }, workspaceId, runnerName: opts.runnerName, source: "test" }),
+  );
+}
+
+/**
+ * The owner's caller, synchronously usable: resolves the owner on first call. (Most tests act as the owner;
+ * the authorization matrix uses callerAs with each role.)
+ */
 export function callerFor(db: DbHandle["prisma"], workspaceId: string, runnerName?: string) {
-  return createCaller(createContext({ db, workspaceId, runnerName, source: "test" }));
+  const ready = userWithRole(db, workspaceId, "owner");
+  const lazyCtx = ready.then((user) =>
+    createContext({ db, principal: { user, tokenWorkspaceId: null, via: "session" }, workspaceId, runnerName, source: "test" }),
+  );
+  // createCaller accepts a context factory: every call awaits the owner once.
+  return createCaller(() => lazyCtx);
 }
 
 export function templateFiles(config?: Record<string, unknown>): ExperimentFiles {

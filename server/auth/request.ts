@@ -1,0 +1,55 @@
+/**
+ * Authorization for plain HTTP routes (exports, checkpoint downloads, the OpenAI-compatible endpoint): the
+ * same principal and membership checks as tRPC, answering 401/403 as JSON. Usage in a route handler:
+ *
+ *   const access = await requireAccess(req, "viewer");
+ *   if (access instanceof Response) return access;
+ *   // access.db, access.user, access.workspaceId, access.role
+ */
+import { getDb } from "../db";
+import { isAppError } from "../errors";
+import type { Db } from "../services/types";
+import { originAllowed } from "./origins";
+import { resolvePrincipal, type SessionUser } from "./principal";
+import { type Role } from "./roles";
+import { requireRole, resolveWorkspaceAccess, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./workspace-access";
+
+export interface RequestAccess {
+  db: Db;
+  user: SessionUser;
+  workspaceId: string;
+  role: Role;
+}
+
+function json(status: number, message: string): Response {
+  return Response.json({ error: { message } }, { status, headers: status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : {} });
+}
+
+/** The workspace the browser asked for: the header, else the workspace cookie. */
+export function requestedWorkspace(headers: Headers): string | null {
+  const header = headers.get(WORKSPACE_HEADER);
+  if (header) return header;
+  for (const part of (headers.get("cookie") ?? "").split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === WORKSPACE_COOKIE) return decodeURIComponent(v.join("=")) || null;
+  }
+  return null;
+}
+
+export async function requireAccess(req: Request, needed: Role, opts: { db?: Db } = {}): Promise<RequestAccess | Response> {
+  if (!originAllowed(req.headers.get("origin"))) return json(403, "requests from this origin are not allowed");
+  const db = opts.db ?? (await getDb());
+  const principal = await resolvePrincipal(db, req.headers);
+  if (!principal) return json(401, "sign in first, or send an API token as Authorization: Bearer …");
+  try {
+    const access = await resolveWorkspaceAccess(db, principal.user.id, {
+      requestedWorkspaceId: requestedWorkspace(req.headers),
+      tokenWorkspaceId: principal.tokenWorkspaceId,
+    });
+    requireRole(access.role, needed);
+    return { db, user: principal.user, ...access };
+  } catch (e) {
+    if (isAppError(e) && e.code === "FORBIDDEN") return json(403, e.message);
+    throw e;
+  }
+}
