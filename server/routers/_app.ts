@@ -5,6 +5,7 @@
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { createCallerFactory, createTRPCRouter } from "../trpc";
 import { accountRouter } from "./account";
+import { compareRouter } from "./compare";
 import { experimentsRouter } from "./experiments";
 import { runsRouter } from "./runs";
 import { runnersRouter } from "./runners";
@@ -18,6 +19,7 @@ export const appRouter = createTRPCRouter({
   runs: runsRouter,
   runners: runnersRouter,
   templates: templatesRouter,
+  compare: compareRouter,
 });
 
 export type AppRouter = typeof appRouter;
