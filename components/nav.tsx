@@ -1,6 +1,8 @@
 "use client";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { UserMenu } from "./auth/user-menu";
+import { isPublicPath } from "./auth/unauthorized";
 
 const LINKS = [
   { href: "/experiments", label: "Experiments" },
@@ -9,6 +11,7 @@ const LINKS = [
 
 export function TopNav() {
   const pathname = usePathname();
+  const signedOutPage = isPublicPath(pathname);
   return (
     <header className="flex h-11 shrink-0 items-center gap-6 border-b border-zinc-800 bg-zinc-900/80 px-4">
       <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-zinc-100">
@@ -17,7 +20,7 @@ export function TopNav() {
         </span>
         Rollbook
       </Link>
-      <nav aria-label="Main" className="flex items-center gap-1">
+      {!signedOutPage && <nav aria-label="Main" className="flex items-center gap-1">
         {LINKS.map((l) => {
           const active = pathname === l.href || pathname.startsWith(`${l.href}/`);
           return (
@@ -33,7 +36,8 @@ export function TopNav() {
             </Link>
           );
         })}
-      </nav>
+      </nav>}
+      {!signedOutPage && <UserMenu />}
     </header>
   );
 }

@@ -1,14 +1,22 @@
 "use client";
-import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { MutationCache, QueryCache, QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { useState, type ReactNode } from "react";
 import { TRPCProvider, makeTRPCClient } from "./trpc";
+import { redirectIfUnauthorized } from "./auth/unauthorized";
 
 export function Providers({ children }: { children: ReactNode }) {
   const [queryClient] = useState(
     () =>
       new QueryClient({
+        queryCache: new QueryCache({ onError: redirectIfUnauthorized }),
+        mutationCache: new MutationCache({ onError: redirectIfUnauthorized }),
         defaultOptions: {
-          queries: { staleTime: 5_000, refetchOnWindowFocus: false, retry: 1 },
+          queries: {
+            staleTime: 5_000,
+            refetchOnWindowFocus: false,
+            // Retrying cannot fix a missing sign-in or a refused role.
+            retry: (count, error) => count < 1 && !/UNAUTHORIZED|FORBIDDEN/.test(String((error as { data?: { code?: string } }).data?.code)),
+          },
         },
       }),
   );

@@ -1,6 +1,7 @@
 /**
  * The API over HTTP as the browser sees it (tRPC fetch adapter + superjson), against a real Postgres:
- * error shapes carry the app code, diagnostics and input issues, never a stack or an internal message.
+ * error shapes carry the app code, diagnostics and input issues, never a stack or an internal message;
+ * no credential is 401, a page of another origin is 403, an API token works like a session.
  *   npx vitest run --project server server/http.servertest.ts
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,35 +9,48 @@ import { fetchRequestHandler } from "@trpc/server/adapters/fetch";
 import superjson from "superjson";
 import { appRouter } from "./routers/_app";
 import { createContext } from "./trpc";
-import { createTestDb, newWorkspace, type TestDb } from "./test/harness";
+import { createTestDb, newWorkspace, userWithRole, type TestDb } from "./test/harness";
 import { ensureDefaultExperiment } from "./services/workspace";
+import { createApiToken } from "./services/api-tokens";
+import { handleTrpcRequest } from "./http/trpc-handler";
 
 let tdb: TestDb;
 let workspaceId: string;
+let token: string;
 beforeAll(async () => {
   tdb = await createTestDb();
   workspaceId = await newWorkspace(tdb.handle.prisma);
+  const owner = await userWithRole(tdb.handle.prisma, workspaceId, "owner");
+  token = (await createApiToken(tdb.handle.prisma, { userId: owner.id, workspaceId, name: "http test" })).token;
 });
 afterAll(async () => {
   await tdb?.drop();
 });
 
-async function call(path: string, input: unknown, method: "GET" | "POST" = "GET") {
+async function call(path: string, input: unknown, method: "GET" | "POST" = "GET", headers: Record<string, string> = { authorization: `Bearer ${token}` }) {
   const encoded = JSON.stringify(superjson.serialize(input));
   const url = method === "GET" ? `http://x/api/trpc/${path}?input=${encodeURIComponent(encoded)}` : `http://x/api/trpc/${path}`;
-  const req = new Request(url, method === "POST" ? { method, body: encoded, headers: { "content-type": "application/json" } } : { method });
-  const res = await fetchRequestHandler({
-    endpoint: "/api/trpc",
-    req,
-    router: appRouter,
-    createContext: () => createContext({ db: tdb.handle.prisma, workspaceId }),
-    onError: () => {},
-  });
+  const req = new Request(url, method === "POST" ? { method, body: encoded, headers: { "content-type": "application/json", ...headers } } : { method, headers });
+  const res = await handleTrpcRequest(req, tdb.handle.prisma);
   const body = (await res.json()) as { result?: { data: unknown }; error?: { json: { message: string; data: Record<string, unknown> } } };
   return { status: res.status, body };
 }
 
 describe("HTTP API", () => {
+  it("no credential → 401; a wrong or revoked token → 401; a page of another origin → 403", async () => {
+    expect((await call("experiments.list", undefined, "GET", {})).status).toBe(401);
+    expect((await call("runs.start", { experimentId: "x", files: {}, kind: "train" }, "POST", {})).status).toBe(401);
+    expect((await call("experiments.list", undefined, "GET", { authorization: "Bearer rbk_not-a-token" })).status).toBe(401);
+    const evil = await call("experiments.list", undefined, "GET", { authorization: `Bearer ${token}`, origin: "http://127.0.0.1:8080" });
+    expect(evil.status).toBe(403);
+    // The page's own origin is fine.
+    expect((await call("experiments.list", undefined, "GET", { authorization: `Bearer ${token}`, origin: "http://127.0.0.1:3000" })).status).toBe(200);
+    const owner = await userWithRole(tdb.handle.prisma, workspaceId, "owner");
+    const revoked = await createApiToken(tdb.handle.prisma, { userId: owner.id, workspaceId, name: "to revoke" });
+    await tdb.handle.prisma.apiToken.update({ where: { id: revoked.id }, data: { revokedAt: new Date() } });
+    expect((await call("experiments.list", undefined, "GET", { authorization: `Bearer ${revoked.token}` })).status).toBe(401);
+  });
+
   it("serves data through superjson (dates survive)", async () => {
     await ensureDefaultExperiment(tdb.handle.prisma, workspaceId);
     const { status, body } = await call("experiments.list", undefined);
@@ -86,7 +100,8 @@ describe("HTTP API", () => {
       endpoint: "/api/trpc",
       req,
       router: appRouter,
-      createContext: () => createContext({ db: other.handle.prisma, workspaceId: "w" }),
+      createContext: () =>
+        createContext({ db: other.handle.prisma, principal: { user: { id: "u", email: "u@x", name: "u" }, tokenWorkspaceId: null, via: "session" }, workspaceId: "w" }),
       onError: () => {},
     });
     const body = (await res.json()) as { error: { json: { message: string; data: Record<string, unknown> } } };
