@@ -12,6 +12,7 @@ import { useRouter } from "next/navigation";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles, RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
+import { useCanWrite } from "../auth/use-role";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import type { ReplaceRequest, RevealRequest } from "./code-editor";
 import { deleteFile, helperStub, renameFile } from "./file-ops";
@@ -55,6 +56,7 @@ const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export function ExperimentEditor({ id }: { id: string }) {
   const trpc = useTRPC();
+  const canWrite = useCanWrite();
   const router = useRouter();
   const queryClient = useQueryClient();
   const exp = useQuery(trpc.experiments.get.queryOptions({ id }));
@@ -272,7 +274,12 @@ export function ExperimentEditor({ id }: { id: string }) {
           ) : save.isSuccess ? (
             <span className="text-[12px] text-zinc-500">Saved</span>
           ) : null}
-          <div className="ml-auto flex items-center gap-2">
+          {!canWrite && (
+            <span data-testid="read-only" className="ml-auto text-[12px] text-zinc-500">
+              Read only: viewers cannot edit or run
+            </span>
+          )}
+          {canWrite && <div className="ml-auto flex items-center gap-2">
             <Button onClick={onSave} disabled={!dirty || save.isPending} title="Save a new version (Ctrl/⌘+S)">
               {save.isPending ? "Saving…" : "Save"}
             </Button>
@@ -289,7 +296,7 @@ export function ExperimentEditor({ id }: { id: string }) {
             <Button variant="primary" onClick={() => run("train")} disabled={!!busy} title="Train with GRPO">
               Train
             </Button>
-          </div>
+          </div>}
         </div>
 
         <div className="flex min-h-0 flex-1">
@@ -334,7 +341,8 @@ export function ExperimentEditor({ id }: { id: string }) {
                   onMarkerCounts={setCounts}
                   reveal={reveal}
                   replace={replace}
-                  onSave={onSave}
+                  onSave={canWrite ? onSave : undefined}
+                  readOnly={!canWrite}
                 />
               ) : (
                 <div className="p-4 text-zinc-500">Loading editor…</div>

@@ -10,6 +10,7 @@ import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import type { ExperimentFiles } from "@contracts";
 import { useTRPC } from "../trpc";
+import { useCanWrite } from "../auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "../ui/primitives";
 import { RunCharts } from "./charts";
@@ -33,6 +34,7 @@ function focusFromSearch(search: URLSearchParams): CodeFocus | null {
 
 export function RunView({ id }: { id: string }) {
   const trpc = useTRPC();
+  const canWrite = useCanWrite();
   const queryClient = useQueryClient();
   const run = useQuery(
     trpc.runs.get.queryOptions(
@@ -158,12 +160,12 @@ export function RunView({ id }: { id: string }) {
                 steps={r.checkpoints.map((c) => c.step)}
               />
             )}
-            {r && r.kind === "train" && (state.status === "stopped" || state.status === "failed") && (
+            {canWrite && r && r.kind === "train" && (state.status === "stopped" || state.status === "failed") && (
               <Button onClick={() => resume.mutate({ id })} disabled={resume.isPending} title="Continue from the newest checkpoint">
                 {resume.isPending ? "Resuming…" : "Resume"}
               </Button>
             )}
-            {active && (
+            {active && canWrite && (
               <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
                 {stop.isPending ? "Stopping…" : "Stop"}
               </Button>
