@@ -22,8 +22,8 @@ export const ServerEnv = z.object({
     .url()
     .default("http://127.0.0.1:4100")
     .transform((u) => u.replace(/\/+$/, "")),
-  /** Bearer token presented to the runner; must equal the runner's RUNNER_TOKEN. Change it outside dev. */
-  RUNNER_TOKEN: z.string().min(8).default("rollbook-dev-token"),
+  /** Bearer token presented to the runner; must equal the runner's. No default (`npm start` generates one): required to start, see server/runner-token.ts. */
+  RUNNER_TOKEN: z.string().min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)").optional(),
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
 
@@ -36,6 +36,8 @@ export const ServerEnv = z.object({
   AUTH_TRUSTED_ORIGINS: z.string().default(""),
   /** true: after the first user (the owner), only someone holding a valid invite link may sign up. */
   AUTH_DISABLE_SIGNUP: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  /** true behind a reverse proxy that sets X-Forwarded-For (then its value is the client address); false: the socket's. */
+  TRUST_PROXY: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** Sign-in attempts per minute per client address before they are refused (429). */
   AUTH_SIGNIN_PER_MINUTE: z.coerce.number().int().min(1).default(10),
   /** OAuth providers: set both halves of a pair to show its button. Callback: <AUTH_URL>/api/auth/callback/<provider>. */

@@ -17,6 +17,7 @@ import { setIo, type RollbookIo } from "./realtime/io";
 import { attachRealtime } from "./realtime/socket-server";
 import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
+import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
 
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
   process.env.NEXT_TELEMETRY_DISABLED ??= "1";
   const dev = env.NODE_ENV !== "production";
   const log = (msg: string) => console.log(`[rollbook] ${msg}`);
+  // Before anything else: without the runner's token the web server could dispatch nothing.
+  const runnerToken = startupRunnerToken(env, (w) => console.warn(`[rollbook] warning: ${w}`));
 
   log(`database: ${describeDb()}`);
   const applied = await migrateDatabase();
@@ -35,7 +38,7 @@ async function main(): Promise<void> {
   const db = await getDb();
   const workspace = await ensureDefaultWorkspace(db);
   await ensureDefaultExperiment(db, workspace.id, { templateRoot: ROOT });
-  const runner = await registerRunner(db, { name: env.RUNNER_NAME, url: env.RUNNER_URL, token: env.RUNNER_TOKEN });
+  const runner = await registerRunner(db, { name: env.RUNNER_NAME, url: env.RUNNER_URL, token: runnerToken });
   log(`runner '${runner.name}' at ${runner.url}`);
 
   const server = http.createServer();
@@ -45,6 +48,9 @@ async function main(): Promise<void> {
   server.on("request", (req, res) => {
     // socket.io answers its own path (it listens on the same server); everything else is Next's.
     if (req.url?.startsWith("/socket.io/")) return;
+    // The client address that sign-in rate limits count by: the socket's, unless a proxy we trust in front
+    // of us says who the client is. A client-sent X-Forwarded-For would otherwise dodge the limit.
+    if (!env.TRUST_PROXY) req.headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";
     handle(req, res).catch((e: unknown) => {
       console.error("[rollbook] request failed:", e);
       if (!res.headersSent) res.writeHead(500).end("Internal server error");
