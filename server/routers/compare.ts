@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { createTRPCRouter, viewerProcedure } from "../trpc";
-import { compareRuns, COMPARE_MAX_RUNS, COMPARE_MIN_RUNS } from "../services/compare";
+import { COMPARE_MAX_RUNS, COMPARE_MIN_RUNS } from "@/components/compare/compare-url";
+import { compareRuns } from "../services/compare";
 
 export const CompareRunsInput = z.object({
   runIds: z.array(z.string().min(1)).min(COMPARE_MIN_RUNS).max(COMPARE_MAX_RUNS),

@@ -8,13 +8,11 @@
  */
 import { type Diagnostic, type EvalMetrics, type RunConfig, type StepMetrics } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
+import { COMPARE_MAX_RUNS, COMPARE_MIN_RUNS } from "@/components/compare/compare-url";
 import { AppError } from "../errors";
 import { parseStoredFiles } from "./experiments";
 import { fromDbKind } from "./run-convert";
 import type { DbOrTx } from "./types";
-
-export const COMPARE_MIN_RUNS = 2;
-export const COMPARE_MAX_RUNS = 8;
 
 /** A change in a task's mean reward smaller than this is "unchanged" (float noise, not a regression). */
 const EPSILON = 1e-9;
