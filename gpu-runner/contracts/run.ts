@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { RunConfig, RunKind } from "./config";
 import { ChatMessage } from "./chat";
-import { TrainMetrics, CheckpointInfo } from "./train";
+import { TrainMetrics, CheckpointInfo, InitFrom } from "./train";
 import { ExperimentFiles } from "./experiment/files";
 
 export const RunSpec = z.object({
@@ -17,6 +17,11 @@ export const RunSpec = z.object({
   eval_model: z.string().optional(),
   /** Resume a train run from its newest checkpoint instead of refusing an existing run id. */
   resume: z.boolean().default(false),
+  /**
+   * Train runs forked from a checkpoint: the first step samples from `<run_id>@<step>` and trains on from
+   * its adapter (see InitFrom). The runner refuses it when the engine does not have that checkpoint.
+   */
+  init_from: InitFrom.optional(),
 });
 export type RunSpec = z.infer<typeof RunSpec>;
 
@@ -63,8 +68,16 @@ export const Trajectory = z.object({
   timings: z.object({ started_at: z.number(), duration_ms: z.number(), model_ms: z.number() }),
   /** What the user's scenario logged with ctx.log, as plain text lines. */
   logs: z.array(z.string()).default([]),
+  /**
+   * What the scenario returned (the reward's `output`), kept so a re-score can run an edited reward over
+   * it. Absent for rollouts recorded before outputs were kept, and for outputs over MAX_RECORDED_OUTPUT_CHARS.
+   */
+  output: z.unknown().optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
+
+/** The largest scenario output (as JSON characters) kept with a trajectory; bigger ones are left out. */
+export const MAX_RECORDED_OUTPUT_CHARS = 100_000;
 
 export const StepMetrics = z.object({
   step: z.number().int().min(0),
@@ -100,7 +113,17 @@ const ev = <T extends string, P extends z.ZodTypeAny>(type: T, payload: P) =>
   z.object({ run_id: z.string(), seq: z.number().int().min(1), ts: z.number(), type: z.literal(type), payload });
 
 export const RunEvent = z.discriminatedUnion("type", [
-  ev("run.started", z.object({ kind: RunKind, config: RunConfig, model: z.string(), resumed_from_step: z.number().int() })),
+  ev(
+    "run.started",
+    z.object({
+      kind: RunKind,
+      config: RunConfig,
+      model: z.string(),
+      resumed_from_step: z.number().int(),
+      /** A forked train run: the checkpoint its adapter started from. */
+      init_from: InitFrom.optional(),
+    }),
+  ),
   ev("run.log", z.object({ level: z.enum(["info", "warn", "error"]), message: z.string() })),
   ev("rollout.finished", Trajectory),
   ev("step.finished", StepMetrics),

@@ -33,6 +33,19 @@ export type TrainSample = z.infer<typeof TrainSample>;
 export const TrainGroup = z.object({ samples: z.array(TrainSample).min(1) });
 export type TrainGroup = z.infer<typeof TrainGroup>;
 
+/**
+ * Where a forked run's adapter starts: another run's checkpoint on the same engine. Only the new run's first
+ * step reads it (afterwards the run continues from its own checkpoints). A fork is a new run, so by default it
+ * takes the parent's adapter weights only; `load_optimizer` also restores AdamW's moments (what a resume of
+ * the same run always does).
+ */
+export const InitFrom = z.object({
+  run_id: z.string().min(1).describe("The parent run whose checkpoint the adapter starts from."),
+  step: z.number().int().min(1).describe("The parent's checkpoint step."),
+  load_optimizer: z.boolean().default(false).describe("Also restore the parent's optimizer state (default: adapter weights only)."),
+});
+export type InitFrom = z.infer<typeof InitFrom>;
+
 export const TrainRequest = z.object({
   run_id: z.string().min(1),
   /** The step being trained; its checkpoint is saved as checkpoints/<step:04d>. Must be newest + 1. */
@@ -41,6 +54,8 @@ export const TrainRequest = z.object({
   seed: z.number().int().default(0),
   config: TrainerConfig,
   groups: z.array(TrainGroup),
+  /** A fork: the adapter starts from this checkpoint (read only while the run has no checkpoint of its own). */
+  init_from: InitFrom.optional(),
 });
 export type TrainRequest = z.infer<typeof TrainRequest>;
 

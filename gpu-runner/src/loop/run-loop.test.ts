@@ -89,6 +89,11 @@ class FakeEngine implements RunEngine {
   async latestStep(runId: string): Promise<number> {
     return this.latest.get(runId) ?? 0;
   }
+
+  async checkpoints(runId: string) {
+    const newest = this.latest.get(runId) ?? 0;
+    return Array.from({ length: newest }, (_, i) => ({ step: i + 1, path: `runs/${runId}/checkpoints/${i + 1}`, size_bytes: 1 }));
+  }
 }
 
 let compiled: CompiledExperiment | null = null;

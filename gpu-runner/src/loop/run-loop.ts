@@ -7,6 +7,7 @@
  */
 import {
   type CheckpointInfo,
+  type InitFrom,
   type RunConfig,
   type RunKind,
   type TrainGroup,
@@ -22,11 +23,12 @@ import { NO_MCP, type RunMcp } from "../rollout/run-mcp";
 import { deriveSeed } from "../rollout/seed";
 import type { ExperimentExports } from "../sandbox/inspect";
 import { applyGroupReward } from "./group-reward";
+import { initFromModel, initFromProblem } from "./init-from";
 import { computeEvalMetrics, computeStepMetrics } from "./metrics";
 import { mapConcurrent } from "./pool";
 import { tasksForStep } from "./schedule";
 
-export type RunEngine = Pick<EngineClient, "chat" | "train" | "latestStep">;
+export type RunEngine = Pick<EngineClient, "chat" | "train" | "latestStep" | "checkpoints">;
 
 /** The run's MCP servers, connected when the run starts and closed when it ends. */
 export interface McpConnection {
@@ -49,6 +51,8 @@ export interface RunContext {
   /** Eval runs: `<run>@<step>` or a base model id; absent = config.model. */
   evalModel?: string;
   resume: boolean;
+  /** Train runs forked from a checkpoint: step 1 samples from it and its adapter is where training starts. */
+  initFrom?: InitFrom;
   engine: RunEngine;
   judge: JudgeClient;
   /** Connects the experiment's MCP servers (absent: the experiment has none). */
@@ -186,6 +190,8 @@ async function trainStep(
     seed: deriveSeed(ctx.config.seed, "train", step),
     config: ctx.config.trainer,
     groups: trainGroups,
+    // Only the first step reads it: later steps continue from this run's own checkpoints.
+    ...(step === 1 && ctx.initFrom ? { init_from: ctx.initFrom } : {}),
   })) {
     if (line.type === "progress") {
       ctx.emit({
@@ -253,7 +259,13 @@ async function trainStart(ctx: RunContext): Promise<number> {
   if (!ctx.resume && newest > 0) {
     throw new Error(`the engine already has checkpoints of run ${ctx.runId} (newest ${newest}): resume it or use a new run id`);
   }
-  return ctx.resume ? newest : 0;
+  const from = ctx.resume ? newest : 0;
+  // A fork that has not trained yet needs its parent's checkpoint; once it has its own, it continues from those.
+  if (ctx.initFrom && from === 0) {
+    const problem = await initFromProblem(ctx.engine, ctx.initFrom, { strict: true });
+    if (problem) throw new Error(problem);
+  }
+  return from;
 }
 
 async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom: number): Promise<void> {
@@ -262,13 +274,15 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
     ctx.emit({ type: "run.log", payload: { level: "info", message: `resuming after checkpoint ${resumedFrom}` } });
   }
   const evalOn = config.eval_every > 0 && ctx.tasks.val.length > 0;
-  if (evalOn && resumedFrom === 0) await runEval(ctx, services, 0, config.model);
+  // Where step 1 samples from: the base model, or a fork's parent checkpoint (step 0's eval measures it too).
+  const startModel = ctx.initFrom ? initFromModel(ctx.initFrom) : config.model;
+  if (evalOn && resumedFrom === 0) await runEval(ctx, services, 0, startModel);
 
   for (let step = resumedFrom + 1; step <= config.num_steps; step++) {
     checkStopped(ctx.signal);
     await ctx.waitForEngine();
     ctx.onStep?.(step);
-    const model = step === 1 ? config.model : checkpointModel(runId, step - 1);
+    const model = step === 1 ? startModel : checkpointModel(runId, step - 1);
     const { groups, rolloutS, t0 } = await sampleStep(ctx, services, step, model);
     const t1 = performance.now();
     const { metrics, checkpoint } = await trainStep(ctx, step, groups);
@@ -333,7 +347,8 @@ export async function executeRun(runCtx: RunContext): Promise<"completed" | "sto
   try {
     const resumedFrom = ctx.kind === "train" ? await trainStart(ctx) : 0;
     const model = ctx.kind === "eval" ? (ctx.evalModel ?? ctx.config.model) : ctx.config.model;
-    ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: resumedFrom } });
+    const initFrom = ctx.kind === "train" && ctx.initFrom ? { init_from: ctx.initFrom } : {};
+    ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: resumedFrom, ...initFrom } });
     if (ctx.exports.groupReward) {
       ctx.emit({ type: "run.log", payload: { level: "info", message: `reward.ts exports groupReward: each group's rollouts are scored together; the default export's reward is kept as independent_reward` } });
     }

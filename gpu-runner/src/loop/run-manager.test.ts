@@ -27,6 +27,7 @@ const hangingEngine: RunEngine = {
     throw new Error("not reached");
   },
   latestStep: async () => 0,
+  checkpoints: async () => [],
 };
 
 let dir: string | null = null;

@@ -5,6 +5,8 @@
 import {
   type Diagnostic,
   type ExperimentFiles,
+  type RescoreRequest,
+  type RescoreResponse,
   type RunKind,
   type RunnerStatus,
   type RunSpec,
@@ -14,11 +16,13 @@ import {
 import { setMaxListeners } from "node:events";
 import { findKeyOffset, offsetToPosition } from "../../contracts";
 import { validateExperiment } from "../experiment/validate";
+import { rescoreTrajectories } from "../rescore/rescore";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
 import { REPO_ROOT } from "../env";
 import { NO_SECRETS, type McpSecrets } from "../mcp";
 import { connectRunMcp } from "../mcp/run-connection";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
+import { initFromProblem } from "./init-from";
 import { executeRun, type RunEngine } from "./run-loop";
 
 export interface EngineAccess {
@@ -84,6 +88,11 @@ export class RunManager {
     return { ok: result.ok, diagnostics: result.diagnostics };
   }
 
+  /** Run (edited) reward code over stored trajectories: no run, no event log, no sampling (rescore/rescore.ts). */
+  rescore(request: RescoreRequest, signal?: AbortSignal): Promise<RescoreResponse> {
+    return rescoreTrajectories(request, { engine: this.engine.engine }, signal);
+  }
+
   async start(spec: RunSpec): Promise<StartResult> {
     const refuse = (error: string, diagnostics: Diagnostic[] = []): StartResult => ({ ok: false, error, diagnostics });
     try {
@@ -111,6 +120,13 @@ export class RunManager {
         ]);
       }
       if (spec.eval_model !== undefined && spec.kind !== "eval") return refuse("eval_model is only for eval runs");
+      if (spec.init_from !== undefined) {
+        if (spec.kind !== "train") return refuse(`init_from is only for train runs (an eval of a checkpoint names it in eval_model)`);
+        if (spec.init_from.run_id === runId) return refuse("init_from: a run cannot start from its own checkpoint (resume it instead)");
+        // Asked now so a cleaned-up checkpoint refuses the start; an engine still loading is asked again by the run.
+        const problem = await initFromProblem(this.engine.engine, spec.init_from, { strict: false });
+        if (problem) return refuse(problem);
+      }
       // Only a loaded engine knows its context (it reports 0 while loading).
       const health = this.engine.status().health as { status?: string; max_context_tokens?: number } | null;
       const engineMax = health?.status === "ok" ? (health.max_context_tokens ?? 0) : 0;
@@ -139,6 +155,7 @@ export class RunManager {
         tasks: checked.tasks,
         evalModel: spec.eval_model,
         resume: spec.resume,
+        initFrom: spec.init_from,
         engine: this.engine.engine,
         judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine),
         connectMcp:

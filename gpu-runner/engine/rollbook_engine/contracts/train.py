@@ -98,6 +98,17 @@ class TrainGroup(BaseModel):
     samples: list[TrainSample] = Field(min_length=1)
 
 
+class InitFrom(BaseModel):
+    """Start a new run's adapter from another run's checkpoint (a fork). Mirrors InitFrom in train.ts."""
+
+    model_config = _LOOSE
+
+    run_id: str = Field(min_length=1)
+    step: int = Field(ge=1)
+    # A fork is a new run: by default only the adapter weights carry over and AdamW starts fresh.
+    load_optimizer: bool = False
+
+
 class TrainRequest(BaseModel):
     model_config = _LOOSE
 
@@ -108,6 +119,8 @@ class TrainRequest(BaseModel):
     seed: int = 0
     config: TrainerConfig
     groups: list[TrainGroup]
+    # Only read while the run has no checkpoint of its own (step 1): where its adapter starts from.
+    init_from: InitFrom | None = None
 
 
 class TrainMetrics(BaseModel):

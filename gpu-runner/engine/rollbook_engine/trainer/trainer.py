@@ -5,7 +5,8 @@ generation runs while the shared model trains):
   1. checks: run id, base model, LoRA targets, token-level sanity, and step == newest checkpoint + 1 (409)
   2. seed torch from (seed, step): same request → same result, also after a restart
   3. adapter "train:<run>": kept in memory between steps together with its AdamW; when missing or out of
-     date (restart, failed step) it is rebuilt from the newest checkpoint, optimizer state included
+     date (restart, failed step) it is rebuilt from the newest checkpoint, optimizer state included; a
+     fork's first step (init_from) starts from the parent run's checkpoint instead of a fresh LoRA
   4. advantages → rows → micro-batches; for each mini-epoch: forward/backward per micro-batch (gradients
      accumulate; weights are normalised over the whole batch), clip, one AdamW step
   5. save checkpoints/<step:04d> atomically, then `store.invalidate_run(run)` so inference picks it up
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import re
 import threading
 import time
@@ -98,6 +100,49 @@ def check_request(store, req: TrainRequest) -> None:
             f"step {req.step} requested but the newest checkpoint of run {req.run_id!r} is step {newest} "
             f"({'none' if newest == 0 else f'{newest:04d}'}): the next step must be {newest + 1}"
         )
+    if newest == 0 and req.init_from is not None:
+        _check_init_from(store, req)
+
+
+def _init_source(store, req: TrainRequest) -> Path | None:
+    """The checkpoint a fork starts from, or None. Only a run with no checkpoint of its own reads init_from:
+    once it has one, its own newest checkpoint (which descends from the parent's) is where it continues."""
+    if req.init_from is None or ck.newest_step(store, req.run_id) != 0:
+        return None
+    return Path(store.checkpoint_dir(req.init_from.run_id, req.init_from.step))
+
+
+def _check_init_from(store, req: TrainRequest) -> None:
+    """A fork's parent checkpoint must exist here, fit this base model and have the request's LoRA shape."""
+    init = req.init_from
+    if not RUN_ID_RE.match(init.run_id):
+        raise BadRequest("init_from.run_id", "must be 1-128 characters of A-Z a-z 0-9 _ -")
+    if init.run_id == req.run_id:
+        raise BadRequest("init_from.run_id", "a run cannot start from its own checkpoint (resume it instead)", 400)
+    src = _init_source(store, req)
+    if src is None or not (src / ck.STATE).is_file() or not (src / ck.ADAPTER_CONFIG).is_file():
+        raise BadRequest(
+            "init_from.step",
+            f"run {init.run_id!r} has no checkpoint at step {init.step} on this engine (it may have been deleted)",
+            404,
+        )
+    trained_on = ck.read_state(src).get("base_model", "")
+    if not _same_model(trained_on, store.base_model_name):
+        raise BadRequest(
+            "init_from",
+            f"checkpoint {init.run_id}@{init.step} was trained on {trained_on!r}; this engine serves "
+            f"{store.base_model_name!r}, and an adapter only fits the base model it was trained on",
+            400,
+        )
+    saved_cfg = json.loads((src / ck.ADAPTER_CONFIG).read_text())
+    if (m := _lora_mismatch(saved_cfg, req.config)) is not None:
+        field, old, new = m
+        raise BadRequest(
+            f"config.{field}",
+            f"checkpoint {init.run_id}@{init.step} was trained with {old}, the request has {new}: "
+            "a fork keeps the parent's LoRA shape",
+            400,
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -168,16 +213,21 @@ def _apply_hyperparams(opt: torch.optim.AdamW, cfg: TrainerConfig) -> None:
         group["weight_decay"] = cfg.weight_decay
 
 
-def _check_lora_matches(saved: dict, cfg: TrainerConfig, ckpt: Path) -> None:
-    """Shape-defining LoRA settings cannot change mid-run; lr, betas, loss etc. can."""
+def _lora_mismatch(saved: dict, cfg: TrainerConfig) -> tuple[str, object, object] | None:
+    """(field, saved value, requested value) of the first shape-defining LoRA setting that differs."""
     pairs = [
         ("lora_rank", saved.get("r"), cfg.lora_rank),
         ("lora_alpha", saved.get("lora_alpha"), cfg.lora_alpha),
         ("lora_target_modules", sorted(saved.get("target_modules") or []), sorted(cfg.lora_target_modules)),
     ]
-    for field, old, new in pairs:
-        if old != new:
-            raise StepConflict(f"config.{field}: checkpoint {ckpt.name} was trained with {old}, the request has {new}")
+    return next(((f, old, new) for f, old, new in pairs if old != new), None)
+
+
+def _check_lora_matches(saved: dict, cfg: TrainerConfig, ckpt: Path) -> None:
+    """Shape-defining LoRA settings cannot change mid-run; lr, betas, loss etc. can."""
+    if (m := _lora_mismatch(saved, cfg)) is not None:
+        field, old, new = m
+        raise StepConflict(f"config.{field}: checkpoint {ckpt.name} was trained with {old}, the request has {new}")
 
 
 def _ensure_state(store, req: TrainRequest) -> _RunState:
@@ -194,6 +244,12 @@ def _ensure_state(store, req: TrainRequest) -> _RunState:
     states.pop(req.run_id, None)
 
     ckpt = store.checkpoint_dir(req.run_id, newest) if newest > 0 else None
+    # The optimizer state comes with the adapter when it is this run's own checkpoint (resume: exact
+    # continuation). A fork (init_from) is a new run: it takes the parent's adapter weights, and AdamW's
+    # moments only when the caller asks (load_optimizer), since they describe the parent's gradient history.
+    load_optimizer = ckpt is not None
+    if ckpt is None and (src := _init_source(store, req)) is not None:
+        ckpt, load_optimizer = src, req.init_from.load_optimizer
     saved_cfg = saved_weights = None
     if ckpt is not None:
         saved_cfg, saved_weights = ck.read_adapter(ckpt)
@@ -210,7 +266,7 @@ def _ensure_state(store, req: TrainRequest) -> _RunState:
         if unexpected:
             raise TrainFailure(f"checkpoint {ckpt} has weights this adapter lacks: {unexpected[:3]}")
     optimizer = _new_optimizer(params, req.config)
-    if ckpt is not None:
+    if load_optimizer:
         optimizer.load_state_dict(ck.read_optimizer(ckpt))
         _apply_hyperparams(optimizer, req.config)
     state = _RunState(adapter=name, params=params, optimizer=optimizer, step=newest)
@@ -392,6 +448,8 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
                 "base_model": store.base_model_name,
                 "config": req.config.model_dump(),
                 "metrics": metrics.model_dump(),
+                # Lineage on disk: which checkpoint this run's adapter started from (null: a fresh LoRA).
+                "init_from": _recorded_init_from(store, req),
                 "saved_at": datetime.now(timezone.utc).isoformat(),
             },
         )
@@ -408,6 +466,14 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
             p.requires_grad_(prev_grad.get(n, False))
         model.train(prev_training)
     return ResultLine(metrics=metrics, checkpoint=info)
+
+
+def _recorded_init_from(store, req: TrainRequest) -> dict | None:
+    """The fork's parent, carried into every checkpoint of the run (read from the previous one after step 1)."""
+    if req.step == 1:
+        return req.init_from.model_dump() if req.init_from is not None else None
+    prev = Path(store.checkpoint_dir(req.run_id, req.step - 1))
+    return ck.read_state(prev).get("init_from") if (prev / ck.STATE).is_file() else None
 
 
 def _saved_config(cfg: LoraConfig) -> LoraConfig:
