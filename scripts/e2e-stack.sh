@@ -12,7 +12,9 @@ export PORT="${E2E_PORT:-3100}"
 export RUNNER_PORT="${E2E_RUNNER_PORT:-4200}"
 export ENGINE_PORT="${E2E_ENGINE_PORT:-8200}"
 export RUNNER_URL="http://127.0.0.1:$RUNNER_PORT"
-export RUNNER_TOKEN="e2e-$(date +%s)-$RANDOM"
+# Its own random tokens (64 hex characters), never the developer's.
+export RUNNER_TOKEN="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export ENGINE_TOKEN="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 DB="rollbook_e2e_$(date +%s)_$RANDOM"
 PGURL="${E2E_PG_URL:-postgresql://postgres@127.0.0.1:5432}"
 psql "$PGURL/postgres" -qc "CREATE DATABASE $DB" >/dev/null

@@ -20,6 +20,41 @@ load_env() {
   fi
 }
 
+# A secret made once and kept in a file (mode 600): the same on every start of this checkout, different on
+# every install (a fixed default token would be the same everywhere). 64 hex characters.
+generated_secret() {
+  local file="$1" tmp
+  if [ ! -s "$file" ]; then
+    mkdir -p "$(dirname "$file")"
+    tmp="$file.$$"
+    (
+      umask 077
+      openssl rand -hex 32 2>/dev/null > "$tmp" ||
+        node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex"))' > "$tmp"
+    )
+    mv "$tmp" "$file"
+    log "generated ${2:-a secret} into $file"
+  fi
+  chmod 600 "$file"
+  tr -d '[:space:]' < "$file"
+}
+
+# RUNNER_TOKEN (web server → runner) and ENGINE_TOKEN (runner → engine), unless set in the environment or
+# .env: generated once under DATA_DIR and exported, so the runner and web server that start.sh starts share
+# them. With ENGINE_URL (an engine you run yourself) ENGINE_TOKEN must be that engine's: none is made up.
+ensure_tokens() {
+  local data_dir="${DATA_DIR:-.data}"
+  case "$data_dir" in /*) ;; *) data_dir="$ROOT/$data_dir" ;; esac
+  if [ -z "${RUNNER_TOKEN:-}" ]; then
+    RUNNER_TOKEN=$(generated_secret "$data_dir/runner-token" RUNNER_TOKEN)
+    export RUNNER_TOKEN
+  fi
+  if [ -z "${ENGINE_TOKEN:-}" ] && [ -z "${ENGINE_URL:-}" ]; then
+    ENGINE_TOKEN=$(generated_secret "$data_dir/engine-token" ENGINE_TOKEN)
+    export ENGINE_TOKEN
+  fi
+}
+
 ensure_node() {
   local major
   major=$(node -p 'process.versions.node.split(".")[0]')
@@ -118,6 +153,7 @@ ensure_chromium() {
 setup_all() {
   ensure_node
   load_env
+  ensure_tokens
   ensure_node_modules
   ensure_prisma_client
   ensure_engine_venv

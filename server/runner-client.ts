@@ -10,10 +10,11 @@
 import { createHash } from "node:crypto";
 import { TRPCClientError } from "@trpc/client";
 import type { z } from "zod";
-import { Diagnostic, RunnerStatus, StartResult, type ExperimentFiles, type RunKind, type RunSpec } from "@contracts";
+import { Diagnostic, RESCORE_BUDGET_MS, RescoreResponse, RunnerStatus, StartResult, type ExperimentFiles, type RescoreRequest, type RunKind, type RunSpec } from "@contracts";
 import { createRunnerClient } from "@/gpu-runner/src/client";
 import { AppError, isAppError, rootMessage } from "./errors";
 import { env } from "./env";
+import { requireRunnerToken } from "./runner-token";
 import type { DbOrTx } from "./services/types";
 
 /** A RunSpec as the caller writes it (defaults, like `resume`, may be left out). */
@@ -22,7 +23,7 @@ export type RunSpecInput = z.input<typeof RunSpec>;
 export const tokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
 
 /** Calls that should answer fast (validate compiles TypeScript: allow it a while). */
-const TIMEOUTS_MS = { status: 5_000, validate: 60_000, start: 60_000, stop: 60_000 } as const;
+const TIMEOUTS_MS = { status: 5_000, validate: 60_000, start: 60_000, stop: 60_000, rescore: RESCORE_BUDGET_MS + 60_000 } as const;
 
 export interface RunnerEventHandlers {
   /** A raw event as received; the caller validates it with the RunEvent schema. */
@@ -44,6 +45,8 @@ export interface RunnerHandle {
   start(spec: RunSpecInput): Promise<StartResult>;
   stop(runId: string): Promise<void>;
   status(): Promise<RunnerStatus>;
+  /** An (edited) reward over stored trajectories: a what-if, the runner writes nothing. */
+  rescore(request: RescoreRequest): Promise<RescoreResponse>;
   /** Events of one run with seq > afterSeq, stored ones first, then live ones. */
   events(runId: string, afterSeq: number, handlers: RunnerEventHandlers): RunnerSubscription;
 }
@@ -77,7 +80,7 @@ function tokenFor(row: RunnerRow): string {
   const known = tokenMap().get(row.name);
   if (known && tokenHash(known) === row.tokenHash) return known;
   const e = env();
-  if (row.name === e.RUNNER_NAME && tokenHash(e.RUNNER_TOKEN) === row.tokenHash) return e.RUNNER_TOKEN;
+  if (row.name === e.RUNNER_NAME && e.RUNNER_TOKEN && tokenHash(e.RUNNER_TOKEN) === row.tokenHash) return e.RUNNER_TOKEN;
   throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url}: this web server holds no token for it`);
 }
 
@@ -86,7 +89,7 @@ export async function resolveRunner(db: DbOrTx, name?: string): Promise<RunnerHa
   const e = env();
   const wanted = name ?? e.RUNNER_NAME;
   let row = await db.runner.findUnique({ where: { name: wanted }, select: { id: true, name: true, url: true, tokenHash: true } });
-  if (!row && wanted === e.RUNNER_NAME) row = await registerRunner(db, { name: wanted, url: e.RUNNER_URL, token: e.RUNNER_TOKEN });
+  if (!row && wanted === e.RUNNER_NAME) row = await registerRunner(db, { name: wanted, url: e.RUNNER_URL, token: requireRunnerToken(e) });
   if (!row) throw new AppError("RUNNER_UNAVAILABLE", `no runner named '${wanted}' is registered`);
   return runnerHandle(row);
 }
@@ -141,6 +144,10 @@ export function runnerHandle(row: RunnerRow): RunnerHandle {
     async status() {
       const res = await withTimeout(row, "status", TIMEOUTS_MS.status, (signal) => client.status.query(undefined, { signal }));
       return RunnerStatus.parse(res);
+    },
+    async rescore(request) {
+      const res = await withTimeout(row, "rescore", TIMEOUTS_MS.rescore, (signal) => client.rescore.mutate(request, { signal }));
+      return RescoreResponse.parse(res);
     },
     events(runId, afterSeq, handlers) {
       const sub = client.events.subscribe(

@@ -6,6 +6,7 @@ import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
 import type { McpSecrets } from "./mcp/secrets";
+import { RUNNER_TOKEN_MISSING } from "../contracts/tokens";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
@@ -13,15 +14,20 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 const port = z.coerce.number().int().min(0).max(65535);
 
 /** Settings of the runner and the web tier (bearer token, database): never shareable with MCP servers. */
-const RUNNER_OWN = new Set(["RUNNER_TOKEN", "RUNNER_PORT", "RUNNER_HOST", "ENGINE_URL", "ENGINE_PORT", "ENGINE_PYTHON", "DATABASE_URL", "TEST_DATABASE_URL"]);
+const RUNNER_OWN = new Set(["RUNNER_TOKEN", "ENGINE_TOKEN", "RUNNER_PORT", "RUNNER_HOST", "ENGINE_URL", "ENGINE_PORT", "ENGINE_PYTHON", "DATABASE_URL", "TEST_DATABASE_URL"]);
 
 export const RunnerEnv = z.object({
   /** Port of the runner's tRPC HTTP server (0 = pick a free one; the chosen port is printed). */
   RUNNER_PORT: port.default(4100),
   /** Loopback by default: expose the runner deliberately (behind TLS) when the web tier is elsewhere. */
   RUNNER_HOST: z.string().min(1).default("127.0.0.1"),
-  /** Bearer token the web server must send on every call. Change it outside development. */
-  RUNNER_TOKEN: z.string().min(8).default("rollbook-dev-token"),
+  /**
+   * Bearer token the web server must send on every call. No default: a fixed one would be the same on every
+   * install. `npm start` generates one into DATA_DIR/runner-token and gives it to both processes.
+   */
+  RUNNER_TOKEN: z
+    .string({ error: (issue) => (issue.input === undefined ? RUNNER_TOKEN_MISSING : undefined) })
+    .min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)"),
   /** Port the spawned engine listens on (localhost only). */
   ENGINE_PORT: port.default(8100),
   /** Python interpreter of the engine's virtual environment. */
@@ -34,6 +40,11 @@ export const RunnerEnv = z.object({
     .url()
     .optional()
     .transform((u) => (u ? u.replace(/\/+$/, "") : undefined)),
+  /**
+   * Bearer token of the engine's routes (all but /health). Unset: the runner makes a random one for the
+   * engine it spawns. Required with ENGINE_URL: it must be the token that engine was started with.
+   */
+  ENGINE_TOKEN: z.string().min(16, "ENGINE_TOKEN must be at least 16 characters (32 random ones recommended)").optional(),
   /** Where run folders live: runs/<run>/events.jsonl here; the engine writes checkpoints beside them. */
   ROLLBOOK_RUNS_DIR: z.string().min(1).default(path.join(REPO_ROOT, "runs")),
   /** Shown in status(); several runners can register with one web tier. */
@@ -80,6 +91,11 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): RunnerEnv {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`Invalid runner environment:\n${lines.join("\n")}`);
+  }
+  if (parsed.data.ENGINE_URL && !parsed.data.ENGINE_TOKEN) {
+    throw new Error(
+      "Invalid runner environment:\n  ENGINE_TOKEN: required with ENGINE_URL — start that engine with ENGINE_TOKEN=<secret> and give the runner the same value",
+    );
   }
   return parsed.data;
 }

@@ -21,7 +21,7 @@ import { NO_MCP } from "./rollout/run-mcp";
 import { RunConfig } from "../contracts";
 
 const TOKEN = "servertest-token-0123456789";
-const env0 = loadEnv();
+const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });
 const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`runner.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
 

@@ -14,6 +14,7 @@ import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
+import { weakTokenWarning } from "../contracts/tokens";
 
 /** The largest request body the runner reads: an 8 MB experiment even if JSON escaping tripled it. */
 export const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -38,6 +39,8 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   const engineUrl = env.ENGINE_URL ?? `http://127.0.0.1:${env.ENGINE_PORT}`;
   const supervisor = new EngineSupervisor({
     url: engineUrl,
+    // Unset: the supervisor makes a random token for the engine it spawns (loadEnv demands one with ENGINE_URL).
+    token: env.ENGINE_TOKEN,
     spawn: env.ENGINE_URL
       ? undefined
       : {
@@ -105,7 +108,10 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
 }
 
 async function main(): Promise<void> {
-  const runner = await startRunnerServer();
+  const env = loadEnv();
+  const weak = weakTokenWarning("RUNNER_TOKEN", env.RUNNER_TOKEN);
+  if (weak) console.warn(`runner: warning: ${weak}`);
+  const runner = await startRunnerServer({ env });
   console.log(`RUNNER READY ${runner.port}`);
   const shutdown = (signal: string) => {
     console.error(`runner: ${signal}, stopping runs and the engine`);

@@ -27,6 +27,7 @@ beforeAll(async () => {
       RUNNER_PORT: "0",
       RUNNER_TOKEN: TOKEN,
       ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
+      ENGINE_TOKEN: "closed-port-engine-token",
       ROLLBOOK_RUNS_DIR: runsDir,
       RUNNER_NAME: "servertest",
     } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),

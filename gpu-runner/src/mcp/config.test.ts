@@ -7,7 +7,8 @@ import { z } from "zod";
 import { formatZodIssues, McpConfig } from "../../contracts";
 import { loadEnv as loadRunnerEnv, mcpSecrets } from "../env";
 
-const loadEnv = (vars: Record<string, string>) => loadRunnerEnv(vars as NodeJS.ProcessEnv);
+// The runner has no default token: every environment here gives one.
+const loadEnv = (vars: Record<string, string>) => loadRunnerEnv({ RUNNER_TOKEN: "config-test-token-0123456789abcdef", ...vars } as Record<string, string> as NodeJS.ProcessEnv);
 
 const issues = (input: unknown) => {
   const r = McpConfig.safeParse(input);

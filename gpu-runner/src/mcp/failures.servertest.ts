@@ -220,7 +220,7 @@ describe("McpHub failures", () => {
   });
 
   it("MCP_ALLOW_STDIO=false: stdio servers fail with the reason and are not spawned; HTTP ones are unaffected", async () => {
-    const vars: Record<string, string> = { MCP_ALLOW_STDIO: "false", MCP_SECRET_VARS: "MCP_TEST_A" };
+    const vars: Record<string, string> = { RUNNER_TOKEN: "failures-test-token-0123456789ab", MCP_ALLOW_STDIO: "false", MCP_SECRET_VARS: "MCP_TEST_A" };
     const env = loadEnv(vars as NodeJS.ProcessEnv);
     expect(env.MCP_ALLOW_STDIO).toBe(false);
     const pids = pidFile();

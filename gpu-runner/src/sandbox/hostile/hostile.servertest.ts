@@ -23,7 +23,7 @@ import { startRunnerServer, type RunnerServer } from "../../server";
 import { CORPUS_LIMITS, HOSTILE_CASES, corpusFiles } from "./cases";
 
 const TOKEN = "hostile-servertest-token";
-const env0 = loadEnv();
+const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });
 const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`hostile.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
 
