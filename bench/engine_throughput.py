@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -21,6 +22,8 @@ import httpx
 
 ENGINE_DIR = Path(__file__).resolve().parents[1] / "gpu-runner" / "engine"
 N, MAX_TOKENS = 16, 32
+# The engine refuses every route but /health without its token, as the runner runs it.
+TOKEN = secrets.token_hex(32)
 TOPICS = ["the sea", "a cat", "mountains", "coffee", "rain", "the moon", "trains", "a library",
           "winter", "bees", "a lighthouse", "bread", "the desert", "a violin", "autumn", "robots"]
 
@@ -37,7 +40,7 @@ def start_engine(model: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "rollbook_engine", "--port", str(port), "--model", model],
         cwd=ENGINE_DIR, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "ENGINE_TOKEN": TOKEN},
     )
     assert proc.stdout is not None
     for line in proc.stdout:  # the engine prints this once the model is loaded and the socket listens
@@ -47,7 +50,7 @@ def start_engine(model: str) -> tuple[subprocess.Popen, str]:
 
 
 async def run(url: str, model: str) -> None:
-    async with httpx.AsyncClient(base_url=url, timeout=600) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=600, headers={"authorization": f"Bearer {TOKEN}"}) as client:
         async def one(i: int) -> int:
             r = await client.post("/v1/chat/completions", json=body(i, model))
             r.raise_for_status()

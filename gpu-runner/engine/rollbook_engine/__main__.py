@@ -3,12 +3,16 @@
 Logs go to stderr. Once the model is loaded AND the socket is listening, one line `ENGINE READY <port>` is
 printed on stdout (flushed), which is what a parent process waits for. If the model cannot be loaded the
 process exits with status 1 (after `ENGINE FAILED <reason>` on stderr).
+
+ENGINE_TOKEN (set by the runner that spawns it): every route but /health needs it as a bearer token. Without
+it the engine only binds a loopback address (it refuses --host 0.0.0.0 and the like, status 2).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import logging
 import os
 import sys
@@ -49,12 +53,26 @@ async def serve(host: str, port: int, model: str) -> int:
     return 0
 
 
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rollbook_engine")
     parser.add_argument("--host", default=os.environ.get("ROLLBOOK_ENGINE_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("ROLLBOOK_ENGINE_PORT", "8100")))
     parser.add_argument("--model", default=os.environ.get("ROLLBOOK_MODEL", DEFAULT_MODEL))
     args = parser.parse_args(argv)
+    if not _loopback(args.host) and not os.environ.get("ENGINE_TOKEN"):
+        # Beyond this machine an open engine would serve every run's checkpoints and train for anyone.
+        print(f"ENGINE FAILED --host {args.host} reaches beyond this machine: set ENGINE_TOKEN (and give the "
+              "runner the same value) or bind 127.0.0.1", file=sys.stderr, flush=True)
+        return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
     exit_with_parent()

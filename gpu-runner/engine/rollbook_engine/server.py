@@ -24,6 +24,7 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from .auth import BearerAuth, authorized
 from .backends.base import GenerationRequest, InferenceBackend
 from .contracts.chat import EngineHealth, EngineMemory
 from .errors import RequestError
@@ -77,6 +78,10 @@ def create_app(
             await app.state.backend.close()
 
     app = FastAPI(title="Rollbook engine", lifespan=lifespan)
+    app.add_middleware(BearerAuth, token=settings.engine_token)
+    if settings.engine_token is None:
+        log.warning("ENGINE_TOKEN is not set: every route (chat with any run's checkpoints, /train) is open to "
+                    "anyone who can reach this port; the runner sets one for the engines it spawns")
     app.state.store = None
     app.state.backend = None
     app.state.load_error = None
@@ -102,9 +107,11 @@ def create_app(
         return None
 
     @app.get("/health")
-    async def health() -> dict[str, Any]:
+    async def health(request: Request) -> dict[str, Any]:
         store: ModelStore | None = app.state.store
         status = "ok" if store else ("error" if app.state.load_error else "loading")
+        if not authorized(request.scope, settings.engine_token):
+            return {"status": status}  # liveness only: model, memory and errors are for the runner
         cuda = torch.cuda.is_available()
         body = EngineHealth(
             status=status,

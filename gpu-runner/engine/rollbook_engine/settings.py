@@ -19,10 +19,19 @@ class EngineSettings(BaseModel):
                     "a body that size can only be a prompt far beyond any context anyway.",
     )
 
+    engine_token: str | None = Field(
+        default=None, min_length=16,
+        description="ENGINE_TOKEN: every route but /health needs `Authorization: Bearer <ENGINE_TOKEN>` (401 "
+                    "otherwise). The runner makes a random one for each engine it spawns. Unset: the engine "
+                    "is open to anyone who can reach its port (it warns at start).",
+    )
+
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> "EngineSettings":
         env = os.environ if environ is None else environ
-        values = {}
+        values: dict[str, object] = {}
         if raw := env.get("ROLLBOOK_MAX_REQUEST_BYTES"):
             values["max_request_bytes"] = int(raw)
+        if token := env.get("ENGINE_TOKEN"):
+            values["engine_token"] = token
         return cls(**values)

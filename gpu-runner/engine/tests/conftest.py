@@ -14,6 +14,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The engines served here are open unless a test passes its own settings (test_engine_token.py): a token
+# exported by `npm test`'s setup must not lock the other tests out.
+os.environ.pop("ENGINE_TOKEN", None)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,15 +38,16 @@ class Served:
 
 
 @contextlib.contextmanager
-def serve_store(store, timeout_s: float = 300):
+def serve_store(store, timeout_s: float = 300, settings=None):
     """The real app over `store`, served by uvicorn on a free port in a background thread; yields (url,
-    client) once /health says the model is loaded, and stops the server after."""
+    client) once /health says the model is loaded, and stops the server after. `settings`: EngineSettings
+    (default: from the environment)."""
     import httpx
     import uvicorn
 
     from rollbook_engine.server import create_app
 
-    app = create_app(store.base_model_name, store_factory=lambda _name: store)
+    app = create_app(store.base_model_name, store_factory=lambda _name: store, settings=settings)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

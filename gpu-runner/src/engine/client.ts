@@ -52,10 +52,26 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 }
 
 export class EngineClient {
-  constructor(readonly baseUrl: string) {}
+  /** `token`: the engine's ENGINE_TOKEN, sent as a bearer on every request (the engine refuses all but /health without it). */
+  constructor(
+    readonly baseUrl: string,
+    private readonly token?: string,
+  ) {}
+
+  /** A request to the engine with its token and nothing else (no status check): for passing a response through. */
+  fetchRaw(pathname: string, init: RequestInit = {}): Promise<Response> {
+    return fetch(`${this.baseUrl}${pathname}`, { ...init, headers: this.withToken(init.headers) });
+  }
+
+  private withToken(headers: RequestInit["headers"]): RequestInit["headers"] {
+    if (!this.token) return headers;
+    const merged = new Headers(headers);
+    merged.set("authorization", `Bearer ${this.token}`);
+    return merged;
+  }
 
   private async request(pathname: string, init: RequestInit & { timeoutMs?: number } = {}): Promise<Response> {
-    const { timeoutMs, signal, ...rest } = init;
+    const { timeoutMs, signal, headers, ...rest } = init;
     const signals = [signal, timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined].filter(
       (s): s is AbortSignal => s != null,
     );
@@ -63,6 +79,7 @@ export class EngineClient {
     try {
       res = await fetch(`${this.baseUrl}${pathname}`, {
         ...rest,
+        headers: this.withToken(headers),
         signal: signals.length ? AbortSignal.any(signals) : undefined,
       });
     } catch (err) {

@@ -5,7 +5,8 @@
  * must also satisfy the shared zod contract. The Python client runs the same checks in
  * gpu-runner/engine/tests/test_openai_conformance.py.
  *   npx vitest run --project server gpu-runner/src/engine/openai-conformance.servertest.ts
- * Set ENGINE_URL to use an engine that is already running.
+ * Set ENGINE_URL (and its ENGINE_TOKEN) to use an engine that is already running. The engine's token is
+ * the client's API key, as it would be for any OpenAI user.
  */
 import fs from "node:fs";
 import { freePort } from "../test-support/net";
@@ -15,9 +16,11 @@ import type { ChatCompletionChunk as OpenAIChunk } from "openai/resources/chat/c
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionChunk, ChatCompletionResponse, DEFAULT_MODEL } from "../../contracts";
 import { loadEnv, REPO_ROOT } from "../env";
+import { randomToken } from "../tokens";
 import { EngineSupervisor } from "./supervisor";
 
-const env0 = loadEnv();
+// Only ENGINE_* matter here; the runner's own token is not used.
+const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: "conformance-unused-runner-token" });
 const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`openai-conformance: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
 
@@ -82,11 +85,14 @@ describe.skipIf(!engineAvailable)("OpenAI conformance of the engine (npm openai 
 
   beforeAll(async () => {
     let url = env0.ENGINE_URL;
+    let token = env0.ENGINE_TOKEN as string; // loadEnv demands one with ENGINE_URL
     if (!url) {
+      token = randomToken();
       const port = await freePort();
       url = `http://127.0.0.1:${port}`;
       supervisor = new EngineSupervisor({
         url,
+        token,
         spawn: {
           python: env0.ENGINE_PYTHON,
           args: ["-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(port), "--model", MODEL],
@@ -98,7 +104,7 @@ describe.skipIf(!engineAvailable)("OpenAI conformance of the engine (npm openai 
       supervisor.start();
       await supervisor.waitReady(170_000);
     }
-    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "not-needed", maxRetries: 0, timeout: 110_000 });
+    client = new OpenAI({ baseURL: `${url}/v1`, apiKey: token, maxRetries: 0, timeout: 110_000 });
   });
 
   afterAll(async () => {

@@ -10,6 +10,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { EngineClient } from "./client";
+import { randomToken } from "../tokens";
 import { type EngineHealth } from "../../contracts";
 
 export type EngineState = "starting" | "ready" | "restarting" | "failed";
@@ -32,6 +33,12 @@ export interface SupervisorOptions {
     env?: Record<string, string>;
   };
   url: string;
+  /**
+   * The engine's bearer token. Unset: a random one is made for the engines this supervisor spawns (passed
+   * to them as ENGINE_TOKEN), so only this process can call them. An external engine (no `spawn`) needs
+   * the token it was started with.
+   */
+  token?: string;
   /** How long a fresh engine may take to become healthy (model load; first GGUF conversion is slow). */
   startTimeoutMs?: number;
   healthIntervalMs?: number;
@@ -84,8 +91,10 @@ export class EngineSupervisor {
   private readyWaiters = new Set<() => void>();
   private tail: string[] = [];
   private readonly exitHook = () => this.killGroup("SIGKILL");
-  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart">> &
+  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "token">> &
     Pick<SupervisorOptions, "spawn" | "onRestart">;
+  /** Given to every engine this supervisor spawns; the client sends it. */
+  private readonly token: string | undefined;
 
   constructor(options: SupervisorOptions) {
     this.opts = {
@@ -98,7 +107,8 @@ export class EngineSupervisor {
       // An explicit `undefined` in options must not erase a default.
       ...(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as SupervisorOptions),
     };
-    this.client = new EngineClient(options.url);
+    this.token = options.token ?? (options.spawn ? randomToken() : undefined);
+    this.client = new EngineClient(options.url, this.token);
   }
 
   status(): EngineStatus {
@@ -192,7 +202,8 @@ export class EngineSupervisor {
     const child = spawn(spec.python, spec.args, {
       cwd: spec.cwd,
       // ROLLBOOK_EXIT_WITH_PARENT: the engine ends itself if this process dies without stopping it.
-      env: { ...process.env, ...spec.env, PYTHONUNBUFFERED: "1", ROLLBOOK_EXIT_WITH_PARENT: "1" },
+      // ENGINE_TOKEN: the engine refuses every route but /health without it.
+      env: { ...process.env, ...spec.env, ...(this.token ? { ENGINE_TOKEN: this.token } : {}), PYTHONUNBUFFERED: "1", ROLLBOOK_EXIT_WITH_PARENT: "1" },
       detached: true, // own process group, so stop() can signal the whole group and nothing else
       stdio: ["ignore", "pipe", "pipe"],
     });
