@@ -17,6 +17,7 @@ import { RunCharts } from "./charts";
 import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
+import { RescoreButton } from "./rescore-panel";
 import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
 import { RolloutDetail } from "./transcript";
@@ -152,6 +153,7 @@ export function RunView({ id }: { id: string }) {
             {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
           </span>
           <div className="ml-auto flex items-center gap-2">
+            {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint
                 experimentId={r.experiment.id}

@@ -6,3 +6,5 @@ export * from "./experiment";
 export * from "./mcp";
 export * from "./tasks";
 export * from "./bytes";
+export * from "./advantages";
+export * from "./rescore";

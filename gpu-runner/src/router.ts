@@ -3,12 +3,13 @@
  *   validate({files, kind})        mutation      → {ok, diagnostics}          (creates nothing)
  *   start(RunSpec)                 mutation      → StartResult                (refuses with diagnostics)
  *   stop({run_id})                 mutation      → {stopped}                  (resolves once it has ended)
+ *   rescore(RescoreRequest)        mutation      → RescoreResponse            (a what-if: writes nothing)
  *   status()                       query         → RunnerStatus
  *   events({run_id, after_seq})    subscription  → RunEvent, tracked by seq   (resume with lastEventId)
  */
 import { tracked, TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { Diagnostic, ExperimentFiles, RunKind, RunnerStatus, RunSpec, StartResult } from "../contracts";
+import { Diagnostic, ExperimentFiles, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../contracts";
 import { authedProcedure, router } from "./trpc";
 
 export const ValidateOutput = z.object({ ok: z.boolean(), diagnostics: z.array(Diagnostic) });
@@ -37,6 +38,13 @@ export const runnerRouter = router({
     .input(z.object({ run_id: z.string().min(1) }))
     .output(z.object({ stopped: z.boolean() }))
     .mutation(({ ctx, input }) => ctx.manager.stop(input.run_id)),
+
+  rescore: authedProcedure
+    .input(RescoreRequest)
+    .output(RescoreResponse)
+    // A mutation for the same reason as validate: files and trajectories travel in the body. A caller that
+    // goes away aborts the re-scores still running.
+    .mutation(({ ctx, input, signal }) => ctx.manager.rescore(input, signal)),
 
   status: authedProcedure.output(RunnerStatus).query(({ ctx }) => ctx.manager.status()),
 

@@ -94,6 +94,7 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.events": ["viewer", (s) => ({ runId: s.runId })],
   "runs.stop": ["member", (s) => ({ id: s.runId })],
   "runs.resume": ["member", (s) => ({ id: s.runId })],
+  "runs.rescore": ["member", (s) => ({ runId: s.runId, files: { "reward.ts": "export default function reward() { return 1; }\n" } })],
   "runners.status": ["viewer", () => undefined],
   "templates.list": ["viewer", () => undefined],
 };

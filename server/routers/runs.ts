@@ -3,6 +3,7 @@ import { RunKind } from "@contracts";
 import { createTRPCRouter, viewerProcedure, memberProcedure } from "../trpc";
 import * as runs from "../services/runs";
 import { resumeRun } from "../services/run-resume";
+import { RescoreRunInput, rescoreRun } from "../services/rescore";
 import { FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
@@ -63,4 +64,9 @@ export const runsRouter = createTRPCRouter({
   resume: memberProcedure
     .input(z.object({ id: z.string().min(1) }))
     .mutation(({ ctx, input }) => resumeRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
+
+  /** Run an edited reward over the run's stored trajectories: old vs new rewards and advantages (writes nothing). */
+  rescore: memberProcedure
+    .input(RescoreRunInput)
+    .mutation(({ ctx, input }) => rescoreRun(ctx.db, ctx.workspaceId, input, { byId: ctx.runnerById, default: ctx.getRunner })),
 });

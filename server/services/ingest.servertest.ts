@@ -36,6 +36,7 @@ function fakeRunner(
     validate: async () => [],
     start: async () => ({ ok: true, run_id: "x" }),
     stop: async () => {},
+    rescore: async () => ({ ok: false, error: "not used here", diagnostics: [] }),
     status: async (): Promise<RunnerStatus> => ({
       runner: "fake",
       engine: { state: "ready", restarts: 0, health: null },

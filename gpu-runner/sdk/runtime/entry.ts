@@ -109,11 +109,13 @@ export function installEntryPoints(mods: { scenario: Module; reward: Module }, c
       }
     },
 
-    async runReward(taskJson: string, messagesJson: string) {
+    /** `recordedOutputJson`: a re-score passes the output recorded with a past rollout instead of this sandbox's scenario's. */
+    async runReward(taskJson: string, messagesJson: string, recordedOutputJson?: string) {
       try {
         const fn = reward.default;
         if (typeof fn !== "function") return { ok: false, name: "TypeError", message: "reward.ts must export default the reward function" };
-        const r: unknown = await (fn as (i: unknown) => unknown)({ task: readTask(taskJson), output: JSON.parse(outputJson), messages: JSON.parse(messagesJson) });
+        const output: unknown = JSON.parse(typeof recordedOutputJson === "string" ? recordedOutputJson : outputJson);
+        const r: unknown = await (fn as (i: unknown) => unknown)({ task: readTask(taskJson), output, messages: JSON.parse(messagesJson) });
         if (typeof r === "number") return { ok: true, type: "number", reward: r, metrics: [] };
         if (r === null || typeof r !== "object") return { ok: true, type: typeName(r), reward: null, metrics: [] };
         const value = (r as { reward?: unknown }).reward;

@@ -7,6 +7,7 @@
  * user's, so they cannot be overridden.
  */
 import {
+  MAX_RECORDED_OUTPUT_CHARS,
   type ChatCompletionRequest,
   type ChatMessage,
   type RolloutError,
@@ -266,5 +267,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0) },
     logs: [...notes, ...result.logs],
   };
+  // Kept with the trajectory so a re-score can run an edited reward over it (a big output is left out).
+  if (JSON.stringify(result.output ?? null).length <= MAX_RECORDED_OUTPUT_CHARS) trajectory.output = result.output ?? null;
   return { trajectory, sample, turns, output: result.output };
 }

@@ -57,6 +57,12 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
     if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
     throw err; // SandboxUnavailable: no process could be started
   }
+  // Aborted while the process was starting (acquire does not watch the signal then): the listener below
+  // would never fire, and the call would run to its limits.
+  if (signal?.aborted) {
+    sandboxPool.release(proc, true);
+    throw new SandboxFailure({ type: "stop", reason: "abort" });
+  }
   const sid = nextSid++;
   let pending: { resolve: (v: unknown) => void; reject: (e: SandboxFailure) => void } | null = null;
   let failure: SandboxFailure | null = null;

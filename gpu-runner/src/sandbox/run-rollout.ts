@@ -48,7 +48,7 @@ export interface RolloutOutcome {
 
 // --- what the entry points return (gpu-runner/sdk/runtime/entry.ts builds these; checked as untrusted data)
 const ScenarioResult = z.union([z.object({ ok: z.literal(true), outputJson: z.string() }), Failure]);
-const RewardResult = z.union([
+export const RewardResult = z.union([
   z.object({
     ok: z.literal(true),
     type: z.string(),
@@ -77,7 +77,7 @@ export function checkMetrics(entries: z.infer<typeof MetricEntries>, maxMetrics:
   return out;
 }
 
-function checkReward(r: RewardOk, maxMetrics: number): { reward: number; metrics: [string, number][] } | string {
+export function checkReward(r: RewardOk, maxMetrics: number): { reward: number; metrics: [string, number][] } | string {
   let reward: number;
   if (r.type === "number") reward = r.reward ?? Number.NaN;
   else if (r.type === "object") {
