@@ -6,5 +6,6 @@ export * from "./experiment";
 export * from "./mcp";
 export * from "./tasks";
 export * from "./bytes";
+export * from "./model-ref";
 export * from "./advantages";
 export * from "./rescore";

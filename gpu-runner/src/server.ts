@@ -3,15 +3,17 @@
  * Starts (or attaches to) the engine, serves the tRPC API on RUNNER_HOST:RUNNER_PORT, prints
  * `RUNNER READY <port>` once listening, and on SIGTERM/SIGINT stops its runs and its own engine child.
  */
+import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { createHTTPServer } from "@trpc/server/adapters/standalone";
+import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { loadEnv, mcpSecrets, REPO_ROOT, type RunnerEnv } from "./env";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
+import { handleRunnerHttp, isRunnerHttpRoute, type RunnerHttpDeps } from "./http/routes";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
 import { weakTokenWarning } from "../contracts/tokens";
@@ -78,7 +80,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   );
   manager.recoverInterrupted();
 
-  const server = createHTTPServer({
+  const trpcHandler = createHTTPHandler({
     router: runnerRouter,
     // Files travel in request bodies (an experiment is up to 8 MB; JSON escaping can grow it).
     maxBodySize: MAX_BODY_BYTES,
@@ -86,6 +88,16 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       manager,
       authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),
     }),
+  });
+  // Checkpoint archives and the chat pass-through are byte streams, served beside tRPC (http/routes.ts).
+  const httpDeps: RunnerHttpDeps = {
+    runsDir: env.ROLLBOOK_RUNS_DIR,
+    token: env.RUNNER_TOKEN,
+    engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
+  };
+  const server = http.createServer((req, res) => {
+    if (isRunnerHttpRoute(req.url)) void handleRunnerHttp(req, res, httpDeps);
+    else trpcHandler(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -1,0 +1,142 @@
+/**
+ * The runner's plain-HTTP routes, beside its tRPC API (same port, same bearer RUNNER_TOKEN):
+ *
+ *   GET  /checkpoints/<run>/<step>/adapter.tar.gz   a checkpoint as a PEFT folder archive (checkpoint-archive.ts)
+ *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
+ *                                                   (plain JSON or server-sent events, status and body as is)
+ *
+ * Not tRPC because both are byte streams (a tar.gz, SSE chunks in OpenAI's shape) that other clients
+ * consume as they are. The web server is the only caller: it checks the user's workspace and rewrites the
+ * model name first (server/services/checkpoints.ts); users never reach the runner or the engine.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { Readable } from "node:stream";
+import type { ReadableStream as WebReadableStream } from "node:stream/web";
+import { parseCheckpointModel } from "../../contracts";
+import { assertSafeRunId } from "../events/event-log";
+import { bearerToken, tokenMatches } from "../trpc";
+import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
+
+export interface RunnerHttpDeps {
+  /** ROLLBOOK_RUNS_DIR: where checkpoints live (runs/<run>/checkpoints/<step:04d>). */
+  runsDir: string;
+  /** RUNNER_TOKEN: the web server's bearer. */
+  token: string;
+  /** A request to the engine with its credentials; the raw response (any status) is passed through. */
+  engineFetch: (pathname: string, init: RequestInit) => Promise<Response>;
+}
+
+/** A chat request body bigger than this is refused (413): a prompt this size is far past any context. */
+export const MAX_CHAT_BODY_BYTES = 8 * 1024 * 1024;
+
+const ARCHIVE_ROUTE = /^\/checkpoints\/([^/]+)\/([^/]+)\/adapter\.tar\.gz$/;
+const CHAT_ROUTE = "/v1/chat/completions";
+
+/** OpenAI's error shape, which the web server passes on to OpenAI clients unchanged. */
+function sendError(res: ServerResponse, status: number, message: string, param: string | null = null): void {
+  const type = status === 401 ? "authentication_error" : status === 404 ? "not_found_error" : status >= 500 ? "server_error" : "invalid_request_error";
+  const body = JSON.stringify({ error: { message, type, param, code: status } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+}
+
+/** True when the path is one of these routes (the caller hands everything else to tRPC). */
+export function isRunnerHttpRoute(url: string | undefined): boolean {
+  const pathname = (url ?? "").split("?")[0] ?? "";
+  return ARCHIVE_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
+}
+
+export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
+  try {
+    if (!tokenMatches(bearerToken(req), deps.token)) return sendError(res, 401, "missing or wrong runner token");
+    const pathname = (req.url ?? "").split("?")[0] ?? "";
+    const archive = ARCHIVE_ROUTE.exec(pathname);
+    if (archive) {
+      if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, 405, `${req.method} is not allowed here: GET`);
+      return await sendArchive(req, res, deps, decodeURIComponent(archive[1]!), decodeURIComponent(archive[2]!));
+    }
+    if (req.method !== "POST") return sendError(res, 405, `${req.method} is not allowed here: POST`);
+    return await proxyChat(req, res, deps);
+  } catch (e) {
+    if (!res.headersSent) return sendError(res, 500, `runner: ${(e as Error).message}`);
+    res.destroy(e as Error);
+  }
+}
+
+async function sendArchive(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps, runId: string, stepText: string): Promise<void> {
+  let ckpt: Awaited<ReturnType<typeof resolveCheckpoint>>;
+  try {
+    ckpt = await resolveCheckpoint(deps.runsDir, runId, stepText);
+  } catch (e) {
+    if (e instanceof CheckpointNotFound) return sendError(res, 404, e.message);
+    throw e;
+  }
+  res.writeHead(200, {
+    "content-type": "application/gzip",
+    "content-disposition": `attachment; filename="${runId}-step${ckpt.step}-adapter.tar.gz"`,
+    // Compressed size is not known up front; this is what the files weigh (a progress hint for callers).
+    "x-rollbook-adapter-bytes": String(ckpt.bytes),
+  });
+  if (req.method === "HEAD") return void res.end();
+  const tar = peftArchive(ckpt.dir, runId, ckpt.step);
+  tar.on("error", (err: Error) => res.destroy(err)); // mid-stream: the client sees a truncated archive, not a good one
+  res.on("close", () => (tar as unknown as { destroy?: () => void }).destroy?.());
+  tar.pipe(res);
+}
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) return null;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
+  const body = await readBody(req, MAX_CHAT_BODY_BYTES);
+  if (!body) return sendError(res, 413, `request body over ${MAX_CHAT_BODY_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString("utf8"));
+  } catch {
+    return sendError(res, 400, "request body is not JSON");
+  }
+  const model = (parsed as { model?: unknown } | null)?.model;
+  if (typeof model !== "string" || !model) return sendError(res, 400, "model: required, the base model or `<run>@<step>`", "model");
+  const ref = parseCheckpointModel(model);
+  if (ref) {
+    // The engine reads the checkpoint from runs/<run>/…: the run id must be one folder name.
+    try {
+      assertSafeRunId(ref.run);
+    } catch (e) {
+      return sendError(res, 404, `model '${model}' not found: ${(e as Error).message}`, "model");
+    }
+  }
+
+  // Closing the client connection aborts the engine call, which drops the generation (request_io.py).
+  const upstream = new AbortController();
+  res.on("close", () => upstream.abort(new Error("client went away")));
+  let engineRes: Response;
+  try {
+    engineRes = await deps.engineFetch(CHAT_ROUTE, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: new Uint8Array(body),
+      signal: upstream.signal,
+    });
+  } catch (e) {
+    if (upstream.signal.aborted) return;
+    return sendError(res, 503, `engine unreachable: ${(e as Error).message}`);
+  }
+  const headers: Record<string, string> = { "content-type": engineRes.headers.get("content-type") ?? "application/json" };
+  const cacheControl = engineRes.headers.get("cache-control");
+  if (cacheControl) headers["cache-control"] = cacheControl;
+  res.writeHead(engineRes.status, headers);
+  if (res.req.method === "HEAD" || !engineRes.body) return void res.end();
+  // Each SSE chunk is flushed as it arrives (no buffering), so tokens stream through.
+  const stream = Readable.fromWeb(engineRes.body as WebReadableStream<Uint8Array>);
+  stream.on("error", (err) => res.destroy(err));
+  stream.pipe(res);
+}
