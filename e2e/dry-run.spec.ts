@@ -1,8 +1,13 @@
 import { test, expect } from "@playwright/test";
+import { newUser, signUp } from "./auth";
 
 // The walking skeleton end to end, with real parts: the default experiment in Monaco, Dry run through
 // tRPC to the runner, rollouts of the real model arriving live over socket.io, stored in Postgres.
 test("dry run of the default experiment streams rollouts live and survives a reload", async ({ page }) => {
+  // Signed out, the app sends you to sign in; a new user's workspace opens on its default experiment.
+  await page.goto("/runs");
+  await expect(page).toHaveURL(/\/sign-in\?next=%2Fruns/);
+  await signUp(page, newUser("dry"));
   await page.goto("/");
   await expect(page).toHaveURL(/\/experiments\/[^/]+$/);
   // Monaco loaded locally (no CDN) and shows the scenario.

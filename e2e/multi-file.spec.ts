@@ -1,3 +1,4 @@
+import { newUser, signUp } from "./auth";
 import { test, expect, type Page } from "@playwright/test";
 
 // An experiment from a template, grown by a helper file under lib/: a type error in the helper is marked
@@ -48,6 +49,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
 
 test("a lib/ helper's type error is marked at its line, and the fixed experiment dry-runs", async ({ page }) => {
   const name = `e2e-multi-${Date.now()}`;
+  await signUp(page, newUser("multi"));
   await page.goto("/experiments/new?template=say-the-word");
   await expect(page.locator("[data-template=say-the-word] input")).toBeChecked();
   await page.locator("input[name=name]").fill(name);

@@ -54,7 +54,7 @@ export function SignInForm() {
       {owner && (
         <p className="text-[13px] text-zinc-400">
           Nobody has signed up on this server yet. This account will own the workspace and everything in it; invite your team
-          from Settings afterwards.
+          from the Team page afterwards.
         </p>
       )}
       {signingUp && <TextField label="Name" name="name" autoComplete="name" value={name} onChange={(e) => setName(e.target.value)} />}
@@ -70,7 +70,7 @@ export function SignInForm() {
         onChange={(e) => setPassword(e.target.value)}
       />
       {error && (
-        <p role="alert" className="text-[13px] text-red-300">
+        <p role="alert" data-testid="auth-error" className="text-[13px] text-red-300">
           {error}
         </p>
       )}
