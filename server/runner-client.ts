@@ -100,6 +100,24 @@ export async function runnerById(db: DbOrTx, id: string): Promise<RunnerHandle> 
   return runnerHandle(row);
 }
 
+/**
+ * Plain HTTP to a runner's non-tRPC routes (checkpoint archives, the chat pass-through: gpu-runner/src/http/
+ * routes.ts) with its bearer token. The response comes back whatever its status, for the caller to pass on;
+ * no reply at all is RUNNER_UNAVAILABLE. A caller's abort (or timeout) is rethrown as it is.
+ */
+export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string, init: RequestInit = {}): Promise<Response> {
+  const row = await db.runner.findUnique({ where: { id: runnerId }, select: { id: true, name: true, url: true, tokenHash: true } });
+  if (!row) throw new AppError("RUNNER_UNAVAILABLE", `runner ${runnerId} is not registered`);
+  const headers = new Headers(init.headers);
+  headers.set("authorization", `Bearer ${tokenFor(row)}`);
+  try {
+    return await fetch(`${row.url}${pathname}`, { ...init, headers });
+  } catch (err) {
+    if (init.signal?.aborted) throw init.signal.reason ?? err;
+    throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${rootMessage(err)}`, { cause: err });
+  }
+}
+
 /** A reply from the runner (it answered with an error) vs. no reply at all (unreachable). */
 function unavailable(row: RunnerRow, err: unknown): AppError {
   if (isAppError(err)) return err;

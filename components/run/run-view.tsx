@@ -14,6 +14,7 @@ import { useCanWrite } from "../auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "../ui/primitives";
 import { RunCharts } from "./charts";
+import { CheckpointsButton } from "./checkpoint-chat";
 import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
@@ -153,6 +154,7 @@ export function RunView({ id }: { id: string }) {
             {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
           </span>
           <div className="ml-auto flex items-center gap-2">
+            {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint

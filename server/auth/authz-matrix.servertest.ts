@@ -97,6 +97,8 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.rescore": ["member", (s) => ({ runId: s.runId, files: { "reward.ts": "export default function reward() { return 1; }\n" } })],
   "runners.status": ["viewer", () => undefined],
   "templates.list": ["viewer", () => undefined],
+  "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
+  "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],
 };
 
 type Procedure = { _def: { type: "query" | "mutation" | "subscription"; meta?: { access?: Access } } };

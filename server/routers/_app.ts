@@ -5,6 +5,7 @@
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { createCallerFactory, createTRPCRouter } from "../trpc";
 import { accountRouter } from "./account";
+import { checkpointsRouter } from "./checkpoints";
 import { compareRouter } from "./compare";
 import { experimentsRouter } from "./experiments";
 import { runsRouter } from "./runs";
@@ -20,6 +21,7 @@ export const appRouter = createTRPCRouter({
   runners: runnersRouter,
   templates: templatesRouter,
   compare: compareRouter,
+  checkpoints: checkpointsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -1,0 +1,7 @@
+/** OpenAI-compatible model list: the workspace's checkpoints as "<run number>@<step>" and its base models (server/http/openai-api.ts). */
+import { handleModels } from "@/server/http/openai-api";
+
+export const dynamic = "force-dynamic";
+export const runtime = "nodejs";
+
+export const GET = (req: Request): Promise<Response> => handleModels(req);
