@@ -1,6 +1,6 @@
 "use client";
 /** The top bar's right side: the workspace switcher and the signed-in user's menu. */
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useTRPC } from "../trpc";
 import { authClient } from "./auth-client";
@@ -11,7 +11,14 @@ export function UserMenu() {
   const me = useQuery(trpc.account.me.queryOptions());
   const workspaces = useQuery(trpc.account.workspaces.queryOptions());
   const current = useQuery(trpc.workspace.current.queryOptions());
+  const create = useMutation(
+    trpc.account.createWorkspace.mutationOptions({
+      onSuccess: (ws) => switchWorkspace(ws.id),
+      onError: (e) => window.alert(e.message),
+    }),
+  );
   if (!me.data) return null;
+  const NEW = "__new__";
   return (
     <div className="ml-auto flex items-center gap-3 text-[13px]">
       {workspaces.data && current.data && (
@@ -22,13 +29,19 @@ export function UserMenu() {
             data-testid="workspace-switcher"
             className="h-7 max-w-56 rounded border border-zinc-700 bg-zinc-900 px-1.5 text-zinc-200"
             value={current.data.id}
-            onChange={(e) => switchWorkspace(e.target.value)}
+            onChange={(e) => {
+              if (e.target.value !== NEW) return switchWorkspace(e.target.value);
+              const name = window.prompt("Name of the new workspace")?.trim();
+              if (name) create.mutate({ name });
+              else e.target.value = current.data.id;
+            }}
           >
             {workspaces.data.map((w) => (
               <option key={w.id} value={w.id}>
                 {w.name} ({w.role})
               </option>
             ))}
+            <option value={NEW}>+ New workspace…</option>
           </select>
         </label>
       )}

@@ -29,6 +29,8 @@ interface Side {
   workspaceId: string;
   users: Record<Role, SessionUser>;
   experimentId: string;
+  /** The default experiment (no runs): what the delete case deletes, so the run's experiment stays. */
+  defaultExperimentId: string;
   runId: string;
   runNumber: number;
   tokenId: string;
@@ -53,7 +55,7 @@ async function makeSide(label: string): Promise<Side> {
   const run = await db().run.update({ where: { id: runId }, data: { notes: marker, tags: [marker] }, select: { number: true, experimentId: true } });
   const t = await createApiToken(db(), { userId: users.member.id, workspaceId, name: marker });
   const inv = await createInvite(db(), { workspaceId, createdById: users.owner.id, inviterRole: "owner", role: "viewer", days: 7 });
-  return { workspaceId, users, experimentId: run.experimentId, runId, runNumber: run.number, tokenId: t.id, token: t.token, inviteId: inv.id, inviteToken: inv.token, marker };
+  return { workspaceId, users, experimentId: run.experimentId, defaultExperimentId: exp.id, runId, runNumber: run.number, tokenId: t.id, token: t.token, inviteId: inv.id, inviteToken: inv.token, marker };
 }
 
 /**
@@ -64,6 +66,7 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "account.setupState": ["public", () => undefined],
   "account.me": ["user", () => undefined],
   "account.workspaces": ["user", () => undefined],
+  "account.createWorkspace": ["user", () => ({ name: "matrix workspace" })],
   "account.describeInvite": ["public", (s) => ({ token: s.inviteToken })],
   "account.acceptInvite": ["user", (s) => ({ token: s.inviteToken })],
   "account.tokens": ["viewer", () => undefined],
@@ -86,6 +89,11 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "experiments.createFromTemplate": ["member", () => ({ name: `matrix-${randomUUID().slice(0, 6)}`, template: null })],
   "experiments.latestRuntimeErrors": ["viewer", (s) => ({ id: s.experimentId })],
   "experiments.save": ["member", (s) => ({ id: s.experimentId, files: templateFiles({ seed: 7 }) })],
+  "experiments.rename": ["member", (s) => ({ id: s.experimentId, name: `renamed-${randomUUID().slice(0, 6)}` })],
+  "experiments.duplicate": ["member", (s) => ({ id: s.experimentId })],
+  "experiments.setArchived": ["member", (s) => ({ id: s.experimentId, archived: true })],
+  "experiments.restore": ["member", (s) => ({ id: s.experimentId, number: 1 })],
+  "experiments.delete": ["admin", (s) => ({ id: s.defaultExperimentId })],
   "experiments.validate": ["member", () => ({ files: templateFiles(), kind: "dry-run" })],
   "runs.start": ["member", (s) => ({ experimentId: s.experimentId, files: templateFiles(), kind: "dry-run" })],
   "runs.list": ["viewer", () => undefined],

@@ -1,7 +1,7 @@
 /** The signed-in user's own things: who am I, my workspaces, my API tokens, joining by invite. */
 import { z } from "zod";
 import { createTRPCRouter, publicProcedure, userProcedure, viewerProcedure } from "../trpc";
-import { userCount } from "../services/accounts";
+import { createWorkspace, userCount } from "../services/accounts";
 import { configuredProviders } from "../auth/auth";
 import { env } from "../env";
 import * as tokens from "../services/api-tokens";
@@ -18,6 +18,11 @@ export const accountRouter = createTRPCRouter({
   me: userProcedure.query(({ ctx }) => ctx.user),
 
   workspaces: userProcedure.query(({ ctx }) => myWorkspaces(ctx.db, ctx.user.id)),
+
+  /** A new workspace the caller owns (a team, a project): switch to it with the workspace cookie. */
+  createWorkspace: userProcedure
+    .input(z.object({ name: z.string().trim().min(1, "a name is required").max(120) }))
+    .mutation(({ ctx, input }) => createWorkspace(ctx.db, ctx.user.id, input.name, ctx.user.email)),
 
   /** What an invite link offers (shown before joining; also to a signed-out visitor, who must sign in first). */
   describeInvite: publicProcedure

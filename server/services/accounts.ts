@@ -27,6 +27,16 @@ function slugFor(email: string): string {
   return `${local}-${randomBytes(3).toString("hex")}`;
 }
 
+/** A new workspace owned by the user, with the default experiment so it is usable at once. */
+export async function createWorkspace(db: Db, userId: string, name: string, emailForSlug: string): Promise<{ id: string }> {
+  const ws = await db.workspace.create({
+    data: { slug: slugFor(emailForSlug), name, memberships: { create: { userId, role: "owner" } } },
+    select: { id: true },
+  });
+  await ensureDefaultExperiment(db, ws.id);
+  return ws;
+}
+
 /** Gives a new user a workspace they own: the default one if nobody owns it yet, else their own. */
 export async function onUserCreated(db: Db, user: { id: string; name: string; email: string }): Promise<void> {
   const fallback = await ensureDefaultWorkspace(db);
@@ -37,13 +47,5 @@ export async function onUserCreated(db: Db, user: { id: string; name: string; em
     return true;
   }).catch(() => false); // two first users at once: the loser gets their own workspace below
   if (claimed) return;
-  const ws = await db.workspace.create({
-    data: {
-      slug: slugFor(user.email),
-      name: `${user.name.trim() || user.email.split("@")[0]}'s workspace`,
-      memberships: { create: { userId: user.id, role: "owner" } },
-    },
-    select: { id: true },
-  });
-  await ensureDefaultExperiment(db, ws.id);
+  await createWorkspace(db, user.id, `${user.name.trim() || user.email.split("@")[0]}'s workspace`, user.email);
 }
