@@ -115,7 +115,8 @@ export function CompareView({ runIds, baselineRunId }: { runIds: string[]; basel
               key={run.id}
               run={run}
               index={i}
-              baseline={run.id === baseline}
+              // The requested baseline, so the radio moves at once while the new deltas load.
+              baseline={run.id === (baselineRunId ?? baseline)}
               onBaseline={() => go(runIds, run.id)}
               onRemove={
                 data.runs.length > COMPARE_MIN_RUNS

@@ -13,6 +13,7 @@ import { useTRPC } from "../trpc";
 import { useCanWrite } from "../auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "../ui/primitives";
+import { CompareWith } from "../compare/compare-with";
 import { RunCharts } from "./charts";
 import { CheckpointsButton } from "./checkpoint-chat";
 import { GroupView } from "./group-view";
@@ -155,6 +156,7 @@ export function RunView({ id }: { id: string }) {
           </span>
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
+            {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint
