@@ -107,6 +107,8 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "templates.list": ["viewer", () => undefined],
   "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
   "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],
+  // A side holds one run: the second id is one no workspace has (NOT_FOUND, never BAD_REQUEST); compare.servertest covers the rest.
+  "compare.runs": ["viewer", (s) => ({ runIds: [s.runId, `${s.runId}-none`], baselineRunId: s.runId })],
 };
 
 type Procedure = { _def: { type: "query" | "mutation" | "subscription"; meta?: { access?: Access } } };
