@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { codePaths, RolloutError, sortPaths, type Diagnostic, type ExperimentFiles, type RunKind } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
-import type { Db, DbOrTx } from "./types";
+import type { Db, DbOrTx, Tx } from "./types";
 import { type RunnerHandle } from "../runner-client";
 import { fromDbKind } from "./run-convert";
 
@@ -35,15 +35,17 @@ export function parseStoredFiles(value: Prisma.JsonValue): ExperimentFiles {
   return files as ExperimentFiles;
 }
 
-export async function listExperiments(db: DbOrTx, workspaceId: string) {
+/** Archived experiments are left out unless asked for; their runs stay in the runs table either way. */
+export async function listExperiments(db: DbOrTx, workspaceId: string, opts: { includeArchived?: boolean } = {}) {
   const rows = await db.experiment.findMany({
-    where: { workspaceId },
+    where: { workspaceId, ...(opts.includeArchived ? {} : { archivedAt: null }) },
     orderBy: { updatedAt: "desc" },
     select: {
       id: true,
       name: true,
       description: true,
       updatedAt: true,
+      archivedAt: true,
       versions: { orderBy: { number: "desc" }, take: 1, select: { number: true } },
       _count: { select: { runs: true } },
     },
@@ -53,12 +55,13 @@ export async function listExperiments(db: DbOrTx, workspaceId: string) {
     name: r.name,
     description: r.description,
     updatedAt: r.updatedAt,
+    archivedAt: r.archivedAt,
     latestVersionNumber: r.versions[0]?.number ?? 0,
     runCount: r._count.runs,
   }));
 }
 
-async function findExperiment(db: DbOrTx, workspaceId: string, id: string) {
+export async function findExperiment(db: DbOrTx, workspaceId: string, id: string) {
   const exp = await db.experiment.findFirst({ where: { id, workspaceId } });
   if (!exp) throw new AppError("NOT_FOUND", `experiment ${id} not found`);
   return exp;
@@ -70,6 +73,7 @@ export async function getExperiment(db: DbOrTx, workspaceId: string, id: string,
   const version = await db.experimentVersion.findFirst({
     where: { experimentId: id, ...(versionNumber !== undefined ? { number: versionNumber } : {}) },
     orderBy: { number: "desc" },
+    include: { createdBy: { select: { name: true, email: true } } },
   });
   if (!version) {
     throw new AppError("NOT_FOUND", versionNumber !== undefined ? `experiment ${id} has no version ${versionNumber}` : `experiment ${id} has no versions`);
@@ -78,50 +82,111 @@ export async function getExperiment(db: DbOrTx, workspaceId: string, id: string,
     id: exp.id,
     name: exp.name,
     description: exp.description,
-    version: { id: version.id, number: version.number, files: parseStoredFiles(version.files), createdAt: version.createdAt },
+    archivedAt: exp.archivedAt,
+    version: {
+      id: version.id,
+      number: version.number,
+      files: parseStoredFiles(version.files),
+      createdAt: version.createdAt,
+      author: authorName(version.createdBy),
+      restoredFrom: version.restoredFrom,
+    },
   };
 }
 
-export async function listVersions(db: DbOrTx, workspaceId: string, id: string) {
-  await findExperiment(db, workspaceId, id);
-  return db.experimentVersion.findMany({
-    where: { experimentId: id },
-    orderBy: { number: "desc" },
-    select: { id: true, number: true, filesHash: true, createdAt: true, _count: { select: { runs: true } } },
-  });
+/** Who saved a version, for people: their name, else their email; null = made by Rollbook (a default experiment). */
+export function authorName(user: { name: string; email: string } | null): string | null {
+  return user ? user.name.trim() || user.email : null;
 }
 
-function isUniqueViolation(e: unknown): boolean {
+export function isUniqueViolation(e: unknown): boolean {
   return e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002";
 }
 
-/** Save files as the experiment's next version, unless they equal the latest one. */
-export async function saveVersion(
-  db: Db,
-  workspaceId: string,
-  id: string,
-  files: ExperimentFiles,
-): Promise<{ versionId: string; number: number; created: boolean }> {
-  await findExperiment(db, workspaceId, id);
+export interface SaveOptions {
+  /**
+   * The version number the caller's text was based on (the editor sends the one it loaded). When a newer
+   * version with different files exists, the save is refused (CONFLICT) instead of silently burying it.
+   */
+  baseVersion?: number;
+  /** Who saved it (null: the system). */
+  createdById?: string | null;
+  /** A restore: the number of the version whose files these are. */
+  restoredFrom?: number | null;
+}
+
+export type SaveResult = { versionId: string; number: number; created: boolean };
+
+const latestSelect = {
+  id: true,
+  number: true,
+  filesHash: true,
+  createdAt: true,
+  createdBy: { select: { name: true, email: true } },
+} as const;
+type LatestVersion = { id: string; number: number; filesHash: string; createdAt: Date; createdBy: { name: string; email: string } | null };
+
+/** "2026-11-24 09:15:02 UTC": the same instant for everyone reading the message, whatever their zone. */
+const fmtUtc = (d: Date) => `${d.toISOString().slice(0, 19).replace("T", " ")} UTC`;
+
+/**
+ * The stale-tab rule, shared by save, restore and runs.start: files equal to the latest version are never a
+ * conflict (nothing would be lost); otherwise a latest version newer than `baseVersion` refuses the write.
+ */
+function assertFresh(latest: LatestVersion | null, hash: string, baseVersion: number | undefined): void {
+  if (baseVersion === undefined || !latest || latest.filesHash === hash) return;
+  if (baseVersion > latest.number) {
+    throw new AppError("BAD_INPUT", `baseVersion: version ${baseVersion} does not exist (the latest is version ${latest.number})`);
+  }
+  if (latest.number === baseVersion) return;
+  const who = authorName(latest.createdBy) ?? "Rollbook";
+  throw new AppError(
+    "CONFLICT",
+    `version ${latest.number} was saved by ${who} at ${fmtUtc(latest.createdAt)} after you opened version ${baseVersion} — ` +
+      "your text is kept in the editor; review the changes (diff) and save again",
+  );
+}
+
+async function latestVersion(db: DbOrTx, experimentId: string): Promise<LatestVersion | null> {
+  return db.experimentVersion.findFirst({ where: { experimentId }, orderBy: { number: "desc" }, select: latestSelect });
+}
+
+/** Read-only: throws CONFLICT when writing these files on top of `baseVersion` would bury a newer version. */
+export async function checkFresh(db: DbOrTx, experimentId: string, files: ExperimentFiles, baseVersion: number | undefined): Promise<void> {
+  if (baseVersion === undefined) return;
+  assertFresh(await latestVersion(db, experimentId), filesHash(files), baseVersion);
+}
+
+/** The latest version when it holds exactly these files (a refused run start may point a failed row at it). */
+export async function latestIfSame(db: DbOrTx, experimentId: string, files: ExperimentFiles): Promise<{ versionId: string; number: number } | null> {
+  const latest = await latestVersion(db, experimentId);
+  return latest && latest.filesHash === filesHash(files) ? { versionId: latest.id, number: latest.number } : null;
+}
+
+/**
+ * Inside the caller's transaction: the latest version when the files equal it, else the next number (after
+ * the stale-tab check). A unique violation on the number (two writers) aborts the transaction: the caller
+ * retries the whole transaction (withVersionRetry), and the retry sees the other writer's version.
+ */
+export async function writeVersion(tx: Tx, experimentId: string, files: ExperimentFiles, opts: SaveOptions = {}): Promise<SaveResult> {
   const hash = filesHash(files);
-  // Two saves racing for the same number: the loser retries with the next one.
+  const latest = await latestVersion(tx, experimentId);
+  if (latest && latest.filesHash === hash) return { versionId: latest.id, number: latest.number, created: false };
+  assertFresh(latest, hash, opts.baseVersion);
+  const number = (latest?.number ?? 0) + 1;
+  const v = await tx.experimentVersion.create({
+    data: { experimentId, number, files, filesHash: hash, createdById: opts.createdById ?? null, restoredFrom: opts.restoredFrom ?? null },
+    select: { id: true },
+  });
+  await tx.experiment.update({ where: { id: experimentId }, data: { updatedAt: new Date() } });
+  return { versionId: v.id, number, created: true };
+}
+
+/** Runs `fn` (one transaction) again when it lost a race for a unique number (a version's or a run's). */
+export async function withNumberRetry<T>(fn: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await db.$transaction(async (tx) => {
-        const latest = await tx.experimentVersion.findFirst({
-          where: { experimentId: id },
-          orderBy: { number: "desc" },
-          select: { id: true, number: true, filesHash: true },
-        });
-        if (latest && latest.filesHash === hash) return { versionId: latest.id, number: latest.number, created: false };
-        const number = (latest?.number ?? 0) + 1;
-        const v = await tx.experimentVersion.create({
-          data: { experimentId: id, number, files, filesHash: hash },
-          select: { id: true },
-        });
-        await tx.experiment.update({ where: { id }, data: { updatedAt: new Date() } });
-        return { versionId: v.id, number, created: true };
-      });
+      return await fn();
     } catch (e) {
       if (attempt < 5 && isUniqueViolation(e)) continue;
       throw e;
@@ -129,10 +194,17 @@ export async function saveVersion(
   }
 }
 
+/** Save files as the experiment's next version, unless they equal the latest one. */
+export async function saveVersion(db: Db, workspaceId: string, id: string, files: ExperimentFiles, opts: SaveOptions = {}): Promise<SaveResult> {
+  await findExperiment(db, workspaceId, id);
+  return withNumberRetry(() => db.$transaction((tx) => writeVersion(tx, id, files, opts)));
+}
+
 export async function createExperiment(
-  db: Db,
+  db: DbOrTx,
   workspaceId: string,
   input: { name: string; description?: string; files: ExperimentFiles },
+  createdById: string | null = null,
 ): Promise<{ id: string }> {
   try {
     return await db.experiment.create({
@@ -140,7 +212,7 @@ export async function createExperiment(
         workspaceId,
         name: input.name,
         description: input.description ?? "",
-        versions: { create: { number: 1, files: input.files, filesHash: filesHash(input.files) } },
+        versions: { create: { number: 1, files: input.files, filesHash: filesHash(input.files), createdById } },
       },
       select: { id: true },
     });
