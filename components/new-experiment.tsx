@@ -64,7 +64,8 @@ export function NewExperiment({ initialTemplate }: { initialTemplate?: string })
   const router = useRouter();
   const queryClient = useQueryClient();
   const templates = useQuery(trpc.templates.list.queryOptions());
-  const existing = useQuery(trpc.experiments.list.queryOptions());
+  // Archived experiments keep their names too.
+  const existing = useQuery(trpc.experiments.list.queryOptions({ includeArchived: true }));
   const [template, setTemplate] = useState<string | null>(initialTemplate ?? null);
   const [name, setName] = useState("");
   const [nameTouched, setNameTouched] = useState(false);

@@ -21,7 +21,7 @@ export interface CodeRun {
   files: Record<string, string>;
 }
 
-type FileState = "changed" | "added" | "removed" | "same";
+export type FileState = "changed" | "added" | "removed" | "same";
 
 const MARK: Record<FileState, { sign: string; className: string; title: string }> = {
   changed: { sign: "M", className: "text-amber-300", title: "differs" },
@@ -30,7 +30,7 @@ const MARK: Record<FileState, { sign: string; className: string; title: string }
   same: { sign: "", className: "", title: "identical" },
 };
 
-function fileStates(left: Record<string, string>, right: Record<string, string>): { path: string; state: FileState }[] {
+export function fileStates(left: Record<string, string>, right: Record<string, string>): { path: string; state: FileState }[] {
   const paths = sortPaths([...new Set([...Object.keys(left), ...Object.keys(right)])]);
   const list = paths.map((path) => {
     const l = Object.hasOwn(left, path) ? left[path] : undefined;

@@ -4,7 +4,10 @@
  * Check, and Dry run / Train / Eval. The runner's diagnostics (a refused start or a Check) become markers at
  * their file and line, opening the file of the first error, and a clickable list under the editor; the
  * latest run's runtime errors are marked as warnings while the code is that run's code; an accepted start
- * opens the live run page.
+ * opens the live run page. Save and Run send the version the editor's text is based on: when someone saved a
+ * newer version meanwhile, the server refuses (stale tab) and the editor keeps the text and opens the diff
+ * against that version. The header's menu renames, duplicates, archives and deletes the experiment, and
+ * opens its version history (diff against any version, restore).
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import dynamic from "next/dynamic";
@@ -13,6 +16,8 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Diagnostic, ExperimentFiles, RunKind } from "@contracts";
 import { useTRPC } from "../trpc";
 import { useCanWrite } from "../auth/use-role";
+import { ExperimentMenu } from "../experiments/experiment-actions";
+import { VersionHistory, type LoadedVersion } from "../experiments/version-history";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import type { ReplaceRequest, RevealRequest } from "./code-editor";
 import { deleteFile, helperStub, renameFile } from "./file-ops";
@@ -47,6 +52,9 @@ function sameFiles(a: Record<string, string>, b: Record<string, string>): boolea
   return keys.length === Object.keys(b).length && keys.every((k) => a[k] === b[k]);
 }
 
+/** The server's stale-tab refusal (experiments.save / runs.start with an outdated baseVersion). */
+const isConflict = (e: { data?: { code?: string } | null }) => e.data?.code === "CONFLICT";
+
 /** tRPC's message, or the input issues it carries (`files.lib/x.ts: …`), which name the file. */
 function errorText(e: { message: string; data?: { issues?: string[] | null } | null }): string {
   return e.data?.issues?.length ? e.data.issues.join("; ") : e.message;
@@ -72,6 +80,10 @@ export function ExperimentEditor({ id }: { id: string }) {
   const [showRuntime, setShowRuntime] = useState(true);
   const [importing, setImporting] = useState(false);
   const [replace, setReplace] = useState<ReplaceRequest | null>(null);
+  /** The version history dialog (a conflict opens it on the latest version). */
+  const [history, setHistory] = useState<{ initialVersion?: number } | null>(null);
+  /** A save or run refused because a newer version exists: the message, until the user resolves it. */
+  const [conflict, setConflict] = useState<string | null>(null);
 
   // Adopt the server's files when an experiment is first loaded (not on refetches: they would clobber edits).
   if (exp.data && doc?.experimentId !== exp.data.id) {
@@ -140,14 +152,36 @@ export function ExperimentEditor({ id }: { id: string }) {
     });
   };
 
+  // Never touches the buffers: the user's text stays; the history opens on the latest version to diff against.
+  const openConflict = useCallback(
+    (message: string) => {
+      setConflict(message);
+      void queryClient.invalidateQueries({ queryKey: trpc.experiments.pathKey() });
+      setHistory({});
+    },
+    [queryClient, trpc],
+  );
+
   const save = useMutation(
     trpc.experiments.save.mutationOptions({
       onSuccess: (res, input) => {
         setDoc((d) => (d ? { ...d, saved: input.files, versionNumber: res.number } : d));
+        setConflict(null);
         void queryClient.invalidateQueries({ queryKey: trpc.experiments.pathKey() });
+      },
+      onError: (e) => {
+        if (isConflict(e)) openConflict(e.message);
       },
     }),
   );
+
+  /** Replace the editor's files with a version's (a restore, or "load the latest" after a conflict). */
+  const loadVersion = useCallback((v: LoadedVersion) => {
+    setDoc((d) => (d ? { ...d, loadKey: v.id, files: v.files, saved: v.files, versionNumber: v.number } : d));
+    setActive((a) => (a in v.files ? a : "scenario.ts"));
+    setDiagnostics([]);
+    setConflict(null);
+  }, []);
   const start = useMutation(trpc.runs.start.mutationOptions());
   const validate = useMutation(trpc.experiments.validate.mutationOptions());
 
@@ -166,7 +200,7 @@ export function ExperimentEditor({ id }: { id: string }) {
   const onSave = useCallback(() => {
     if (!doc || saving.current) return;
     saving.current = true;
-    save.mutate({ id: doc.experimentId, files: doc.files }, { onSettled: () => void (saving.current = false) });
+    save.mutate({ id: doc.experimentId, files: doc.files, baseVersion: doc.versionNumber }, { onSettled: () => void (saving.current = false) });
   }, [doc, save]);
 
   // Ctrl/⌘+S saves from anywhere on the page (Monaco has its own binding while it has focus).
@@ -208,14 +242,15 @@ export function ExperimentEditor({ id }: { id: string }) {
       setNotice(null);
       const files = doc.files;
       start.mutate(
-        { experimentId: doc.experimentId, files, kind },
+        { experimentId: doc.experimentId, files, kind, baseVersion: doc.versionNumber },
         {
           onSuccess: (res) => {
-            // The server saved these exact files as a version before starting.
-            setDoc((d) => (d ? { ...d, saved: files } : d));
             void queryClient.invalidateQueries({ queryKey: trpc.experiments.pathKey() });
             void queryClient.invalidateQueries({ queryKey: trpc.runs.pathKey() });
             if (res.ok) {
+              // Accepted: the server saved these exact files as the run's version. (A refused start saves nothing.)
+              setDoc((d) => (d ? { ...d, saved: files, versionNumber: res.versionNumber } : d));
+              setConflict(null);
               setDiagnostics([]);
               router.push(`/runs/${res.runId}`);
               return;
@@ -226,11 +261,14 @@ export function ExperimentEditor({ id }: { id: string }) {
             setNotice({ tone: "error", message, runId });
             showDiagnostics(res.diagnostics, files);
           },
-          onError: (e) => setNotice({ tone: "error", message: errorText(e) }),
+          onError: (e) => {
+            if (isConflict(e)) openConflict(e.message);
+            else setNotice({ tone: "error", message: errorText(e) });
+          },
         },
       );
     },
-    [doc, start, queryClient, trpc, router, showDiagnostics],
+    [doc, start, queryClient, trpc, router, showDiagnostics, openConflict],
   );
 
   const latestErrors = latest.data && latest.data.errors.length > 0 ? latest.data : null;
@@ -265,7 +303,24 @@ export function ExperimentEditor({ id }: { id: string }) {
       <section className="flex min-w-0 flex-1 flex-col">
         <div className="flex h-11 shrink-0 items-center gap-3 border-b border-zinc-800 px-4">
           <h1 className="truncate text-[15px] font-semibold text-zinc-100">{exp.data.name}</h1>
-          <span className="font-mono text-[12px] text-zinc-500">v{doc.versionNumber}</span>
+          <button
+            type="button"
+            onClick={() => setHistory({})}
+            title={`Based on version ${doc.versionNumber}: open the version history (who saved what, diff, restore)`}
+            className="rounded px-1 font-mono text-[12px] text-zinc-500 hover:bg-zinc-800 hover:text-zinc-200"
+          >
+            v{doc.versionNumber}
+          </button>
+          {exp.data.archivedAt && (
+            <span className="rounded border border-zinc-700 px-1.5 text-[11px] text-zinc-400" title="Hidden from the experiments list; its runs stay">
+              archived
+            </span>
+          )}
+          <ExperimentMenu
+            experiment={{ id: exp.data.id, name: exp.data.name, archivedAt: exp.data.archivedAt }}
+            onHistory={() => setHistory({})}
+            onDeleted={() => router.push("/experiments")}
+          />
           {dirty ? (
             <span data-testid="unsaved" className="flex items-center gap-1.5 text-[12px] text-amber-300">
               <span aria-hidden className="h-2 w-2 rounded-full bg-amber-400" />
@@ -298,6 +353,13 @@ export function ExperimentEditor({ id }: { id: string }) {
             </Button>
           </div>}
         </div>
+
+        {conflict && !history && (
+          <div role="alert" data-testid="conflict-banner" className="flex shrink-0 items-center gap-3 border-b border-amber-900 bg-amber-950/40 px-4 py-1.5 text-[12px] text-amber-100">
+            <span className="min-w-0 flex-1">Not saved: {conflict}.</span>
+            <Button onClick={() => setHistory({})}>Review changes</Button>
+          </div>
+        )}
 
         <div className="flex min-h-0 flex-1">
           <FileTree
@@ -355,7 +417,7 @@ export function ExperimentEditor({ id }: { id: string }) {
           diagnostics={diagnostics}
           error={notice?.tone === "error" ? notice : null}
           ok={notice?.tone === "ok" ? notice.message : null}
-          saveError={save.error ? errorText(save.error) : null}
+          saveError={save.error && !isConflict(save.error) ? errorText(save.error) : null}
           busy={busy}
           runtime={latestErrors ? { latest: latestErrors, matches: codeMatches, show: showRuntime, onToggle: setShowRuntime } : null}
           onPick={pick}
@@ -363,6 +425,33 @@ export function ExperimentEditor({ id }: { id: string }) {
       </section>
       <RecentRuns experimentId={doc.experimentId} />
       {importing && <TaskImportDialog files={doc.files} onClose={() => setImporting(false)} onImport={importTasks} />}
+      {history && (
+        <VersionHistory
+          experimentId={doc.experimentId}
+          editorFiles={doc.files}
+          baseVersion={doc.versionNumber}
+          dirty={dirty}
+          canWrite={canWrite}
+          initialVersion={history.initialVersion}
+          conflict={conflict}
+          onClose={() => setHistory(null)}
+          onRestored={(v) => {
+            loadVersion(v);
+            setHistory(null);
+            setNotice({ tone: "ok", message: `Restored: version ${v.number} holds the restored files.` });
+          }}
+          onRebase={(v) => {
+            // Keep the buffers; the next save is based on v (the unsaved markers now compare with it).
+            setDoc((d) => (d ? { ...d, saved: v.files, versionNumber: v.number } : d));
+            setConflict(null);
+            setHistory(null);
+          }}
+          onLoad={(v) => {
+            loadVersion(v);
+            setHistory(null);
+          }}
+        />
+      )}
     </div>
   );
 }

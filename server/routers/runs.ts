@@ -4,7 +4,7 @@ import { createTRPCRouter, viewerProcedure, memberProcedure } from "../trpc";
 import * as runs from "../services/runs";
 import { resumeRun } from "../services/run-resume";
 import { RescoreRunInput, rescoreRun } from "../services/rescore";
-import { FilesInput } from "./experiments";
+import { BaseVersion, FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
   start: memberProcedure
@@ -14,6 +14,8 @@ export const runsRouter = createTRPCRouter({
         files: FilesInput,
         kind: RunKind,
         evalModel: z.string().min(1).max(300).optional(),
+        /** The version the editor loaded (stale-tab check, as experiments.save). */
+        baseVersion: BaseVersion,
       }),
     )
     .mutation(({ ctx, input }) => runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id })),

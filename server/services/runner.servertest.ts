@@ -85,8 +85,8 @@ describe("with the real runner", () => {
     expect(res.error).toContain("scenario.ts:");
     expect("runId" in res && res.runId).toBeFalsy();
     expect(await db().run.count({ where: { workspaceId: ws } })).toBe(0);
-    // The files were still saved as a version (what you tried to run is kept).
-    expect((await api.experiments.get({ id: experimentId })).version.number).toBe(2);
+    // A refused start writes no version either (the text stays unsaved in the editor).
+    expect((await api.experiments.get({ id: experimentId })).version.number).toBe(1);
   });
 
   it("a wrong token is a runner error, not a crash", async () => {

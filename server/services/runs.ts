@@ -15,10 +15,10 @@ import {
   type RunKind,
   type StepMetrics,
 } from "@contracts";
-import { Prisma } from "@/generated/prisma/client";
+import type { Prisma } from "@/generated/prisma/client";
 import { AppError, isAppError, rootMessage } from "../errors";
 import { type RunnerHandle } from "../runner-client";
-import { codeHash, parseStoredFiles, saveVersion, tasksHash } from "./experiments";
+import { checkFresh, codeHash, latestIfSame, parseStoredFiles, tasksHash, withNumberRetry, writeVersion } from "./experiments";
 import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "./run-convert";
 import type { Db, DbOrTx } from "./types";
 import { notifyRunStarted, emitRunStatus } from "./run-hooks";
@@ -29,10 +29,12 @@ export type StartRunInput = {
   kind: RunKind;
   /** Eval runs: `<run>@<step>`; absent = the base model. */
   evalModel?: string;
+  /** The version the editor loaded: a newer version with other files refuses the start (stale tab, CONFLICT). */
+  baseVersion?: number;
 };
 
 export type StartRunResult =
-  | { ok: true; runId: string }
+  | { ok: true; runId: string; /** The version the run ran (new, or the latest when the files equal it). */ versionNumber: number }
   /** Refused before starting (no run created), or created and failed at once (runId set, status failed). */
   | { ok: false; diagnostics: Diagnostic[]; error: string; runId?: string };
 
@@ -73,10 +75,12 @@ export async function failRun(db: DbOrTx, runId: string, error: string, diagnost
 }
 
 /**
- * Start a run: the files become (or match) an immutable version; config.json is checked here (the shared
- * parser: a broken config needs no runner to be refused); then the runner validates and type-checks
- * everything once and starts it, or refuses with diagnostics — and then no run row exists. A runner that
- * cannot be reached leaves a failed row saying so, never a queued or running one.
+ * Start a run: a stale tab (`baseVersion` older than a latest version with other files) is refused first;
+ * config.json is checked here (the shared parser: a broken config needs no runner to be refused); then the
+ * runner validates and type-checks everything once and starts it, or refuses with diagnostics — and then
+ * neither a run row nor a version exists. Only an accepted start writes: the files become (or match) an
+ * immutable version and the run row points at it, in one transaction. A runner that cannot be reached is
+ * never left a queued or running row (see failedStart).
  */
 export async function startRun(
   db: Db,
@@ -91,33 +95,43 @@ export async function startRun(
     throw new AppError("BAD_INPUT", "evalModel is only for eval runs");
   }
 
-  const version = await saveVersion(db, workspaceId, input.experimentId, input.files);
+  // Stale tab: refused before anything else (checked again when the version is written).
+  await checkFresh(db, input.experimentId, input.files, input.baseVersion);
   const parsed = parseRunConfig(input.files["config.json"], input.kind);
   if (!parsed.ok) return { ok: false, diagnostics: parsed.diagnostics, error: summarize(parsed.diagnostics) };
   const config = parsed.config;
   const runId = newRunId();
 
-  const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null) =>
-    createRunRow(db, { id: runId, workspaceId, input, versionId: version.versionId, runnerId, config, status, error, createdById: opts.createdById ?? null });
+  const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null, versionId: string | null) =>
+    createRunRow(db, { id: runId, workspaceId, input, versionId, runnerId, config, status, error, createdById: opts.createdById ?? null });
+  // A start that never reached a run writes no version. Its failed row (why the runner could not take it)
+  // is kept only when the files already are the latest version; otherwise the editor shows the reason and
+  // the user's text stays unsaved there, as it was.
+  const failedStart = async (runnerId: string | null, error: string): Promise<StartRunResult> => {
+    const same = await latestIfSame(db, input.experimentId, input.files);
+    if (!same) return { ok: false, diagnostics: [], error };
+    await createRow(runnerId, "failed", error, same.versionId);
+    return { ok: false, runId, diagnostics: [], error };
+  };
 
   let runner: RunnerHandle;
   try {
     runner = await getRunner();
   } catch (e) {
     if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
-    await createRow(null, "failed", e.message);
-    return { ok: false, runId, diagnostics: [], error: e.message };
+    return failedStart(null, e.message);
   }
   try {
     const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel });
     if (!res.ok) return { ok: false, diagnostics: res.diagnostics, error: res.diagnostics.some(isError) ? summarize(res.diagnostics) : res.error };
   } catch (e) {
     const error = isAppError(e) ? e.message : `runner '${runner.name}' at ${runner.url} failed to start the run: ${rootMessage(e)}`;
-    await createRow(runner.id, "failed", error);
-    return { ok: false, runId, diagnostics: [], error };
+    return failedStart(runner.id, error);
   }
+  let versionNumber: number;
   try {
-    await createRow(runner.id, "running", null);
+    // Accepted: the version (new, or the latest when equal) and the run row in one transaction.
+    versionNumber = await createRow(runner.id, "running", null, null);
   } catch (e) {
     // The runner is running a run the history cannot hold: stop it rather than let it run unseen.
     await runner.stop(runId).catch(() => undefined);
@@ -125,59 +139,67 @@ export async function startRun(
   }
   emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
   notifyRunStarted(runId);
-  return { ok: true, runId };
+  return { ok: true, runId, versionNumber };
 }
 
+/**
+ * Writes the run row; with `versionId` null (an accepted start), first writes its files as a version in the
+ * same transaction. Why here and not before asking the runner: a start the runner refuses must leave no
+ * version, and writing it only once accepted (one transaction, retried whole on a lost number race) cannot
+ * leave half-written rows — unlike saving first and deleting the version after a refusal, which would race
+ * with a concurrent save that deduplicated onto that very version. Returns the run's version number.
+ */
 async function createRunRow(
   db: Db,
   r: {
     id: string;
     workspaceId: string;
     input: StartRunInput;
-    versionId: string;
+    versionId: string | null;
     runnerId: string | null;
     config: RunConfig;
     status: "running" | "failed";
     error: string | null;
     createdById: string | null;
   },
-): Promise<void> {
+): Promise<number> {
   const now = new Date();
-  for (let attempt = 0; ; attempt++) {
-    try {
-      await db.$transaction(async (tx) => {
-        const number = await nextRunNumber(tx, r.workspaceId);
-        await tx.run.create({
-          data: {
-            id: r.id,
-            number,
-            workspaceId: r.workspaceId,
-            experimentId: r.input.experimentId,
-            versionId: r.versionId,
-            runnerId: r.runnerId,
-            createdById: r.createdById,
-            kind: toDbKind(r.input.kind),
-            status: r.status,
-            error: r.error,
-            config: r.config as unknown as Prisma.InputJsonValue,
-            baseModel: r.config.model,
-            seed: r.config.seed,
-            evalModel: r.input.evalModel ?? null,
-            codeHash: codeHash(r.input.files),
-            tasksHash: tasksHash(r.input.files),
-            startedAt: r.status === "running" ? now : null,
-            lastHeartbeatAt: r.status === "running" ? now : null,
-            finishedAt: r.status === "failed" ? now : null,
-          },
-        });
+  // Two starts (or a start and a save) racing for the same number: the whole transaction runs again.
+  return withNumberRetry(() =>
+    db.$transaction(async (tx) => {
+      const version = r.versionId
+        ? await tx.experimentVersion.findUniqueOrThrow({ where: { id: r.versionId }, select: { id: true, number: true } })
+        : await writeVersion(tx, r.input.experimentId, r.input.files, { baseVersion: r.input.baseVersion, createdById: r.createdById }).then((v) => ({
+            id: v.versionId,
+            number: v.number,
+          }));
+      const number = await nextRunNumber(tx, r.workspaceId);
+      await tx.run.create({
+        data: {
+          id: r.id,
+          number,
+          workspaceId: r.workspaceId,
+          experimentId: r.input.experimentId,
+          versionId: version.id,
+          runnerId: r.runnerId,
+          createdById: r.createdById,
+          kind: toDbKind(r.input.kind),
+          status: r.status,
+          error: r.error,
+          config: r.config as unknown as Prisma.InputJsonValue,
+          baseModel: r.config.model,
+          seed: r.config.seed,
+          evalModel: r.input.evalModel ?? null,
+          codeHash: codeHash(r.input.files),
+          tasksHash: tasksHash(r.input.files),
+          startedAt: r.status === "running" ? now : null,
+          lastHeartbeatAt: r.status === "running" ? now : null,
+          finishedAt: r.status === "failed" ? now : null,
+        },
       });
-      return;
-    } catch (e) {
-      // Two starts racing for the same per-workspace number: take the next one.
-      if (attempt < 5 && e instanceof Prisma.PrismaClientKnownRequestError && e.code === "P2002") continue;
-      throw e;
-    }
-  }
+      return version.number;
+    }),
+  );
 }
 
 export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {
