@@ -102,6 +102,8 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.events": ["viewer", (s) => ({ runId: s.runId })],
   "runs.stop": ["member", (s) => ({ id: s.runId })],
   "runs.resume": ["member", (s) => ({ id: s.runId })],
+  "runs.fork": ["member", (s) => ({ runId: s.runId, step: 1 })],
+  "runs.lineage": ["viewer", (s) => ({ id: s.runId })],
   "runs.rescore": ["member", (s) => ({ runId: s.runId, files: { "reward.ts": "export default function reward() { return 1; }\n" } })],
   "runners.status": ["viewer", () => undefined],
   "templates.list": ["viewer", () => undefined],

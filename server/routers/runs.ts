@@ -4,6 +4,7 @@ import { createTRPCRouter, viewerProcedure, memberProcedure } from "../trpc";
 import * as runs from "../services/runs";
 import { resumeRun } from "../services/run-resume";
 import { RescoreRunInput, rescoreRun } from "../services/rescore";
+import { openFork, runLineage } from "../services/run-fork";
 import { BaseVersion, FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
@@ -14,11 +15,31 @@ export const runsRouter = createTRPCRouter({
         files: FilesInput,
         kind: RunKind,
         evalModel: z.string().min(1).max(300).optional(),
+        /** Fork (from a checkpoint step) or re-run (no step) of a run: recorded as the new run's parent. */
+        fork: z
+          .object({
+            parentRunId: z.string().min(1).max(100),
+            parentStep: z.number().int().min(0).optional(),
+            loadOptimizer: z.boolean().optional(),
+          })
+          .optional(),
         /** The version the editor loaded (stale-tab check, as experiments.save). */
         baseVersion: BaseVersion,
       }),
     )
-    .mutation(({ ctx, input }) => runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id })),
+    .mutation(({ ctx, input }) =>
+      runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id, runnerById: ctx.runnerById }),
+    ),
+
+  /** Open a run (or one of its checkpoints) in the editor as the starting point of a fork or re-run. */
+  fork: memberProcedure
+    .input(z.object({ runId: z.string().min(1).max(100), step: z.number().int().min(0).optional() }))
+    .mutation(({ ctx, input }) => openFork(ctx.db, ctx.workspaceId, input, ctx.user.id)),
+
+  /** The run's parent (when forked) and the runs forked from it. */
+  lineage: viewerProcedure
+    .input(z.object({ id: z.string().min(1) }))
+    .query(({ ctx, input }) => runLineage(ctx.db, ctx.workspaceId, input.id)),
 
   list: viewerProcedure
     .input(

@@ -8,7 +8,7 @@ import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { emitRunStatus, notifyRunStarted } from "./run-hooks";
 import type { Db } from "./types";
-import type { Diagnostic } from "@contracts";
+import { InitFrom, type Diagnostic } from "@contracts";
 
 export type ResumeRunResult = { ok: true; runId: string } | { ok: false; error: string; diagnostics: Diagnostic[] };
 
@@ -20,7 +20,7 @@ export async function resumeRun(
 ): Promise<ResumeRunResult> {
   const run = await db.run.findFirst({
     where: { id, workspaceId },
-    select: { id: true, kind: true, status: true, runnerId: true, lastSeq: true, version: { select: { files: true } } },
+    select: { id: true, kind: true, status: true, runnerId: true, lastSeq: true, parentRunId: true, parentStep: true, version: { select: { files: true } } },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
   if (run.kind !== "train") throw new AppError("BAD_INPUT", "only train runs can be resumed (they have checkpoints)");
@@ -31,7 +31,8 @@ export async function resumeRun(
 
   const runner = await runnerById(run.runnerId);
   const files = parseStoredFiles(run.version.files);
-  const res = await runner.start({ run_id: run.id, kind: "train", files, resume: true });
+  const initFrom = await forkStart(db, run);
+  const res = await runner.start({ run_id: run.id, kind: "train", files, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
   const now = new Date();
@@ -42,4 +43,16 @@ export async function resumeRun(
   emitRunStatus({ runId: run.id, status: "running", error: null, lastSeq: run.lastSeq });
   notifyRunStarted(run.id);
   return { ok: true, runId: run.id };
+}
+
+/**
+ * A fork stopped before its first checkpoint must start from its parent's checkpoint again, exactly as it
+ * first did (run.started records init_from, load_optimizer included); once it has checkpoints the runner and
+ * engine continue from its own and ignore this.
+ */
+async function forkStart(db: Db, run: { id: string; parentRunId: string | null; parentStep: number | null }): Promise<InitFrom | null> {
+  if (!run.parentRunId || run.parentStep === null) return null;
+  const started = await db.runEvent.findFirst({ where: { runId: run.id, type: "run.started" }, orderBy: { seq: "asc" }, select: { payload: true } });
+  const recorded = InitFrom.safeParse((started?.payload as { init_from?: unknown } | null)?.init_from);
+  return recorded.success ? recorded.data : { run_id: run.parentRunId, step: run.parentStep, load_optimizer: false };
 }

@@ -22,6 +22,7 @@ import { checkFresh, codeHash, latestIfSame, parseStoredFiles, tasksHash, withNu
 import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "./run-convert";
 import type { Db, DbOrTx } from "./types";
 import { notifyRunStarted, emitRunStatus } from "./run-hooks";
+import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
 
 export type StartRunInput = {
   experimentId: string;
@@ -29,6 +30,8 @@ export type StartRunInput = {
   kind: RunKind;
   /** Eval runs: `<run>@<step>`; absent = the base model. */
   evalModel?: string;
+  /** Fork or re-run of a run (run-fork.ts): recorded as the new run's parent. */
+  fork?: ForkInput;
   /** The version the editor loaded: a newer version with other files refuses the start (stale tab, CONFLICT). */
   baseVersion?: number;
 };
@@ -87,12 +90,21 @@ export async function startRun(
   workspaceId: string,
   getRunner: () => Promise<RunnerHandle>,
   input: StartRunInput,
-  opts: { createdById?: string | null } = {},
+  opts: { createdById?: string | null; runnerById?: (runnerId: string) => Promise<RunnerHandle> } = {},
 ): Promise<StartRunResult> {
   const exp = await db.experiment.findFirst({ where: { id: input.experimentId, workspaceId }, select: { id: true } });
   if (!exp) throw new AppError("NOT_FOUND", `experiment ${input.experimentId} not found`);
   if (input.kind !== "eval" && input.evalModel) {
     throw new AppError("BAD_INPUT", "evalModel is only for eval runs");
+  }
+  // A fork is checked before anything is written; it may pick the eval model and the runner (its checkpoints').
+  const fork: ResolvedFork | null = input.fork ? await resolveFork(db, workspaceId, { kind: input.kind, evalModel: input.evalModel, fork: input.fork }) : null;
+  if (fork?.evalModel) input = { ...input, evalModel: fork.evalModel };
+  if (fork?.runnerId) {
+    const byId = opts.runnerById;
+    if (!byId) throw new Error("startRun: a fork from a checkpoint needs opts.runnerById");
+    const runnerId = fork.runnerId;
+    getRunner = () => byId(runnerId);
   }
 
   // Stale tab: refused before anything else (checked again when the version is written).
@@ -100,10 +112,12 @@ export async function startRun(
   const parsed = parseRunConfig(input.files["config.json"], input.kind);
   if (!parsed.ok) return { ok: false, diagnostics: parsed.diagnostics, error: summarize(parsed.diagnostics) };
   const config = parsed.config;
+  const forkProblems = fork ? forkConfigDiagnostics(fork, input.kind, config, input.files["config.json"]) : [];
+  if (forkProblems.length > 0) return { ok: false, diagnostics: forkProblems, error: summarize(forkProblems) };
   const runId = newRunId();
 
   const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null, versionId: string | null) =>
-    createRunRow(db, { id: runId, workspaceId, input, versionId, runnerId, config, status, error, createdById: opts.createdById ?? null });
+    createRunRow(db, { id: runId, workspaceId, input, versionId, runnerId, config, status, error, createdById: opts.createdById ?? null, fork });
   // A start that never reached a run writes no version. Its failed row (why the runner could not take it)
   // is kept only when the files already are the latest version; otherwise the editor shows the reason and
   // the user's text stays unsaved there, as it was.
@@ -122,7 +136,7 @@ export async function startRun(
     return failedStart(null, e.message);
   }
   try {
-    const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel });
+    const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel, init_from: fork?.initFrom });
     if (!res.ok) return { ok: false, diagnostics: res.diagnostics, error: res.diagnostics.some(isError) ? summarize(res.diagnostics) : res.error };
   } catch (e) {
     const error = isAppError(e) ? e.message : `runner '${runner.name}' at ${runner.url} failed to start the run: ${rootMessage(e)}`;
@@ -161,6 +175,7 @@ async function createRunRow(
     status: "running" | "failed";
     error: string | null;
     createdById: string | null;
+    fork: ResolvedFork | null;
   },
 ): Promise<number> {
   const now = new Date();
@@ -190,6 +205,8 @@ async function createRunRow(
           baseModel: r.config.model,
           seed: r.config.seed,
           evalModel: r.input.evalModel ?? null,
+          parentRunId: r.fork?.parentRunId ?? null,
+          parentStep: r.fork?.parentStep ?? null,
           codeHash: codeHash(r.input.files),
           tasksHash: tasksHash(r.input.files),
           startedAt: r.status === "running" ? now : null,
