@@ -22,6 +22,7 @@ import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import type { ReplaceRequest, RevealRequest } from "./code-editor";
 import { deleteFile, helperStub, renameFile } from "./file-ops";
 import { FileTree } from "./file-tree";
+import { ForkBanner, type StartFork } from "./fork-banner";
 import { diagnosticFile, filePaths } from "./files";
 import type { MarkerCount } from "./monaco-models";
 import { ProblemsPanel } from "./problems-panel";
@@ -237,12 +238,12 @@ export function ExperimentEditor({ id }: { id: string }) {
   }, [doc, validate, showDiagnostics]);
 
   const run = useCallback(
-    (kind: RunKind) => {
+    (kind: RunKind, fork?: StartFork) => {
       if (!doc || start.isPending) return;
       setNotice(null);
       const files = doc.files;
       start.mutate(
-        { experimentId: doc.experimentId, files, kind, baseVersion: doc.versionNumber },
+        { experimentId: doc.experimentId, files, kind, baseVersion: doc.versionNumber, ...(fork ? { fork } : {}) },
         {
           onSuccess: (res) => {
             void queryClient.invalidateQueries({ queryKey: trpc.experiments.pathKey() });
@@ -360,6 +361,8 @@ export function ExperimentEditor({ id }: { id: string }) {
             <Button onClick={() => setHistory({})}>Review changes</Button>
           </div>
         )}
+
+        {canWrite && <ForkBanner busy={!!busy} onStart={run} />}
 
         <div className="flex min-h-0 flex-1">
           <FileTree

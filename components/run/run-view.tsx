@@ -16,6 +16,7 @@ import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Ta
 import { CompareWith } from "../compare/compare-with";
 import { RunCharts } from "./charts";
 import { CheckpointsButton } from "./checkpoint-chat";
+import { ForkButton, RunLineage } from "./run-lineage";
 import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
@@ -150,6 +151,7 @@ export function RunView({ id }: { id: string }) {
               {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
             </Link>
           )}
+          {r && <RunLineage runId={r.id} />}
           <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" ? "text-emerald-400" : "text-zinc-500"}`} title="event stream">
             <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
             {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
@@ -157,6 +159,7 @@ export function RunView({ id }: { id: string }) {
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
+            {r && <ForkButton runId={r.id} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint

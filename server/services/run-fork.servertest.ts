@@ -207,7 +207,11 @@ describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and inge
     const viewer = await callerAs(db(), ws, { role: "viewer", runnerName: RUNNER_NAME });
     await expect(viewer.runs.fork({ runId: parent.id, step: 1 })).rejects.toMatchObject({ code: "FORBIDDEN" });
     await expect(viewer.runs.start({ experimentId, files: templateFiles(), kind: "train", fork: { parentRunId: parent.id, parentStep: 1 } })).rejects.toMatchObject({ code: "FORBIDDEN" });
-    expect(await viewer.runs.lineage({ id: parent.id })).toEqual({ parent: null, forks: [] });
+    expect(await viewer.runs.lineage({ id: parent.id })).toEqual({
+      run: { id: parent.id, number: 1, kind: "train", experimentId, checkpointSteps: [1] },
+      parent: null,
+      forks: [],
+    });
 
     // Another base model, or another LoRA shape: diagnostics at their config.json lines, and no run row.
     const config = JSON.parse(templateFiles()["config.json"]) as Record<string, unknown>;

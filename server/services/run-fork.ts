@@ -161,11 +161,19 @@ export function forkConfigDiagnostics(fork: ResolvedFork, kind: RunKind, config:
   return out;
 }
 
-/** The run's parent (if forked) and the runs forked from it, newest first — for both run pages. */
+/**
+ * The run itself (number, kind, checkpoint steps: what a fork of it can start from), its parent if forked,
+ * and the runs forked from it, newest first — for both run pages and the editor's fork banner.
+ */
 export async function runLineage(db: DbOrTx, workspaceId: string, runId: string) {
   const run = await db.run.findFirst({
     where: { id: runId, workspaceId },
     select: {
+      id: true,
+      number: true,
+      kind: true,
+      experimentId: true,
+      checkpoints: { select: { step: true }, orderBy: { step: "asc" } },
       parentStep: true,
       parent: { select: { id: true, number: true, kind: true, workspaceId: true } },
       forks: {
@@ -179,6 +187,7 @@ export async function runLineage(db: DbOrTx, workspaceId: string, runId: string)
   if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
   const parent = run.parent && run.parent.workspaceId === workspaceId ? run.parent : null;
   return {
+    run: { id: run.id, number: run.number, kind: fromDbKind(run.kind), experimentId: run.experimentId, checkpointSteps: run.checkpoints.map((c) => c.step) },
     parent: parent ? { id: parent.id, number: parent.number, kind: fromDbKind(parent.kind), step: run.parentStep } : null,
     forks: run.forks.map((f) => ({ id: f.id, number: f.number, kind: fromDbKind(f.kind), status: f.status, step: f.parentStep, createdAt: f.createdAt })),
   };
