@@ -97,6 +97,8 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "experiments.validate": ["member", () => ({ files: templateFiles(), kind: "dry-run" })],
   "runs.start": ["member", (s) => ({ experimentId: s.experimentId, files: templateFiles(), kind: "dry-run" })],
   "runs.list": ["viewer", () => undefined],
+  "runs.facets": ["viewer", () => undefined],
+  "runs.update": ["member", (s) => ({ id: s.runId, tags: ["matrix"], notes: "changed by matrix" })],
   "runs.get": ["viewer", (s) => ({ id: s.runId })],
   "runs.trajectories": ["viewer", (s) => ({ runId: s.runId })],
   "runs.events": ["viewer", (s) => ({ runId: s.runId })],

@@ -5,6 +5,8 @@ import * as runs from "../services/runs";
 import { resumeRun } from "../services/run-resume";
 import { RescoreRunInput, rescoreRun } from "../services/rescore";
 import { openFork, runLineage } from "../services/run-fork";
+import { runsFacets, updateRun } from "../services/runs-table";
+import { RunsListInput, RunUpdateInput } from "../services/runs-table-query";
 import { BaseVersion, FilesInput } from "./experiments";
 
 export const runsRouter = createTRPCRouter({
@@ -41,17 +43,16 @@ export const runsRouter = createTRPCRouter({
     .input(z.object({ id: z.string().min(1) }))
     .query(({ ctx, input }) => runLineage(ctx.db, ctx.workspaceId, input.id)),
 
+  /** The runs table: filters, sort (any summary metric), search and cursor (server/services/runs-table.ts). */
   list: viewerProcedure
-    .input(
-      z
-        .object({
-          experimentId: z.string().min(1).optional(),
-          limit: z.number().int().min(1).max(200).default(50),
-          cursor: z.string().nullish(),
-        })
-        .default({ limit: 50 }),
-    )
-    .query(({ ctx, input }) => runs.listRuns(ctx.db, ctx.workspaceId, input)),
+    .input(RunsListInput.optional())
+    .query(({ ctx, input }) => runs.listRuns(ctx.db, ctx.workspaceId, input ?? {})),
+
+  /** What the runs table's filter bar offers: base models, tags, authors, summary metric names. */
+  facets: viewerProcedure.query(({ ctx }) => runsFacets(ctx.db, ctx.workspaceId)),
+
+  /** Edit a run's tags and notes. */
+  update: memberProcedure.input(RunUpdateInput).mutation(({ ctx, input }) => updateRun(ctx.db, ctx.workspaceId, input)),
 
   get: viewerProcedure
     .input(z.object({ id: z.string().min(1) }))

@@ -14,6 +14,7 @@ import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
 import { eventToRow, trajectoryToRow } from "./run-convert";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
+import { summaryPatch, type RunSummary } from "./run-summary";
 import { failRun } from "./runs";
 import type { Db } from "./types";
 
@@ -84,11 +85,14 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
       let diagnostics: Prisma.InputJsonValue | undefined;
       let startedAt: Date | undefined;
       let finishedAt: Date | undefined;
+      // The runs table's summary metrics (last step's, last eval's), merged into Run.summary below.
+      const summary: RunSummary = {};
       const bumpStep = (s: number) => {
         currentStep = currentStep === undefined ? s : Math.max(currentStep, s);
       };
 
       for (const e of fresh) {
+        Object.assign(summary, summaryPatch(e));
         switch (e.type) {
           case "run.started":
             if (status === "queued" || status === "running") status = "running";
@@ -140,6 +144,10 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
       }
 
       if (trajectories.length > 0) await tx.trajectory.createMany({ data: trajectories, skipDuplicates: true });
+      if (Object.keys(summary).length > 0) {
+        // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
+        await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
+      }
       const last = fresh[fresh.length - 1]!;
       await tx.run.update({
         where: { id: runId },

@@ -23,6 +23,7 @@ import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "./run-convert
 import type { Db, DbOrTx } from "./types";
 import { notifyRunStarted, emitRunStatus } from "./run-hooks";
 import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
+import { listRunsTable } from "./runs-table";
 
 export type StartRunInput = {
   experimentId: string;
@@ -254,60 +255,11 @@ const fromDbStatus = (s: string) => s as "queued" | "running" | "completed" | "f
 
 const rewardMean = (r: { rewardSum: number; rewardCount: number }) => (r.rewardCount > 0 ? r.rewardSum / r.rewardCount : null);
 
-export async function listRuns(
-  db: DbOrTx,
-  workspaceId: string,
-  input: { experimentId?: string; limit?: number; cursor?: string | null },
-) {
-  const limit = input.limit ?? 50;
-  const rows = await db.run.findMany({
-    where: { workspaceId, ...(input.experimentId ? { experimentId: input.experimentId } : {}) },
-    orderBy: [{ createdAt: "desc" }, { id: "desc" }],
-    take: limit + 1,
-    ...(input.cursor ? { cursor: { id: input.cursor }, skip: 1 } : {}),
-    select: {
-      id: true,
-      number: true,
-      kind: true,
-      status: true,
-      createdAt: true,
-      startedAt: true,
-      finishedAt: true,
-      rewardSum: true,
-      rewardCount: true,
-      rolloutCount: true,
-      errorCount: true,
-      currentStep: true,
-      error: true,
-      experimentId: true,
-      baseModel: true,
-      experiment: { select: { name: true } },
-      version: { select: { number: true } },
-    },
-  });
-  const page = rows.slice(0, limit);
-  return {
-    items: page.map((r) => ({
-      id: r.id,
-      number: r.number,
-      kind: fromDbKind(r.kind),
-      status: r.status,
-      experimentId: r.experimentId,
-      experimentName: r.experiment.name,
-      versionNumber: r.version.number,
-      baseModel: r.baseModel,
-      createdAt: r.createdAt,
-      startedAt: r.startedAt,
-      finishedAt: r.finishedAt,
-      rewardMean: rewardMean(r),
-      rolloutCount: r.rolloutCount,
-      errorCount: r.errorCount,
-      currentStep: r.currentStep,
-      error: r.error,
-    })),
-    nextCursor: rows.length > limit ? (page.at(-1)?.id ?? null) : null,
-  };
-}
+/**
+ * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
+ * (runs-table.ts); `{ experimentId, limit }` alone is the editor's recent runs, newest first.
+ */
+export const listRuns = listRunsTable;
 
 export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
   const run = await db.run.findFirst({
@@ -340,6 +292,7 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     parentRunId: run.parentRunId,
     parentStep: run.parentStep,
     tags: run.tags,
+    notes: run.notes,
     codeHash: run.codeHash,
     tasksHash: run.tasksHash,
     experiment: run.experiment,
