@@ -4,44 +4,26 @@
  * process, its engine on a closed port: compile checks need no engine) and a runner on a closed port.
  *   npx vitest run --project server server/services/experiments-projects.servertest.ts
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import type { Role } from "../auth/roles";
 import { registerRunner } from "../runner-client";
+import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
 import { createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
 import { closedPort, createRunningRun, createTestDb, newWorkspace, templateFiles, userWithRole, type TestDb } from "../test/harness";
 import { ensureDefaultExperiment } from "./workspace";
 
-const TOKEN = "projects-servertest-token-0123";
 let tdb: TestDb;
-let runner: RunnerServer;
-let runsDir: string;
+let runner: EnginelessRunner;
 const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
   tdb = await createTestDb();
-  runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-projects-runner-"));
-  runner = await startRunnerServer({
-    env: loadRunnerEnv({
-      RUNNER_PORT: "0",
-      RUNNER_TOKEN: TOKEN,
-      ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
-      ENGINE_TOKEN: "closed-port-engine-token",
-      ROLLBOOK_RUNS_DIR: runsDir,
-      RUNNER_NAME: "projects-servertest",
-    } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),
-    onEngineLog: () => {},
-  });
+  runner = await startEnginelessRunner("projects-servertest");
 });
 afterAll(async () => {
   await runner?.close();
   await tdb?.drop();
-  if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
 });
 
 /** A user with `role` in the workspace and a caller acting as them (through the real authorization). */
@@ -56,7 +38,7 @@ async function workspace(kind: "real" | "closed" = "real") {
   const ws = await newWorkspace(db());
   const runnerName = `${kind}-${ws}`;
   const url = kind === "real" ? runner.url : `http://127.0.0.1:${await closedPort()}`;
-  await registerRunner(db(), { name: runnerName, url, token: TOKEN });
+  await registerRunner(db(), { name: runnerName, url, token: runner.token });
   const { id: experimentId } = await ensureDefaultExperiment(db(), ws);
   const owner = await as(ws, "owner", runnerName);
   return { ws, runnerName, experimentId, owner };

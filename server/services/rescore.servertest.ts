@@ -5,42 +5,24 @@
  * Expected advantages are the trainer's own numbers (printed by rollbook_engine.trainer.advantages).
  *   npx vitest run --project server server/services/rescore.servertest.ts
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunConfig, RunEvent, type Trajectory } from "@contracts";
-import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { registerRunner } from "../runner-client";
-import { callerAs, callerFor, closedPort, createRunningRun, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
+import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
+import { callerAs, callerFor, createRunningRun, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { ingestAndEmit } from "./ingest";
 
-const TOKEN = "rescore-servertest-token-0123";
 let tdb: TestDb;
-let runner: RunnerServer;
-let runsDir: string;
+let runner: EnginelessRunner;
 const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
   tdb = await createTestDb();
-  runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-rescore-"));
-  runner = await startRunnerServer({
-    env: loadRunnerEnv({
-      RUNNER_PORT: "0",
-      RUNNER_TOKEN: TOKEN,
-      ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
-      ENGINE_TOKEN: "rescore-servertest-engine-token",
-      ROLLBOOK_RUNS_DIR: runsDir,
-      RUNNER_NAME: "rescore-servertest",
-    } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),
-    onEngineLog: () => {},
-  });
+  runner = await startEnginelessRunner("rescore-servertest");
 });
 afterAll(async () => {
   await runner?.close();
   await tdb?.drop();
-  if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
 });
 
 /** A say-the-word rollout as the runner records it: the scenario's output is the reply. */
@@ -109,7 +91,7 @@ async function seedRun(ws: string): Promise<string> {
 async function setup() {
   const ws = await newWorkspace(db());
   const name = `rescore-${ws}`;
-  await registerRunner(db(), { name, url: runner.url, token: TOKEN });
+  await registerRunner(db(), { name, url: runner.url, token: runner.token });
   return { ws, name, api: callerFor(db(), ws, name), runId: await seedRun(ws) };
 }
 

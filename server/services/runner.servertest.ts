@@ -3,44 +3,26 @@
  * port). Its engine is pointed at a closed port: compile checks and refusals need no engine.
  *   npx vitest run --project server server/services/runner.servertest.ts
  */
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { registerRunner } from "../runner-client";
-import { callerFor, closedPort, createRunningRun, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
+import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
+import { callerFor, createRunningRun, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { ensureDefaultExperiment } from "./workspace";
 
-const TOKEN = "web-servertest-token-0123";
 let tdb: TestDb;
-let runner: RunnerServer;
-let runsDir: string;
+let runner: EnginelessRunner;
 const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
   tdb = await createTestDb();
-  runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-web-runner-"));
-  runner = await startRunnerServer({
-    env: loadRunnerEnv({
-      RUNNER_PORT: "0",
-      RUNNER_TOKEN: TOKEN,
-      ENGINE_URL: `http://127.0.0.1:${await closedPort()}`,
-      ENGINE_TOKEN: "closed-port-engine-token",
-      ROLLBOOK_RUNS_DIR: runsDir,
-      RUNNER_NAME: "servertest",
-    } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),
-    onEngineLog: () => {},
-  });
+  runner = await startEnginelessRunner("servertest");
 });
 afterAll(async () => {
   await runner?.close();
   await tdb?.drop();
-  if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
 });
 
-async function setup(token = TOKEN) {
+async function setup(token = runner.token) {
   const ws = await newWorkspace(db());
   const name = `real-${ws}`;
   const runnerRow = await registerRunner(db(), { name, url: runner.url, token });
