@@ -78,7 +78,11 @@ function wordQuery(word: string): Prisma.Sql {
     FROM unnest(to_tsvector('simple', ${word})) AS t)`;
 }
 
-/** Every word must match the experiment's name, the run's tags or notes, or be the run's number ("#12"). */
+/** Every word must match the experiment's name, the run's tags or notes, or be the run's number ("#12").
+ * The experiments' ids go in as an array (= ANY(ARRAY(…)), not IN (…)): with IN the planner ORs a hashed
+ * subplan into a filter and computes every run's search document (35 ms at 10,000 runs); with an array it
+ * ORs two bitmap index scans (search index, experimentId index) — 5 ms. See bench/runs-table.ts.
+ */
 function searchCondition(workspaceId: string, q: string): Prisma.Sql[] {
   const words = q.split(/\s+/).filter(Boolean).slice(0, 8);
   return words.map((word) => {
@@ -88,7 +92,7 @@ function searchCondition(workspaceId: string, q: string): Prisma.Sql[] {
     const tsq = wordQuery(word);
     const byNumber = num ? Prisma.sql` OR r."number" = ${Number(num[2])}` : Prisma.empty;
     return Prisma.sql`(rollbook_run_search_doc(r."tags", r."notes") @@ ${tsq}
-      OR r."experimentId" IN (SELECT e."id" FROM "Experiment" e WHERE e."workspaceId" = ${workspaceId} AND to_tsvector('simple', e."name") @@ ${tsq})${byNumber})`;
+      OR r."experimentId" = ANY(ARRAY(SELECT e."id" FROM "Experiment" e WHERE e."workspaceId" = ${workspaceId} AND to_tsvector('simple', e."name") @@ ${tsq}))${byNumber})`;
   });
 }
 
