@@ -2,6 +2,7 @@
 import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { UserMenu } from "./auth/user-menu";
+import { CommandPalette } from "./command-palette";
 import { isPublicPath } from "./auth/unauthorized";
 
 const LINKS = [
@@ -38,6 +39,7 @@ export function TopNav() {
         })}
       </nav>}
       {!signedOutPage && <UserMenu />}
+      {!signedOutPage && <CommandPalette />}
     </header>
   );
 }

@@ -1,9 +1,15 @@
 import type { Metadata } from "next";
+import { Suspense } from "react";
 import { RunsTable } from "@/components/runs-table";
+import { Spinner } from "@/components/ui/primitives";
 
 export const metadata: Metadata = { title: "Runs" };
 
-export default async function RunsPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
-  const { experiment } = await searchParams;
-  return <RunsTable experimentId={typeof experiment === "string" ? experiment : undefined} />;
+/** The runs table; its filters, sort and search are read from the address by the table itself. */
+export default function RunsPage() {
+  return (
+    <Suspense fallback={<Spinner />}>
+      <RunsTable />
+    </Suspense>
+  );
 }

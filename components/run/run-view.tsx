@@ -21,6 +21,8 @@ import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
 import { RescoreButton } from "./rescore-panel";
+import { RunExportMenu } from "./run-export-menu";
+import { RunNotes, RunTags } from "../runs/run-tags-notes";
 import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
 import { RolloutDetail } from "./transcript";
@@ -152,6 +154,12 @@ export function RunView({ id }: { id: string }) {
             </Link>
           )}
           {r && <RunLineage runId={r.id} />}
+          {r && (
+            <span className="flex items-center gap-1.5">
+              <RunTags runId={r.id} tags={r.tags} canEdit={canWrite} />
+              <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
+            </span>
+          )}
           <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" ? "text-emerald-400" : "text-zinc-500"}`} title="event stream">
             <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
             {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
@@ -160,6 +168,7 @@ export function RunView({ id }: { id: string }) {
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
             {r && <ForkButton runId={r.id} />}
+            {r && <RunExportMenu runId={r.id} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint
