@@ -158,7 +158,7 @@ export function RunsTable() {
                       {r.baseModel}
                     </div>
                   </td>
-                  <td className="px-3 py-2">
+                  <td className="px-3 py-2 whitespace-nowrap">
                     <KindBadge kind={r.kind} />
                   </td>
                   <td className="px-3 py-2">

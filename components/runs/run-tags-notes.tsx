@@ -112,7 +112,7 @@ export function RunNotes({ runId, notes, canEdit }: { runId: string; notes: stri
         data-testid="run-notes-button"
         title={notes || "Add a note"}
         aria-label={notes ? "Notes" : "Add a note"}
-        className={`rounded px-1 text-[11px] ring-1 ring-inset ${notes ? "text-amber-200 ring-amber-700/60" : "text-zinc-500 ring-zinc-700 hover:text-zinc-200"}`}
+        className={`rounded px-1 text-[11px] whitespace-nowrap ring-1 ring-inset ${notes ? "text-amber-200 ring-amber-700/60" : "text-zinc-500 ring-zinc-700 hover:text-zinc-200"}`}
         onClick={() => {
           setText(notes);
           setOpen((o) => !o);
