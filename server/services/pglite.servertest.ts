@@ -36,3 +36,21 @@ it("ingests idempotently on PGlite", async () => {
   const events = await callerFor(db, ws).runs.events({ runId, afterSeq: 0, limit: 500 });
   expect(events).toEqual(log);
 });
+
+it("runs the runs table's SQL on PGlite: summary, search index function, metric sort, cursor, tags filter", async () => {
+  const db = handle.prisma;
+  const ws = await newWorkspace(db);
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const runId = await createRunningRun(db, ws);
+    await ingestEvents(db, runId, runEvents(runId));
+    await db.run.update({ where: { id: runId }, data: { summary: { reward_mean: i / 10 }, tags: i === 1 ? ["baseline"] : [], notes: i === 2 ? "noisy reward" : "" } });
+    ids.push(runId);
+  }
+  const api = callerFor(db, ws);
+  expect((await api.runs.list({ q: "nois" })).items.map((r) => r.id)).toEqual([ids[2]]);
+  expect((await api.runs.list({ tag: "baseline" })).items.map((r) => r.id)).toEqual([ids[1]]);
+  const first = await api.runs.list({ sort: "m:reward_mean", limit: 2 });
+  const second = await api.runs.list({ sort: "m:reward_mean", limit: 2, cursor: first.nextCursor });
+  expect([...first.items, ...second.items].map((r) => r.id)).toEqual([ids[2], ids[1], ids[0]]);
+});
