@@ -27,6 +27,7 @@ import { loadEnv as loadRunnerEnv, REPO_ROOT } from "@/gpu-runner/src/env";
 import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { freePort } from "@/gpu-runner/src/test-support/net";
 import { handleCheckpointDownload } from "../http/checkpoint-download";
+import { handleRunTrajectoriesJsonl } from "../http/export";
 import { handleChatCompletions, handleModels } from "../http/openai-api";
 import { registerRunner } from "../runner-client";
 import { callerAs, callerFor, createTestDb, newWorkspace, templateFiles, userWithRole, type TestDb } from "../test/harness";
@@ -172,6 +173,29 @@ describe.skipIf(!engineAvailable)("checkpoints (real runner, real engine, one 1-
     expect(item.trainReward).toEqual(expect.any(Number));
     expect(item.createdAt).toBeInstanceOf(Date);
     await expect(callerFor(db(), other).checkpoints.list({ runId })).rejects.toMatchObject({ code: "NOT_FOUND" });
+  });
+
+  it("exports the run's rollouts with their exact token ids and logprobs (tokens=1), as the runner recorded them", async () => {
+    const req = new Request(`http://127.0.0.1/api/export/runs/${runId}/trajectories?tokens=1`, { headers: { authorization: `Bearer ${tokenA}` } });
+    const res = await handleRunTrajectoriesJsonl(req, runId, { db: db() });
+    expect(res.status).toBe(200);
+    type Seq = { tokens: number[]; mask: number[]; logprobs: number[] };
+    const lines = (await res.text()).trim().split("\n").map((l) => JSON.parse(l) as { id: string; split: string; error: unknown; tokens: { prompt: number; completion: number; sequences: Seq[] | null } });
+    expect(lines.length).toBe(await db().trajectory.count({ where: { runId } }));
+    const trained = lines.filter((l) => l.split === "train" && !l.error);
+    expect(trained.length).toBeGreaterThan(0);
+    for (const l of trained) {
+      const seqs = l.tokens.sequences!;
+      expect(seqs.length).toBeGreaterThan(0);
+      for (const s of seqs) expect(s.mask.length === s.tokens.length && s.logprobs.length === s.tokens.length).toBe(true);
+      // The sampled tokens are exactly the completion the runner counted, each with a real logprob.
+      const sampled = seqs.flatMap((s) => s.mask.map((m, i) => ({ m, lp: s.logprobs[i]! }))).filter((x) => x.m === 1);
+      expect(sampled.length).toBe(l.tokens.completion);
+      expect(sampled.every((x) => x.lp <= 0 && Number.isFinite(x.lp))).toBe(true);
+    }
+    // Without tokens=1 the file carries counts only.
+    const plain = await handleRunTrajectoriesJsonl(new Request(`http://127.0.0.1/api/export/runs/${runId}/trajectories`, { headers: { authorization: `Bearer ${tokenA}` } }), runId, { db: db() });
+    expect(JSON.parse((await plain.text()).split("\n")[0]!).tokens).toEqual({ prompt: expect.any(Number), completion: expect.any(Number) });
   });
 
   it("downloads a PEFT folder (adapter files only) that PeftModel.from_pretrained loads, tensor for tensor", async () => {

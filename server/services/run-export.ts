@@ -9,6 +9,7 @@ import Papa from "papaparse";
 import { EvalMetrics, StepMetrics } from "@contracts";
 import { AppError } from "../errors";
 import { rowToTrajectory } from "./run-convert";
+import { fetchTokenLog } from "./run-token-log";
 import { listRunsTable, runsFacets } from "./runs-table";
 import type { RunsListInput } from "./runs-table-query";
 import type { DbOrTx } from "./types";
@@ -66,9 +67,10 @@ export const TRAJECTORY_PAGE = 200;
 
 /**
  * The run's finished rollouts in seq order, one JSON object per line, paged from the database as the
- * client reads (pull), so memory stays at one page. `tokens`: also the token ids and sampling logprobs the
- * runner recorded (Trajectory.tokens.sequences: ids, a mask of sampled tokens, logprobs); without it only
- * the token counts are written, which keeps the file a fraction of the size.
+ * client reads (pull), so memory stays at one page. `tokens`: also each rollout's exact token sequences
+ * (`tokens.sequences`: [{ tokens, mask (1 = sampled), logprobs }], what training saw), fetched once from the
+ * run's runner (server/services/run-token-log.ts; null for a rollout it has none of); without it only the
+ * token counts are written, which keeps the file a fraction of the size.
  */
 export async function runTrajectoriesJsonl(
   db: DbOrTx,
@@ -77,6 +79,9 @@ export async function runTrajectoriesJsonl(
   opts: { tokens: boolean; split?: "train" | "val"; step?: number },
 ): Promise<{ filename: string; body: ReadableStream<Uint8Array> }> {
   const run = await findRun(db, workspaceId, runId);
+  const sequences = opts.tokens
+    ? await fetchTokenLog(db, (await db.run.findUniqueOrThrow({ where: { id: run.id }, select: { id: true, number: true, runnerId: true } })))
+    : null;
   let after = 0;
   let done = false;
   const body = new ReadableStream<Uint8Array>({
@@ -92,7 +97,8 @@ export async function runTrajectoriesJsonl(
         const lines = rows.map((r) => {
           const { seq, ...t } = rowToTrajectory(r);
           const stored = (r.tokens ?? {}) as Record<string, unknown>;
-          const tokens = opts.tokens ? stored : { prompt: stored.prompt, completion: stored.completion };
+          const counts = { prompt: stored.prompt, completion: stored.completion };
+          const tokens = sequences ? { ...counts, sequences: sequences.get(r.id) ?? null } : counts;
           return `${JSON.stringify({ run_id: run.id, run_number: run.number, seq, ...t, tokens })}\n`;
         });
         controller.enqueue(encoder.encode(lines.join("")));

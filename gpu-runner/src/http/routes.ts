@@ -2,6 +2,7 @@
  * The runner's plain-HTTP routes, beside its tRPC API (same port, same bearer RUNNER_TOKEN):
  *
  *   GET  /checkpoints/<run>/<step>/adapter.tar.gz   a checkpoint as a PEFT folder archive (checkpoint-archive.ts)
+ *   GET  /runs/<run>/tokens.jsonl                   each rollout's exact token sequences (events/token-log.ts)
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
  *                                                   (plain JSON or server-sent events, status and body as is)
  *
@@ -10,10 +11,12 @@
  * model name first (server/services/checkpoints.ts); users never reach the runner or the engine.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { parseCheckpointModel } from "../../contracts";
 import { assertSafeRunId } from "../events/event-log";
+import { tokenLogFile } from "../events/token-log";
 import { bearerToken, tokenMatches } from "../trpc";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
 
@@ -31,6 +34,7 @@ export const MAX_CHAT_BODY_BYTES = 8 * 1024 * 1024;
 
 const ARCHIVE_ROUTE = /^\/checkpoints\/([^/]+)\/([^/]+)\/adapter\.tar\.gz$/;
 const CHAT_ROUTE = "/v1/chat/completions";
+const TOKENS_ROUTE = /^\/runs\/([^/]+)\/tokens\.jsonl$/;
 
 /** OpenAI's error shape, which the web server passes on to OpenAI clients unchanged. */
 function sendError(res: ServerResponse, status: number, message: string, param: string | null = null): void {
@@ -42,7 +46,7 @@ function sendError(res: ServerResponse, status: number, message: string, param: 
 /** True when the path is one of these routes (the caller hands everything else to tRPC). */
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
-  return ARCHIVE_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
+  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -53,6 +57,11 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     if (archive) {
       if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, 405, `${req.method} is not allowed here: GET`);
       return await sendArchive(req, res, deps, decodeURIComponent(archive[1]!), decodeURIComponent(archive[2]!));
+    }
+    const tokens = TOKENS_ROUTE.exec(pathname);
+    if (tokens) {
+      if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
+      return sendTokenLog(res, deps, decodeURIComponent(tokens[1]!));
     }
     if (req.method !== "POST") return sendError(res, 405, `${req.method} is not allowed here: POST`);
     return await proxyChat(req, res, deps);
@@ -81,6 +90,20 @@ async function sendArchive(req: IncomingMessage, res: ServerResponse, deps: Runn
   tar.on("error", (err: Error) => res.destroy(err)); // mid-stream: the client sees a truncated archive, not a good one
   res.on("close", () => (tar as unknown as { destroy?: () => void }).destroy?.());
   tar.pipe(res);
+}
+
+function sendTokenLog(res: ServerResponse, deps: RunnerHttpDeps, runId: string): void {
+  let file: string;
+  try {
+    file = tokenLogFile(deps.runsDir, runId);
+  } catch (e) {
+    return sendError(res, 404, `run ${runId}: ${(e as Error).message}`);
+  }
+  if (!fs.existsSync(file)) return sendError(res, 404, `run ${runId} has no recorded token ids on this runner`);
+  res.writeHead(200, { "content-type": "application/x-ndjson" });
+  const stream = fs.createReadStream(file);
+  stream.on("error", (err) => res.destroy(err));
+  stream.pipe(res);
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {

@@ -11,6 +11,7 @@ import {
   type RunConfig,
   type RunKind,
   type TrainGroup,
+  type TokenSequence,
   type TrainMetrics,
 } from "../../contracts";
 import { type CompiledExperiment } from "../experiment/compile";
@@ -20,6 +21,7 @@ import { type RunEventInput } from "../events/event-log";
 import type { JudgeClient } from "../judge/judge-client";
 import { executeRollout, type ExecutedRollout, type RolloutServices } from "../rollout/execute";
 import { NO_MCP, type RunMcp } from "../rollout/run-mcp";
+import { buildSequences } from "../rollout/training-sample";
 import { deriveSeed } from "../rollout/seed";
 import type { ExperimentExports } from "../sandbox/inspect";
 import { applyGroupReward } from "./group-reward";
@@ -63,6 +65,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** Called when a step starts, for status(). */
   onStep?: (step: number) => void;
+  /** Keeps a finished rollout's exact token sequences (runs/<run>/tokens.jsonl) for exports. */
+  recordTokens?: (trajectoryId: string, sequences: TokenSequence[]) => void;
 }
 
 export class RunStopped extends Error {
@@ -95,6 +99,16 @@ interface RolloutJob {
  * groupReward (training only: a relative score means nothing for one validation rollout), a group's
  * rollouts are scored together as soon as its last one finishes, and emitted then.
  */
+/** A failed rollout's sequences, when its turns make whole ones (what it sampled is still worth exporting). */
+function sequencesOf(turns: ExecutedRollout["turns"]): TokenSequence[] | null {
+  if (turns.length === 0) return null;
+  try {
+    return buildSequences(turns);
+  } catch {
+    return null;
+  }
+}
+
 async function runRollouts(
   ctx: RunContext,
   services: RolloutServices,
@@ -106,7 +120,10 @@ async function runRollouts(
   for (const job of jobs) groupSize.set(job.group, (groupSize.get(job.group) ?? 0) + 1);
   const finished = new Map<number, ExecutedRollout[]>();
   const emit = (done: ExecutedRollout) => {
-    if (!ctx.signal.aborted) ctx.emit({ type: "rollout.finished", payload: done.trajectory });
+    if (ctx.signal.aborted) return;
+    ctx.emit({ type: "rollout.finished", payload: done.trajectory });
+    const sequences = done.sample?.sequences ?? sequencesOf(done.turns);
+    if (sequences && ctx.recordTokens) ctx.recordTokens(done.trajectory.id, sequences);
   };
   const results = await mapConcurrent(
     jobs,

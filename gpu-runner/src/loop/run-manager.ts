@@ -22,6 +22,7 @@ import { REPO_ROOT } from "../env";
 import { NO_SECRETS, type McpSecrets } from "../mcp";
 import { connectRunMcp } from "../mcp/run-connection";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
+import { appendTokenLine } from "../events/token-log";
 import { initFromProblem } from "./init-from";
 import { executeRun, type RunEngine } from "./run-loop";
 
@@ -177,6 +178,10 @@ export class RunManager {
         onStep: (step) => {
           record.step = step;
         },
+        recordTokens: (trajectoryId, sequences) =>
+          appendTokenLine(this.events.runsDir, runId, { trajectory_id: trajectoryId, sequences }, (message) =>
+            this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
+          ),
       })
         .then(() => undefined)
         .catch((err: unknown) => {
