@@ -47,6 +47,10 @@ export interface SocketData {
   userId?: string;
   /** Set when they connected with an API token: it reaches only that workspace's runs. */
   tokenWorkspaceId?: string | null;
+  /** The workspace of each run this socket subscribed to (server/realtime/evict.ts). */
+  runWorkspaces?: Record<string, string>;
 }
 
 export const runRoom = (runId: string) => `run:${runId}`;
+/** Every socket of a user, for taking them out of a workspace's rooms when they leave it. */
+export const userRoom = (userId: string) => `user:${userId}`;

@@ -16,7 +16,7 @@ import type { Db } from "../services/types";
 import { resolvePrincipal, toHeaders } from "../auth/principal";
 import { roleIn } from "../auth/workspace-access";
 import { type RollbookIo } from "./io";
-import { RunSubscribeInput, RunUnsubscribeInput, runRoom, type SubscribeAck } from "./socket-events";
+import { RunSubscribeInput, RunUnsubscribeInput, runRoom, userRoom, type SubscribeAck } from "./socket-events";
 
 const PAGE = 500;
 
@@ -38,6 +38,7 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
   });
 
   io.on("connection", (socket) => {
+    if (socket.data.userId) void socket.join(userRoom(socket.data.userId));
     socket.on("run:subscribe", async (raw, ack) => {
       const reply = (res: SubscribeAck) => {
         if (typeof ack === "function") ack(res);
@@ -53,6 +54,7 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
         const allowed =
           target && userId && (!tokenWorkspaceId || tokenWorkspaceId === target.workspaceId) && (await roleIn(db, userId, target.workspaceId));
         if (!allowed) return reply({ ok: false, error: `run ${runId} not found` });
+        socket.data.runWorkspaces = { ...socket.data.runWorkspaces, [runId]: target.workspaceId };
         await socket.join(runRoom(runId));
         for (;;) {
           const [run, rows] = await db.$transaction(

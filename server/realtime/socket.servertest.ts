@@ -11,6 +11,7 @@ import { io as connect, type Socket } from "socket.io-client";
 import { type RunEvent } from "@contracts";
 import { ingestAndEmit } from "../services/ingest";
 import { createApiToken } from "../services/api-tokens";
+import { removeMember } from "../services/members";
 import { createRunningRun, createTestDb, newWorkspace, runEvents, userWithRole, type TestDb } from "../test/harness";
 import { setIo, type RollbookIo } from "./io";
 import { attachRealtime } from "./socket-server";
@@ -101,3 +102,29 @@ describe("who may listen", () => {
     client.close();
   });
 });
+
+describe("leaving a workspace", () => {
+  it("a removed member's open page stops receiving the workspace's run at once", async () => {
+    const viewer = await userWithRole(db(), workspaceId, "viewer");
+    const viewerToken = (await createApiToken(db(), { userId: viewer.id, workspaceId, name: "viewer page" })).token;
+    const runId = await createRunningRun(db(), workspaceId);
+    const log = runEvents(runId);
+    await ingestAndEmit(db(), runId, log.slice(0, 2));
+    const page: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token: viewerToken } });
+    const got = new Set<number>();
+    page.on("run:event", (e) => got.add(e.seq));
+    expect(await new Promise<SubscribeAck>((resolve) => page.emit("run:subscribe", { runId, afterSeq: 0 }, resolve))).toMatchObject({ ok: true });
+    await ingestAndEmit(db(), runId, log.slice(2, 4));
+    const deadline = Date.now() + 5_000;
+    while (got.size < 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect([...got].sort((a, b) => a - b)).toEqual([1, 2, 3, 4]);
+
+    const owner = await userWithRole(db(), workspaceId, "owner");
+    await removeMember(db(), { workspaceId, actorId: owner.id, actorRole: "owner", userId: viewer.id });
+    await ingestAndEmit(db(), runId, log.slice(4, 8));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(Math.max(...got)).toBe(4);
+    page.close();
+  });
+});
+

@@ -1,6 +1,7 @@
 /** A workspace's people: list them, change a role, remove someone, leave. The owner stays the owner. */
 import { AppError } from "../errors";
 import { grantableRoles, type Role } from "../auth/roles";
+import { evictFromWorkspace } from "../realtime/evict";
 import type { Db, DbOrTx } from "./types";
 
 export function listMembers(db: DbOrTx, workspaceId: string) {
@@ -35,6 +36,8 @@ export async function removeMember(db: Db, opts: { workspaceId: string; actorId:
     // Their tokens for this workspace stop working with the membership; revoke them too, visibly.
     db.apiToken.updateMany({ where: { workspaceId: opts.workspaceId, userId: opts.userId, revokedAt: null }, data: { revokedAt: new Date() } }),
   ]);
+  // A page they still have open stops receiving the workspace's runs now, not at its next reload.
+  await evictFromWorkspace(opts.userId, opts.workspaceId);
 }
 
 /** The workspaces the user belongs to, with their role, for the switcher. */
