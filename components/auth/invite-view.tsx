@@ -5,9 +5,9 @@ import Link from "next/link";
 import { useEffect, useState } from "react";
 import { useTRPC } from "../trpc";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
+import { INVITE_COOKIE } from "@/server/auth/cookies";
 import { switchWorkspace } from "./workspace-cookie";
 
-const INVITE_COOKIE = "rollbook_invite"; // = server/auth/invite-cookie.ts: lets a sign-up pass AUTH_DISABLE_SIGNUP
 
 export function InviteView({ token }: { token: string }) {
   const trpc = useTRPC();

@@ -1,9 +1,9 @@
 "use client";
 /** Switches the workspace the browser acts in (the server checks membership on every request) and reloads. */
-const COOKIE = "rollbook_workspace"; // = WORKSPACE_COOKIE in server/auth/workspace-access.ts
+import { WORKSPACE_COOKIE } from "@/server/auth/cookies";
 
 export function switchWorkspace(workspaceId: string, to = "/"): void {
-  document.cookie = `${COOKIE}=${encodeURIComponent(workspaceId)}; path=/; max-age=${60 * 60 * 24 * 365}; samesite=lax`;
+  document.cookie = `${WORKSPACE_COOKIE}=${encodeURIComponent(workspaceId)}; path=/; max-age=${60 * 60 * 24 * 365}; samesite=lax`;
   // A full load: every cached query belongs to the old workspace.
   window.location.assign(to);
 }

@@ -18,8 +18,8 @@ import { env } from "../env";
 import { onUserCreated, signUpAllowed } from "../services/accounts";
 import type { Db } from "../services/types";
 import { authSecret } from "./secret";
-import { trustedOrigins } from "./origins";
-import { INVITE_COOKIE } from "./invite-cookie";
+import { publicBaseUrl, trustedOrigins } from "./origins";
+import { cookieValue, INVITE_COOKIE } from "./cookies";
 
 function socialProviders(): BetterAuthOptions["socialProviders"] {
   const e = env();
@@ -32,19 +32,6 @@ function socialProviders(): BetterAuthOptions["socialProviders"] {
 /** The OAuth providers configured (for the sign-in page's buttons). */
 export function configuredProviders(): string[] {
   return Object.keys(socialProviders() ?? {});
-}
-
-export function publicBaseUrl(): string {
-  const e = env();
-  return (e.AUTH_URL ?? `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`).replace(/\/+$/, "");
-}
-
-function cookieValue(cookieHeader: string | null | undefined, name: string): string | null {
-  for (const part of (cookieHeader ?? "").split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === name) return decodeURIComponent(v.join("="));
-  }
-  return null;
 }
 
 function buildAuth(db: Db) {

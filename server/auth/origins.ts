@@ -17,9 +17,15 @@ function loopbackTwins(origin: string): string[] {
   }
 }
 
+/** The URL users open: AUTH_URL, else http://HOST:PORT (0.0.0.0 read as 127.0.0.1). */
+export function publicBaseUrl(): string {
+  const e = env();
+  return (e.AUTH_URL ?? `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`).replace(/\/+$/, "");
+}
+
 export function trustedOrigins(_headers: Headers | null = null): string[] {
   const e = env();
-  const base = e.AUTH_URL ?? `http://${e.HOST === "0.0.0.0" ? "127.0.0.1" : e.HOST}:${e.PORT}`;
+  const base = publicBaseUrl();
   const extra = e.AUTH_TRUSTED_ORIGINS.split(",").map((s) => s.trim()).filter(Boolean);
   return [...new Set([base, ...extra].flatMap(loopbackTwins))];
 }

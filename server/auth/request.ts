@@ -12,7 +12,8 @@ import type { Db } from "../services/types";
 import { originAllowed } from "./origins";
 import { resolvePrincipal, type SessionUser } from "./principal";
 import { type Role } from "./roles";
-import { requireRole, resolveWorkspaceAccess, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./workspace-access";
+import { cookieValue, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./cookies";
+import { requireRole, resolveWorkspaceAccess } from "./workspace-access";
 
 export interface RequestAccess {
   db: Db;
@@ -27,13 +28,7 @@ function json(status: number, message: string): Response {
 
 /** The workspace the browser asked for: the header, else the workspace cookie. */
 export function requestedWorkspace(headers: Headers): string | null {
-  const header = headers.get(WORKSPACE_HEADER);
-  if (header) return header;
-  for (const part of (headers.get("cookie") ?? "").split(";")) {
-    const [k, ...v] = part.trim().split("=");
-    if (k === WORKSPACE_COOKIE) return decodeURIComponent(v.join("=")) || null;
-  }
-  return null;
+  return headers.get(WORKSPACE_HEADER) || cookieValue(headers.get("cookie"), WORKSPACE_COOKIE);
 }
 
 export async function requireAccess(req: Request, needed: Role, opts: { db?: Db } = {}): Promise<RequestAccess | Response> {

@@ -12,10 +12,6 @@ export interface WorkspaceAccess {
   role: Role;
 }
 
-/** The cookie (and header) naming the workspace the browser has switched to. Not a secret: membership is checked. */
-export const WORKSPACE_COOKIE = "rollbook_workspace";
-export const WORKSPACE_HEADER = "x-rollbook-workspace";
-
 /**
  * The caller's membership: in the token's workspace (an API token acts only there), else in the requested
  * workspace, else in their oldest membership. Throws FORBIDDEN when they are not a member.

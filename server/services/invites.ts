@@ -41,13 +41,20 @@ export async function revokeInvite(db: DbOrTx, workspaceId: string, id: string):
   if (res.count === 0) throw new AppError("NOT_FOUND", "no such open invite");
 }
 
-const NOT_VALID = "This invite link is not valid. Ask for a new one.";
+type InviteState = { revokedAt: Date | null; usedAt: Date | null; expiresAt: Date };
+
+/** Why an invite cannot be used (unknown and revoked read alike: nothing for a guesser), or null. */
+function unusable(row: InviteState | null): AppError | null {
+  if (!row || row.revokedAt) return new AppError("NOT_FOUND", "This invite link is not valid. Ask for a new one.");
+  if (row.usedAt) return new AppError("CONFLICT", "This invite link has already been used. Ask for a new one.");
+  if (row.expiresAt.getTime() <= Date.now()) return new AppError("CONFLICT", "This invite link has expired. Ask for a new one.");
+  return null;
+}
 
 /** The invite behind a token if it can still be used, else null (no reason: callers outside a sign-in). */
 export async function findUsableInvite(db: DbOrTx, token: string) {
   const row = await db.invite.findUnique({ where: { tokenHash: hashToken(token) } });
-  if (!row || row.revokedAt || row.usedAt || row.expiresAt.getTime() <= Date.now()) return null;
-  return row;
+  return unusable(row) ? null : row;
 }
 
 /** What the invite page shows before joining. */
@@ -56,9 +63,8 @@ export async function describeInvite(db: DbOrTx, token: string) {
     where: { tokenHash: hashToken(token) },
     select: { role: true, expiresAt: true, usedAt: true, revokedAt: true, workspace: { select: { name: true } }, createdBy: { select: { name: true } } },
   });
-  if (!row || row.revokedAt) throw new AppError("NOT_FOUND", NOT_VALID);
-  if (row.usedAt) throw new AppError("CONFLICT", "This invite link has already been used. Ask for a new one.");
-  if (row.expiresAt.getTime() <= Date.now()) throw new AppError("CONFLICT", "This invite link has expired. Ask for a new one.");
+  const problem = unusable(row);
+  if (problem || !row) throw problem;
   return { workspaceName: row.workspace.name, role: row.role, invitedBy: row.createdBy.name, expiresAt: row.expiresAt };
 }
 
@@ -69,11 +75,10 @@ export async function describeInvite(db: DbOrTx, token: string) {
 export async function acceptInvite(db: Db, userId: string, token: string): Promise<{ workspaceId: string; role: Role }> {
   return db.$transaction(async (tx) => {
     const row = await tx.invite.findUnique({ where: { tokenHash: hashToken(token) } });
-    if (!row || row.revokedAt) throw new AppError("NOT_FOUND", NOT_VALID);
-    if (row.usedAt) throw new AppError("CONFLICT", "This invite link has already been used. Ask for a new one.");
-    if (row.expiresAt.getTime() <= Date.now()) throw new AppError("CONFLICT", "This invite link has expired. Ask for a new one.");
+    const problem = unusable(row);
+    if (problem || !row) throw problem;
     const claimed = await tx.invite.updateMany({ where: { id: row.id, usedAt: null }, data: { usedAt: new Date(), usedById: userId } });
-    if (claimed.count === 0) throw new AppError("CONFLICT", "This invite link has already been used. Ask for a new one.");
+    if (claimed.count === 0) throw unusable({ ...row, usedAt: new Date() })!;
     const existing = await tx.membership.findUnique({ where: { workspaceId_userId: { workspaceId: row.workspaceId, userId } } });
     if (existing) {
       if (!roleAtLeast(existing.role, row.role)) {

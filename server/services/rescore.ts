@@ -58,19 +58,20 @@ export type RescoreRunResult =
       durationMs: number;
     } & RescoreComparison);
 
-type Row = {
-  id: string;
-  seq: number;
-  step: number;
-  group: number;
-  taskIndex: number;
-  split: string;
-  task: Prisma.JsonValue;
-  messages: Prisma.JsonValue;
-  reward: number | null;
-  error: Prisma.JsonValue;
-  tokens: Prisma.JsonValue;
-};
+const ROW_SELECT = {
+  id: true,
+  seq: true,
+  step: true,
+  group: true,
+  taskIndex: true,
+  split: true,
+  task: true,
+  messages: true,
+  reward: true,
+  error: true,
+  tokens: true,
+} satisfies Prisma.TrajectorySelect;
+type Row = Prisma.TrajectoryGetPayload<{ select: typeof ROW_SELECT }>;
 
 /** The user's edits over the frozen files; a path that is no experiment file is refused by name. */
 function overlay(frozen: ExperimentFiles, edits: Record<string, string>): ExperimentFiles {
@@ -91,7 +92,7 @@ async function loadRows(db: DbOrTx, runId: string, where: Prisma.TrajectoryWhere
     where,
     orderBy: [{ split: "asc" }, { step: "asc" }, { group: "asc" }, { seq: "asc" }],
     take: RESCORE_MAX_TRAJECTORIES + 1,
-    select: { id: true, seq: true, step: true, group: true, taskIndex: true, split: true, task: true, messages: true, reward: true, error: true, tokens: true },
+    select: ROW_SELECT,
   });
   if (rows.length <= RESCORE_MAX_TRAJECTORIES) return { rows, capped: false };
   const kept = rows.slice(0, RESCORE_MAX_TRAJECTORIES);
