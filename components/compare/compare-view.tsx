@@ -8,6 +8,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import type { ReactNode } from "react";
+import { isActiveStatus } from "@contracts";
 import { useTRPC, type RouterOutputs } from "../trpc";
 import { fmtDateTime } from "../ui/format";
 import { EmptyState, ErrorBox, KindBadge, Spinner, StatusBadge } from "../ui/primitives";
@@ -70,7 +71,7 @@ export function CompareView({ runIds, baselineRunId }: { runIds: string[]; basel
   const q = useQuery(
     trpc.compare.runs.queryOptions(
       { runIds, baselineRunId: baselineRunId ?? "" },
-      { enabled: enough, placeholderData: keepPreviousData, refetchInterval: (s) => (s.state.data?.runs.some((r) => r.status === "running" || r.status === "queued") ? 10_000 : false) },
+      { enabled: enough, placeholderData: keepPreviousData, refetchInterval: (s) => (s.state.data?.runs.some((r) => isActiveStatus(r.status)) ? 10_000 : false) },
     ),
   );
 

@@ -6,7 +6,11 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  ACTIVE_RUN_STATUSES,
+  isActiveStatus,
+  meanRewardOf,
   parseRunConfig,
+  type RunStatus,
   type RunConfig,
   type RunEvent,
   type Diagnostic,
@@ -63,7 +67,7 @@ async function nextRunNumber(tx: DbOrTx, workspaceId: string): Promise<number> {
 /** Marks a run failed unless it already finished; tells socket subscribers. */
 export async function failRun(db: DbOrTx, runId: string, error: string, diagnostics?: Diagnostic[]): Promise<boolean> {
   const res = await db.run.updateMany({
-    where: { id: runId, status: { in: ["queued", "running"] } },
+    where: { id: runId, status: { in: [...ACTIVE_RUN_STATUSES] } },
     data: {
       status: "failed",
       error,
@@ -220,40 +224,51 @@ async function createRunRow(
   );
 }
 
+/** The note on a run stopped while its runner did not answer (the ingest scan stops it there once it answers). */
+export const STOPPED_UNREACHABLE = "stopped while the runner was unreachable";
+
+/**
+ * Stop a run. Its runner stops it and logs run.finished(stopped), which ingestion stores ("stopping"). A
+ * runner that no longer knows the run cannot stop it: the run is over already, so it is recorded as stopped
+ * here. A runner that does not answer cannot be waited for: the stop is recorded at once, with the note
+ * STOPPED_UNREACHABLE, and the ingest scan tells the runner when it answers again (ingestion keeps this
+ * first verdict whatever the runner logs later).
+ */
 export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {
   const run = await db.run.findFirst({ where: { id, workspaceId }, select: { id: true, status: true, runnerId: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
-  if (run.status !== "queued" && run.status !== "running") return { id, status: fromDbStatus(run.status) };
+  if (!isActiveStatus(run.status)) return { id, status: run.status as RunStatus };
   if (!run.runnerId) {
     await markStopped(db, id);
     return { id, status: "stopped" as const };
   }
-  const runner = await getRunner(run.runnerId);
-  // The runner stops it and logs run.finished(stopped), which ingestion stores. A runner that no longer
-  // knows the run cannot stop it: the run is over already, so record it as stopped here.
-  const status = await runner.status();
-  if (!status.runs.some((r) => r.run_id === id)) {
-    await markStopped(db, id);
+  try {
+    const runner = await getRunner(run.runnerId);
+    const status = await runner.status();
+    if (!status.runs.some((r) => r.run_id === id)) {
+      await markStopped(db, id);
+      return { id, status: "stopped" as const };
+    }
+    await runner.stop(id);
+    return { id, status: "stopping" as const };
+  } catch (e) {
+    if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
+    await markStopped(db, id, STOPPED_UNREACHABLE);
     return { id, status: "stopped" as const };
   }
-  await runner.stop(id);
-  return { id, status: "stopping" as const };
 }
 
-async function markStopped(db: Db, id: string) {
+async function markStopped(db: Db, id: string, note: string | null = null) {
   const res = await db.run.updateMany({
-    where: { id, status: { in: ["queued", "running"] } },
-    data: { status: "stopped", finishedAt: new Date() },
+    where: { id, status: { in: [...ACTIVE_RUN_STATUSES] } },
+    data: { status: "stopped", finishedAt: new Date(), lostSince: null, ...(note ? { error: note } : {}) },
   });
   if (res.count > 0) {
-    const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true } });
-    emitRunStatus({ runId: id, status: "stopped", error: null, lastSeq: run?.lastSeq ?? 0 });
+    const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true, error: true } });
+    emitRunStatus({ runId: id, status: "stopped", error: run?.error ?? null, lastSeq: run?.lastSeq ?? 0 });
   }
 }
 
-const fromDbStatus = (s: string) => s as "queued" | "running" | "completed" | "failed" | "stopped";
-
-const rewardMean = (r: { rewardSum: number; rewardCount: number }) => (r.rewardCount > 0 ? r.rewardSum / r.rewardCount : null);
 
 /**
  * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
@@ -302,11 +317,13 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     lastHeartbeatAt: run.lastHeartbeatAt,
+    lostSince: run.lostSince,
     lastSeq: run.lastSeq,
     currentStep: run.currentStep,
     rolloutCount: run.rolloutCount,
     errorCount: run.errorCount,
-    rewardMean: rewardMean(run),
+    /** contracts/mean-reward.ts: the one definition of a run's mean reward. */
+    rewardMean: meanRewardOf(run),
     steps: run.steps.map((s) => s.metrics as unknown as StepMetrics),
     evals: evalEvents.map((e) => e.payload as unknown as EvalMetrics),
     checkpoints: run.checkpoints.map((c) => ({ step: c.step, path: c.path, sizeBytes: Number(c.sizeBytes), createdAt: c.createdAt })),
