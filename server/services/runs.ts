@@ -8,7 +8,9 @@ import { randomUUID } from "node:crypto";
 import {
   ACTIVE_RUN_STATUSES,
   isActiveStatus,
+  checkpointModelName,
   meanRewardOf,
+  parseCheckpointModel,
   parseRunConfig,
   type RunStatus,
   type RunConfig,
@@ -119,6 +121,16 @@ export async function startRun(
   const config = parsed.config;
   const forkProblems = fork ? forkConfigDiagnostics(fork, input.kind, config, input.files["config.json"]) : [];
   if (forkProblems.length > 0) return { ok: false, diagnostics: forkProblems, error: summarize(forkProblems) };
+  if (input.kind === "eval" && input.evalModel && !fork) {
+    const target = await resolveEvalModel(db, workspaceId, input.evalModel, config.model);
+    input = { ...input, evalModel: target.model };
+    const byId = opts.runnerById;
+    // The checkpoint lives on the runner of the run that saved it: the eval goes there.
+    if (target.runnerId && byId) {
+      const runnerId = target.runnerId;
+      getRunner = () => byId(runnerId);
+    }
+  }
   const runId = newRunId();
 
   const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null, versionId: string | null) =>
@@ -159,6 +171,37 @@ export async function startRun(
   emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
   notifyRunStarted(runId);
   return { ok: true, runId, versionNumber };
+}
+
+/**
+ * An eval's model must exist before the eval starts (otherwise every rollout fails on "model not found"):
+ * the run's base model (config.json "model"), or `<run>@<step>` naming a checkpoint of a run of this
+ * workspace (by id or by its #number), which a Checkpoint row records. Returns the name the runner and
+ * engine use (`<run id>@<step>`) and the runner that holds the checkpoint.
+ */
+export async function resolveEvalModel(
+  db: DbOrTx,
+  workspaceId: string,
+  evalModel: string,
+  baseModel: string,
+): Promise<{ model: string; runnerId: string | null }> {
+  if (evalModel === baseModel) return { model: evalModel, runnerId: null };
+  const ref = parseCheckpointModel(evalModel);
+  if (!ref) {
+    throw new AppError("BAD_INPUT", `evalModel: '${evalModel}' is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
+  }
+  const byNumber = /^\d{1,9}$/.test(ref.run) ? Number(ref.run) : null;
+  const run = await db.run.findFirst({
+    where: { workspaceId, OR: [{ id: ref.run }, ...(byNumber !== null ? [{ number: byNumber }] : [])] },
+    select: { id: true, number: true, runnerId: true, checkpoints: { select: { step: true }, orderBy: { step: "asc" } } },
+  });
+  if (!run) throw new AppError("BAD_INPUT", `evalModel: no run '${ref.run}' in this workspace`);
+  if (!run.checkpoints.some((c) => c.step === ref.step)) {
+    const steps = run.checkpoints.map((c) => c.step);
+    const has = steps.length === 0 ? "it has no checkpoints" : `its checkpoints are at steps ${steps.join(", ")}`;
+    throw new AppError("BAD_INPUT", `evalModel: run #${run.number} has no checkpoint at step ${ref.step} (${has})`);
+  }
+  return { model: checkpointModelName(run.id, ref.step), runnerId: run.runnerId };
 }
 
 /**
