@@ -26,6 +26,11 @@ export const ServerEnv = z.object({
   RUNNER_TOKEN: z.string().min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)").optional(),
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
+  /**
+   * A running run that sent nothing for this long is checked with its runner; a runner that does not answer
+   * makes it "runner lost" (status `lost`, not terminal) until it answers again (server/services/ingest.ts).
+   */
+  RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
 
   // ── accounts (server/auth) ──
   /** Signs session cookies. Unset: a random one kept in DATA_DIR/auth-secret (set it when several web servers share a database). */

@@ -69,7 +69,7 @@ async function main(): Promise<void> {
   setIo(io);
   attachRealtime(io, getDb);
 
-  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
+  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id), lostAfterMs: env.RUNNER_LOST_AFTER_MS });
   await ingest.start();
 
   await new Promise<void>((resolve, reject) => {
