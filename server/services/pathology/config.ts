@@ -47,14 +47,3 @@ export const PATHOLOGY_THRESHOLDS = {
 } as const;
 
 export type PathologyThresholds = { -readonly [K in keyof typeof PATHOLOGY_THRESHOLDS]: number };
-
-/** A running run that sent no event for this long is flagged "stalled" (env STALL_AFTER_MS). */
-export const DEFAULT_STALL_AFTER_MS = 5 * 60_000;
-
-export function stallAfterMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.STALL_AFTER_MS;
-  if (!raw) return DEFAULT_STALL_AFTER_MS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1_000) throw new Error(`STALL_AFTER_MS: expected a whole number of milliseconds ≥ 1000, got "${raw}"`);
-  return n;
-}

@@ -3,7 +3,8 @@
  *   npx vitest run --project unit server/services/pathology/rules.test.ts
  */
 import { describe, expect, it } from "vitest";
-import { PATHOLOGY_THRESHOLDS as T, stallAfterMs } from "./config";
+import { PATHOLOGY_THRESHOLDS as T } from "./config";
+import { loadEnv } from "../../env";
 import { evaluatePathologies } from "./evaluate";
 import { exceptionRate } from "./rules/exception-rate";
 import { lengthDrift } from "./rules/length-drift";
@@ -153,8 +154,8 @@ describe("the evaluator", () => {
   });
 
   it("STALL_AFTER_MS: default, override, and a clear error for nonsense", () => {
-    expect(stallAfterMs({})).toBe(300_000);
-    expect(stallAfterMs({ STALL_AFTER_MS: "60000" })).toBe(60_000);
-    expect(() => stallAfterMs({ STALL_AFTER_MS: "soon" })).toThrow(/STALL_AFTER_MS/);
+    expect(loadEnv({ NODE_ENV: "test" }).STALL_AFTER_MS).toBe(300_000);
+    expect(loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "60000" }).STALL_AFTER_MS).toBe(60_000);
+    expect(() => loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "soon" })).toThrow(/STALL_AFTER_MS/);
   });
 });
