@@ -151,5 +151,9 @@ describe("pathology flags through ingestion", () => {
     expect(flags[0]!.message).toMatch(/No event from the run for 10 min/);
     const alerts = await db().alert.findMany({ where: { workspaceId: ws } });
     expect(alerts.map((a) => a.kind)).toEqual(["run.stalled"]);
+    // The runs table's flagged filter and flag column.
+    const table = await callerFor(db(), ws).runs.list({ flagged: true });
+    expect(table.items.map((r) => [r.id, r.flags.map((f) => f.rule)])).toEqual([[runId, ["stalled"]]]);
+    expect((await callerFor(db(), ws).runs.list({})).items).toHaveLength(2);
   });
 });
