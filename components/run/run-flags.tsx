@@ -7,7 +7,7 @@
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useEffect } from "react";
+import { useEffect, useState } from "react";
 import type { RunFlagMessage } from "@/server/realtime/socket-events";
 import { useTRPC } from "../trpc";
 import { getSocket } from "./socket";
@@ -48,6 +48,18 @@ export function flagFocusFromSearch(search: URLSearchParams): FlagFocus | null {
   const rolloutIds = (search.get("rollouts") ?? "").split(",").filter(Boolean);
   if (!steps.length && !rolloutIds.length) return null;
   return { flagId: search.get("flag"), steps, rolloutIds };
+}
+
+/** The focus a flag link in the address asks for; follows the address (a bell link to the open run page too). */
+export function useFlagFocus(search: URLSearchParams) {
+  const key = ["flag", "steps", "rollouts"].map((k) => search.get(k) ?? "").join("|");
+  const [seen, setSeen] = useState(key);
+  const [focus, setFocus] = useState<FlagFocus | null>(() => flagFocusFromSearch(search));
+  if (key !== seen) {
+    setSeen(key);
+    setFocus(flagFocusFromSearch(search));
+  }
+  return [focus, setFocus] as const;
 }
 
 /** Whether a rollout is among what the flag link names: its ids, else its steps' train rollouts. */

@@ -22,7 +22,7 @@ import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
 import { RescoreButton } from "./rescore-panel";
 import { RunExportMenu } from "./run-export-menu";
-import { flagFocusFromSearch, inFlagFocus, RunFlagsStrip, type FlagFocus } from "./run-flags";
+import { inFlagFocus, RunFlagsStrip, useFlagFocus, type FlagFocus } from "./run-flags";
 import { RunNotes, RunTags } from "../runs/run-tags-notes";
 import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
@@ -85,7 +85,7 @@ export function RunView({ id }: { id: string }) {
   const [errorsOnly, setErrorsOnly] = useState(false);
   const [newestFirst, setNewestFirst] = useState(true);
   // A flag's link (?steps=…&rollouts=…) narrows the rollouts to what raised it.
-  const [flagFocus, setFlagFocus] = useState<FlagFocus | null>(() => flagFocusFromSearch(search));
+  const [flagFocus, setFlagFocus] = useFlagFocus(search);
   const openFlag = (focus: FlagFocus | null, href: string) => {
     setFlagFocus(focus);
     setTab("rollouts");
