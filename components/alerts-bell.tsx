@@ -7,7 +7,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useRef, useState } from "react";
-import { flagHref } from "./run/run-flags";
+import { flagHref } from "./run/flag-links";
 import { useTRPC } from "./trpc";
 import { fmtAgo, fmtDateTime } from "./ui/format";
 

@@ -10,6 +10,7 @@ import Link from "next/link";
 import { useEffect, useState } from "react";
 import type { RunFlagMessage } from "@/server/realtime/socket-events";
 import { useTRPC } from "../trpc";
+import { flagFocusFromSearch, flagHref, type FlagFocus } from "./flag-links";
 import { getSocket } from "./socket";
 
 export const FLAG_LABELS: Record<string, string> = {
@@ -28,28 +29,6 @@ const SEVERITY_STYLE = {
   warning: "bg-amber-400/10 text-amber-200 ring-amber-500/40 hover:bg-amber-400/20",
 } as const;
 
-type FlagLink = Pick<RunFlagMessage, "id" | "steps" | "rolloutIds">;
-
-export function flagHref(runId: string, f: FlagLink): string {
-  const p = new URLSearchParams({ tab: "rollouts", flag: f.id, steps: f.steps.join(",") });
-  if (f.rolloutIds.length) p.set("rollouts", f.rolloutIds.join(","));
-  return `/runs/${runId}?${p.toString().replaceAll("%2C", ",")}`;
-}
-
-/** What a flag link asks the run page to show (null: no flag link in the address). */
-export interface FlagFocus {
-  flagId: string | null;
-  steps: number[];
-  rolloutIds: string[];
-}
-
-export function flagFocusFromSearch(search: URLSearchParams): FlagFocus | null {
-  const steps = (search.get("steps") ?? "").split(",").filter(Boolean).map(Number).filter((n) => Number.isInteger(n) && n >= 0);
-  const rolloutIds = (search.get("rollouts") ?? "").split(",").filter(Boolean);
-  if (!steps.length && !rolloutIds.length) return null;
-  return { flagId: search.get("flag"), steps, rolloutIds };
-}
-
 /** The focus a flag link in the address asks for; follows the address (a bell link to the open run page too). */
 export function useFlagFocus(search: URLSearchParams) {
   const key = ["flag", "steps", "rollouts"].map((k) => search.get(k) ?? "").join("|");
@@ -60,12 +39,6 @@ export function useFlagFocus(search: URLSearchParams) {
     setFocus(flagFocusFromSearch(search));
   }
   return [focus, setFocus] as const;
-}
-
-/** Whether a rollout is among what the flag link names: its ids, else its steps' train rollouts. */
-export function inFlagFocus(focus: FlagFocus, r: { id: string; step: number; split: string }): boolean {
-  if (focus.rolloutIds.length) return focus.rolloutIds.includes(r.id);
-  return r.split === "train" && focus.steps.includes(r.step);
 }
 
 const stepsText = (f: Pick<RunFlagMessage, "firstStep" | "lastStep">) => (f.firstStep === f.lastStep ? `step ${f.firstStep}` : `steps ${f.firstStep}–${f.lastStep}`);
