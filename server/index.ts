@@ -20,6 +20,7 @@ import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
 import { AlertsWatcher } from "./services/alerts/watcher";
+import { postIngestSettled } from "./services/pathology/after-ingest";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -94,6 +95,7 @@ async function main(): Promise<void> {
     try {
       alerts.stop();
       await ingest.stop(); // stores what is buffered
+      await postIngestSettled(); // the flags and alerts of what was stored
       await new Promise<void>((resolve) => io.close(() => resolve())); // also closes the HTTP server
       await app.close();
       setIo(undefined);

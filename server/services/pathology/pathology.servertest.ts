@@ -6,11 +6,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunEvent, type Trajectory } from "@contracts";
-import { ingestAndEmit } from "../ingest";
+import { ingestAndEmit as ingestOnly } from "../ingest";
+import { postIngestSettled } from "./after-ingest";
 import { flagStalledRuns } from "../alerts/watcher";
 import { callerFor, createRunningRun, createTestDb, newWorkspace, type TestDb } from "../../test/harness";
 
 let tdb: TestDb;
+
+/** Ingest, then wait for the flags and alerts the batch scheduled. */
+async function ingestAndEmit(...args: Parameters<typeof ingestOnly>) {
+  const res = await ingestOnly(...args);
+  await postIngestSettled(args[1]);
+  return res;
+}
 const db = () => tdb.handle.prisma;
 beforeAll(async () => {
   tdb = await createTestDb();
