@@ -9,7 +9,7 @@ import { RunEvent, type Trajectory } from "@contracts";
 import { ingestAndEmit as ingestOnly } from "../ingest";
 import { postIngestSettled } from "./after-ingest";
 import { flagStalledRuns } from "../alerts/watcher";
-import { callerFor, createRunningRun, createTestDb, newWorkspace, type TestDb } from "../../test/harness";
+import { callerFor, createRunningRun, createTestDb, newWorkspace, runEvents, type TestDb } from "../../test/harness";
 
 let tdb: TestDb;
 
@@ -143,6 +143,16 @@ describe("pathology flags through ingestion", () => {
       await ingestAndEmit(db(), runId, evs);
     }
     expect(await db().runFlag.findMany({ where: { runId } })).toEqual([]);
+  });
+
+  it("a dry run is flagged on its page but alerts nobody", async () => {
+    const ws = await newWorkspace(db());
+    const runId = await createRunningRun(db(), ws);
+    await db().run.update({ where: { id: runId }, data: { kind: "dry_run" } });
+    // runEvents: a quarter of step 0's rollouts fail.
+    await ingestAndEmit(db(), runId, runEvents(runId));
+    expect((await db().runFlag.findMany({ where: { runId } })).map((f) => f.rule)).toEqual(["exception_rate"]);
+    expect(await db().alert.count({ where: { workspaceId: ws } })).toBe(0);
   });
 
   it("a running run with no event for STALL_AFTER_MS is flagged stalled and alerted, once", async () => {

@@ -137,6 +137,7 @@ describe("exception rate", () => {
     const rs = rollouts(3, (g, i) => (i < 2 ? null : 0.5));
     const [f] = exceptionRate({ steps: history(4, (i) => ({ exception_rate: i === 3 ? 0.5 : 0.05 })), rollouts: rs }, T);
     expect(f).toMatchObject({ rule: "exception_rate", severity: "critical", steps: [3] });
+    expect(f!.message).toBe("50% of rollouts failed at step 3 (baseline 5%) on step 3.");
     expect(f!.rolloutIds).toHaveLength(8);
   });
 

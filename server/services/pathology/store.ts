@@ -108,7 +108,9 @@ export async function storeFlag(db: Db, runId: string, f: Flag, existing: FlagRo
   if (!created) return null; // another evaluation stored it first
   existing.push(created);
   emitRunFlag(flagMessage(created));
-  const run = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { workspaceId: true, number: true } });
+  const run = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { workspaceId: true, number: true, kind: true } });
+  // A dry run is a preview its author is watching: flagged on its page, not alerted to the workspace.
+  if (run.kind === "dry_run") return created;
   await raiseAlert(db, {
     workspaceId: run.workspaceId,
     runId,

@@ -13,7 +13,7 @@ export function exceptionRate({ steps, rollouts }: RuleInput, t: PathologyThresh
     return {
       rule: "exception_rate",
       severity: last.exception_rate >= 0.5 ? "critical" : "warning",
-      message: `${fmt(last.exception_rate * 100, 0)}% of rollouts failed at step ${last.step} (baseline ${fmt(base * 100, 0)}%) on ${stepRange(run)}.`,
+      message: `${fmt(last.exception_rate * 100, 0)}% of rollouts failed at step ${last.step} (baseline ${fmt(baseline(steps.indexOf(last)) * 100, 0)}%) on ${stepRange(run)}.`,
       firstStep: run[0]!.step,
       lastStep: last.step,
       steps: stepNums,
