@@ -12,6 +12,7 @@ import { useEffect, useState } from "react";
 import { ACTIVE_RUN_STATUSES, MEAN_REWARD_DEFINITION } from "@contracts";
 import { SUMMARY_COLUMNS, viewToListInput, type RunsSort } from "@/server/services/runs-table-query";
 import { useCanWrite } from "./auth/use-role";
+import { RunFlagsBadge } from "./run/run-flags";
 import { RunsFilterBar } from "./runs/runs-filter-bar";
 import { RunNotes, RunTags } from "./runs/run-tags-notes";
 import { useRunsView } from "./runs/use-runs-view";
@@ -123,6 +124,7 @@ export function RunsTable() {
                 <th className="px-3 py-2 font-medium">Experiment</th>
                 <th className="px-3 py-2 font-medium">Kind</th>
                 <th className="px-3 py-2 font-medium">Status</th>
+                <th className="px-3 py-2 font-medium">Flags</th>
                 <th className="px-3 py-2 font-medium">Tags · notes</th>
                 {sortTh("rewardMean", "Mean reward", true, MEAN_REWARD_DEFINITION)}
                 {SUMMARY_COLUMNS.map((c) => sortTh(`m:${c.key}`, c.label))}
@@ -171,6 +173,9 @@ export function RunsTable() {
                         </span>
                       )}
                     </div>
+                  </td>
+                  <td className="px-3 py-2">
+                    <RunFlagsBadge runId={r.id} flags={r.flags} />
                   </td>
                   <td className="px-3 py-2">
                     <div className="flex items-start gap-1.5">

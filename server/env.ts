@@ -31,6 +31,8 @@ export const ServerEnv = z.object({
    * makes it "runner lost" (status `lost`, not terminal) until it answers again (server/services/ingest.ts).
    */
   RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
+  /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
+  STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
 
   // ── accounts (server/auth) ──
   /** Signs session cookies. Unset: a random one kept in DATA_DIR/auth-secret (set it when several web servers share a database). */
