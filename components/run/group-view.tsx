@@ -77,7 +77,7 @@ function GroupCard({
         {trainedNothing(group) && <TrainedNothingBadge />}
         {group.errorCount > 0 && <span className="text-[11px] text-red-300">{group.errorCount} failed</span>}
       </div>
-      <div className="grid gap-2 p-2" style={{ gridTemplateColumns: `repeat(${Math.min(Math.max(rollouts.length, 1), 8)}, minmax(0, 1fr))` }}>
+      <div className="grid gap-2 p-2" style={{ gridTemplateColumns: "repeat(auto-fill, minmax(9.5rem, 1fr))" }}>
         {rollouts.map((r, i) => {
           const adv = advs[i] ?? null;
           const norm = adv !== null && group.rewardStd !== null ? adv / (group.rewardStd + 1e-6) : null;

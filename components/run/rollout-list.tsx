@@ -12,13 +12,17 @@ import { advantage, groupKey, type Rollout, type RolloutGroup } from "./run-stat
 
 const ROW_HEIGHT = 40;
 /** The table's columns, shared by the header and every row so they line up. */
-const COLUMNS = "5.5rem minmax(6rem, 1fr) minmax(8rem, 2fr) 4rem 4.5rem 5.5rem 4rem minmax(5rem, 0.8fr)";
+const COLUMNS = "4.5rem minmax(4rem, 1fr) minmax(6rem, 2fr) 3.5rem 4rem 4.5rem 3.5rem minmax(4rem, 0.8fr)";
 
-/** A one-line preview of the task: its first string field, else compact JSON. */
+const PROMPT_FIELDS = ["prompt", "question", "input", "query", "instruction", "text", "task"];
+
+/** A one-line preview of the task: its only string field or its prompt-like field, else compact JSON. */
 export function taskPreview(task: unknown): string {
   if (task && typeof task === "object" && !Array.isArray(task)) {
     const entries = Object.entries(task as Record<string, unknown>).filter(([k]) => k !== "split");
     if (entries.length === 1 && typeof entries[0]![1] === "string") return entries[0]![1];
+    const prompt = PROMPT_FIELDS.map((k) => (task as Record<string, unknown>)[k]).find((v): v is string => typeof v === "string" && v !== "");
+    if (prompt) return truncate(prompt, 120);
     return truncate(JSON.stringify(Object.fromEntries(entries)), 60);
   }
   return truncate(JSON.stringify(task) ?? "", 60);
@@ -85,7 +89,7 @@ function RolloutRow({
       onFocus={() => onSelect(r.id)}
       tabIndex={-1}
       style={{ height: ROW_HEIGHT, gridTemplateColumns: COLUMNS }}
-      className={`grid w-full cursor-pointer items-center gap-3 border-b border-zinc-800/70 px-3 text-left text-[12px] outline-none ${
+      className={`grid w-full cursor-pointer items-center gap-2 border-b border-zinc-800/70 px-3 text-left text-[12px] outline-none ${
         selected ? "bg-amber-400/10 ring-1 ring-amber-400/40 ring-inset" : r.error ? "bg-red-950/15 hover:bg-zinc-900" : "hover:bg-zinc-900"
       }`}
     >
@@ -180,7 +184,7 @@ export function RolloutList({
         role="row"
         data-testid="rollout-list-header"
         style={{ gridTemplateColumns: COLUMNS }}
-        className="grid shrink-0 gap-3 border-b border-zinc-800 bg-zinc-950 px-3 py-1 text-[10px] tracking-wide text-zinc-500 uppercase"
+        className="grid shrink-0 gap-2 border-b border-zinc-800 bg-zinc-950 px-3 py-1 text-[10px] tracking-wide text-zinc-500 uppercase"
       >
         {HEADERS.map(([label, title, cls]) => (
           <span key={label} role="columnheader" title={title || undefined} className={cls}>
