@@ -100,6 +100,15 @@ async function main() {
     for (let i = 0; i < REPS + 1; i++) {
       const p = await context.newPage();
       const start = Date.now();
+      if (process.argv.includes("--verbose")) {
+        // Where the time goes: each tRPC request's start and end, relative to navigation.
+        p.on("requestfinished", (req) => {
+          if (!req.url().includes("/api/trpc/")) return;
+          const t = req.timing();
+          const at = t.startTime - start;
+          console.log(`  ${new URL(req.url()).pathname.replace("/api/trpc/", "")} sent +${at.toFixed(0)} ms, response ${t.responseStart.toFixed(0)} ms, done ${t.responseEnd.toFixed(0)} ms`);
+        });
+      }
       await p.goto(runUrl, { waitUntil: "commit" });
       const list = p.getByTestId("rollout-list");
       await list.and(p.locator(`[data-count="${seeded.rollouts}"]`)).waitFor({ timeout: 120_000 });
