@@ -46,10 +46,11 @@ function trajectory(runId: string, step: number, group: number, k: number, tasks
   const b = 5 + ((taskIndex * 13) % 40);
   const difficulty = taskIndex % 3 === 0 ? "hard" : "easy";
   const task = { prompt: `What is ${a} + ${b}?`, answer: a + b, difficulty, tags: taskIndex % 2 ? ["arithmetic"] : ["arithmetic", "carry"] };
-  const correct = groupKind === 0 ? true : groupKind === 1 ? false : rand() < 0.3 + step * 0.02;
+  // A mixed group always has variance: its first rollout is right, its second wrong (and neither fails).
+  const correct = groupKind === 0 ? true : groupKind === 1 ? false : k === 0 ? true : k === 1 ? false : rand() < 0.3 + step * 0.02;
   const answer = correct ? a + b : a + b + 1 + Math.floor(rand() * 5);
   const words = Array.from({ length: 20 + Math.floor(rand() * 40) }, () => WORDS[Math.floor(rand() * WORDS.length)]!).join(" ");
-  const failed = groupKind === 2 && rand() < 0.03;
+  const failed = groupKind === 2 && k >= 2 && rand() < 0.04;
   const callId = `call_${step}_${group}_${k}`;
   const messages: Trajectory["messages"] = [
     { role: "system", content: "You are a careful calculator. Use the add tool." },
