@@ -103,10 +103,10 @@ async function main() {
       if (process.argv.includes("--verbose")) {
         // Where the time goes: each tRPC request's start and end, relative to navigation.
         p.on("requestfinished", (req) => {
-          if (!req.url().includes("/api/trpc/")) return;
+          if (!req.url().includes("/api/trpc/") && !req.url().includes("/api/runs/")) return;
           const t = req.timing();
           const at = t.startTime - start;
-          console.log(`  ${new URL(req.url()).pathname.replace("/api/trpc/", "")} sent +${at.toFixed(0)} ms, response ${t.responseStart.toFixed(0)} ms, done ${t.responseEnd.toFixed(0)} ms`);
+          console.log(`  ${new URL(req.url()).pathname.replace("/api/trpc/", "")}${new URL(req.url()).search} sent +${at.toFixed(0)} ms, response ${t.responseStart.toFixed(0)} ms, done ${t.responseEnd.toFixed(0)} ms`);
         });
       }
       await p.goto(runUrl, { waitUntil: "commit" });
