@@ -7,10 +7,10 @@
  */
 import { useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
-import { useEffect, useState } from "react";
+import { useEffect } from "react";
 import type { RunFlagMessage } from "@/server/realtime/socket-events";
 import { useTRPC } from "../trpc";
-import { flagFocusFromSearch, flagHref, type FlagFocus } from "./flag-links";
+import { flagHref, type FlagFocus } from "./flag-links";
 import { getSocket } from "./socket";
 
 export const FLAG_LABELS: Record<string, string> = {
@@ -28,18 +28,6 @@ const SEVERITY_STYLE = {
   critical: "bg-red-500/15 text-red-200 ring-red-500/50 hover:bg-red-500/25",
   warning: "bg-amber-400/10 text-amber-200 ring-amber-500/40 hover:bg-amber-400/20",
 } as const;
-
-/** The focus a flag link in the address asks for; follows the address (a bell link to the open run page too). */
-export function useFlagFocus(search: URLSearchParams) {
-  const key = ["flag", "steps", "rollouts"].map((k) => search.get(k) ?? "").join("|");
-  const [seen, setSeen] = useState(key);
-  const [focus, setFocus] = useState<FlagFocus | null>(() => flagFocusFromSearch(search));
-  if (key !== seen) {
-    setSeen(key);
-    setFocus(flagFocusFromSearch(search));
-  }
-  return [focus, setFocus] as const;
-}
 
 const stepsText = (f: Pick<RunFlagMessage, "firstStep" | "lastStep">) => (f.firstStep === f.lastStep ? `step ${f.firstStep}` : `steps ${f.firstStep}–${f.lastStep}`);
 
