@@ -92,7 +92,7 @@ describe("IngestService", () => {
         h.onComplete();
       },
     });
-    const ingest = new IngestService(db(), { runnerFor: async () => fake.handle, flushMs: 20, scanMs: 60_000, log: () => {} });
+    const ingest = new IngestService(db(), { runnerFor: async () => fake.handle, scanMs: 60_000, log: () => {} });
     await ingest.start();
     try {
       const run = await waitFor(

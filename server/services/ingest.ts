@@ -12,7 +12,8 @@ import { RunEvent, type RunStatus } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
-import { eventToRow, trajectoryToRow } from "./run-convert";
+import { insertEvents, insertTrajectories, type TrajectoryRow } from "./ingest-sql";
+import { trajectoryToRow } from "./run-convert";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
 import { failRun } from "./runs";
@@ -65,16 +66,14 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
       const run = locked[0];
       if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
 
-      if (sorted.length > 0) {
-        await tx.runEvent.createMany({ data: sorted.map((e) => eventToRow(runId, e)), skipDuplicates: true });
-      }
+      if (sorted.length > 0) await insertEvents(tx, runId, sorted);
       const seen = new Set<number>();
       const fresh = sorted.filter((e) => e.seq > run.lastSeq && !seen.has(e.seq) && seen.add(e.seq));
       if (fresh.length === 0) {
         return { fresh, lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false };
       }
 
-      const trajectories: Prisma.TrajectoryCreateManyInput[] = [];
+      const trajectories: TrajectoryRow[] = [];
       let rollouts = 0;
       let errors = 0;
       let rewardSum = 0;
@@ -143,7 +142,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         }
       }
 
-      if (trajectories.length > 0) await tx.trajectory.createMany({ data: trajectories, skipDuplicates: true });
+      if (trajectories.length > 0) await insertTrajectories(tx, trajectories);
       if (Object.keys(summary).length > 0) {
         // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
@@ -185,9 +184,7 @@ const QUEUED_LOST_AFTER_MS = 180_000;
 const QUEUED_FOLLOW_AFTER_MS = 10_000;
 
 export type IngestOptions = {
-  /** Flush a run's buffer after this long… */
-  flushMs?: number;
-  /** …or as soon as it holds this many events. */
+  /** The most events one transaction stores (a run whose buffer holds more stores it in several). */
   maxBatch?: number;
   /** How often to look for running runs nobody follows and for runs their runner lost. */
   scanMs?: number;
@@ -198,10 +195,17 @@ export type IngestOptions = {
   log?: (msg: string) => void;
 };
 
-/** Follows one run's event stream: buffer → batch → ingest; reconnects with backoff. */
+/**
+ * Follows one run's event stream and stores it by group commit: an event that arrives while no store is
+ * in flight is stored at once (with whatever arrived in the same tick); events that arrive while a store
+ * is in flight wait for it and then go together in the next one. An idle run therefore reaches the
+ * database (and, once committed, the browsers) in one transaction's time, and a busy one in batches that
+ * grow with the load — no timer holds anything back. Reconnects with backoff.
+ */
 class RunFollower {
   private buffer: RunEvent[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private scheduled = false;
+  private storing = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private sub: RunnerSubscription | undefined;
   private chain: Promise<void> = Promise.resolve();
@@ -247,18 +251,22 @@ class RunFollower {
     this.lastActivity = Date.now();
     this.backoffMs = 1_000;
     this.buffer.push(parsed.data);
-    if (this.buffer.length >= this.opts.maxBatch) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.opts.flushMs);
+    // One event stream chunk often carries several events: let the rest of this tick arrive first.
+    if (!this.scheduled && !this.storing) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.pump();
+      });
+    }
   }
 
-  /** Serialised: one batch at a time per run. */
-  flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.buffer;
-    this.buffer = [];
-    if (batch.length === 0) return this.chain;
-    this.chain = this.chain.then(async () => {
+  /** Start storing the buffer unless a store is in flight (its end calls pump again). One at a time per run. */
+  private pump(): void {
+    if (this.storing || this.buffer.length === 0) return;
+    const batch = this.buffer.splice(0, this.opts.maxBatch);
+    this.storing = true;
+    this.chain = (async () => {
       try {
         const res = await ingestAndEmit(this.db, this.runId, batch);
         if (TERMINAL.has(res.status)) {
@@ -266,12 +274,26 @@ class RunFollower {
           this.close();
         }
       } catch (e) {
-        // The events are still on the runner: drop the stream and resume after the stored lastSeq.
+        // The events are still on the runner. What is buffered behind the failed batch must not be stored
+        // before it (its projections would skip the failed events for good): drop both, and resume the
+        // stream after the stored lastSeq.
+        this.buffer = [];
         this.opts.log(`run ${this.runId}: storing ${batch.length} events failed: ${e instanceof Error ? e.message : String(e)}`);
         this.dropped("store failed");
+      } finally {
+        this.storing = false;
+        this.pump();
       }
-    });
-    return this.chain;
+    })();
+  }
+
+  /** Resolves once everything buffered so far is stored (or its store failed). */
+  async flush(): Promise<void> {
+    for (;;) {
+      this.pump();
+      if (!this.storing) return;
+      await this.chain;
+    }
   }
 
   private dropped(reason: string): void {
@@ -317,8 +339,7 @@ export class IngestService {
     opts: IngestOptions,
   ) {
     this.opts = {
-      flushMs: 1_000,
-      maxBatch: 200,
+      maxBatch: 2_000,
       scanMs: 5_000,
       lostAfterMs: 30_000,
       maxBackoffMs: 30_000,
