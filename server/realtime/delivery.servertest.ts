@@ -12,14 +12,11 @@
  * (resetting its connections and refusing new ones) is what a restart looks like to the web server.
  *   npx vitest run --project server server/realtime/delivery.servertest.ts
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import readline from "node:readline";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as esbuild from "esbuild";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { io } from "socket.io-client";
 import { type RunEvent } from "@contracts";
@@ -29,62 +26,13 @@ import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
 import { registerRunner } from "../runner-client";
 import { createApiToken } from "../services/api-tokens";
 import { closedPort, createRunningRun, createTestDb, newWorkspace, userWithRole, type TestDb } from "../test/harness";
+import { spawnTs, stopChild, type Child } from "../test/child-process";
+import { buildLivePage } from "../test/live-page-build";
 import { startTcpProxy, type TcpProxy } from "../test/tcp-proxy";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 /** Rollouts per run, and how fast the runner appends them: a few seconds of a live run. */
 const ROLLOUTS = 200;
 const PER_SECOND = 40;
-
-interface Child {
-  proc: ChildProcess;
-  port: number;
-  lines: string[];
-  waitFor: (pattern: RegExp, ms?: number) => Promise<string>;
-}
-
-/** A TypeScript entry point as a child process; resolves once it prints `ready` (with its port). */
-async function spawnTs(script: string, env: Record<string, string>, ready: RegExp): Promise<Child> {
-  const proc = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", script], {
-    cwd: ROOT,
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  const lines: string[] = [];
-  const listeners = new Set<() => void>();
-  for (const stream of [proc.stdout!, proc.stderr!]) {
-    readline.createInterface({ input: stream }).on("line", (line) => {
-      lines.push(line);
-      for (const l of [...listeners]) l();
-    });
-  }
-  const waitFor = (pattern: RegExp, ms = 60_000) =>
-    new Promise<string>((resolve, reject) => {
-      const check = () => {
-        const hit = lines.find((l) => pattern.test(l));
-        if (!hit) return false;
-        listeners.delete(check);
-        clearTimeout(timer);
-        resolve(hit);
-        return true;
-      };
-      const timer = setTimeout(() => {
-        listeners.delete(check);
-        reject(new Error(`${script}: no ${pattern} within ${ms} ms; output:\n${lines.slice(-30).join("\n")}`));
-      }, ms);
-      if (!check()) listeners.add(check);
-      proc.once("exit", (code) => reject(new Error(`${script} exited (${code}):\n${lines.slice(-30).join("\n")}`)));
-    });
-  const line = await waitFor(ready);
-  return { proc, port: Number(line.split(" ").at(-1)), lines, waitFor };
-}
-
-async function stopChild(child: Child | undefined): Promise<void> {
-  if (!child || child.proc.exitCode !== null) return;
-  const exited = new Promise((r) => child.proc.once("exit", r));
-  child.proc.kill("SIGTERM");
-  await exited;
-}
 
 async function until<T>(what: string, fn: () => Promise<T> | T, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
   const end = Date.now() + ms;
@@ -122,18 +70,7 @@ beforeAll(async () => {
   const runnerToken = randomBytes(24).toString("hex");
 
   // The browser's page: the app's live subscription and fold, bundled as the app bundles them.
-  await esbuild.build({
-    entryPoints: [path.join(ROOT, "server/test/live-page.ts")],
-    bundle: true,
-    format: "esm",
-    platform: "browser",
-    outfile: path.join(staticDir, "live.js"),
-    logLevel: "silent",
-  });
-  fs.writeFileSync(
-    path.join(staticDir, "live.html"),
-    `<!doctype html><meta charset="utf-8"><title>live</title><p id="status"></p><ol id="rollouts"></ol><script type="module" src="/static/live.js"></script>`,
-  );
+  await buildLivePage(staticDir);
 
   runner = await spawnTs("server/test/synthetic-runner.ts", { RUNNER_TOKEN: runnerToken, ROLLBOOK_RUNS_DIR: runsDir, RUNNER_NAME: "synthetic" }, /^SYNTHETIC RUNNER READY/);
   runnerProxy = await startTcpProxy(runner.port);

@@ -1,21 +1,16 @@
 /**
- * The bulk writes of ingestion, as one SQL statement each: a batch of events (or trajectories) goes to
- * Postgres as a handful of array parameters and is expanded server-side with unnest(), then inserted with
- * ON CONFLICT DO NOTHING (the skip-duplicates half of ingestion's idempotency).
+ * The bulk writes of ingestion, as one SQL statement each: a batch of events (or steps) goes to Postgres as
+ * a handful of array parameters and is expanded server-side with unnest(), then inserted with ON CONFLICT
+ * DO NOTHING (the skip-duplicates half of ingestion's idempotency); trajectories are projected from the
+ * stored events' payloads.
  *
  * Hand-written rather than Prisma's createMany because createMany binds every column of every row as its
  * own parameter and serialises each JSON value through the query engine: at a few hundred rows per batch
  * that, not Postgres, was what held ingestion to ~1,600 events/s. Arrays keep the parameter count at
  * one per column whatever the batch size; the same SQL runs on PGlite.
  */
-import type { RunEvent } from "@contracts";
+import type { RunEvent, StepMetrics } from "@contracts";
 import type { Tx } from "./types";
-import type { trajectoryToRow } from "./run-convert";
-
-export type TrajectoryRow = ReturnType<typeof trajectoryToRow>;
-
-/** JSON text for a jsonb column; `undefined` (Prisma's "leave unset") becomes SQL NULL. */
-const jsonText = (v: unknown): string | null => (v === undefined ? null : JSON.stringify(v));
 
 /**
  * Timestamps travel as ISO text (UTC, "…Z"): a cast to Prisma's `timestamp(3)` (without time zone) reads
@@ -35,22 +30,28 @@ export async function insertEvents(tx: Tx, runId: string, events: readonly RunEv
     ON CONFLICT DO NOTHING`;
 }
 
-export async function insertTrajectories(tx: Tx, rows: readonly TrajectoryRow[]): Promise<void> {
-  const col = <T>(f: (r: TrajectoryRow) => T): T[] => rows.map(f);
-  const runId = rows[0]!.runId;
+/** One row per step (the caller passes each step once): a step already stored takes the newer metrics. */
+export async function upsertSteps(tx: Tx, runId: string, steps: readonly StepMetrics[]): Promise<void> {
+  await tx.$executeRaw`
+    INSERT INTO "Step" ("runId", "step", "metrics")
+    SELECT ${runId}, u.step, u.metrics::jsonb
+    FROM unnest(${steps.map((s) => s.step)}::int[], ${steps.map((s) => JSON.stringify(s))}::text[]) AS u(step, metrics)
+    ON CONFLICT ("runId", "step") DO UPDATE SET "metrics" = EXCLUDED."metrics"`;
+}
+
+/**
+ * The trajectories of a batch's rollout.finished events, projected in SQL from those events' payloads as
+ * insertEvents just stored them (same transaction): each trajectory's JSON then crosses the wire and is
+ * parsed once, not twice. Field for field what run-convert.ts's trajectoryToRow writes: a missing task is
+ * JSON null, a null error is SQL NULL, metrics and logs default to {} and [].
+ */
+export async function insertTrajectoriesFromEvents(tx: Tx, runId: string, seqs: readonly number[]): Promise<void> {
   await tx.$executeRaw`
     INSERT INTO "Trajectory" ("id", "runId", "seq", "step", "group", "taskIndex", "split", "task", "messages",
       "reward", "metrics", "error", "model", "tokens", "timings", "logs")
-    SELECT u.id, ${runId}, u.seq, u.step, u.grp, u.task_index, u.split, u.task::jsonb, u.messages::jsonb,
-      u.reward, u.metrics::jsonb, u.error::jsonb, u.model, u.tokens::jsonb, u.timings::jsonb, u.logs::jsonb
-    FROM unnest(
-      ${col((r) => r.id)}::text[], ${col((r) => r.seq)}::int[], ${col((r) => r.step)}::int[],
-      ${col((r) => r.group)}::int[], ${col((r) => r.taskIndex)}::int[], ${col((r) => r.split)}::text[],
-      ${col((r) => jsonText(r.task))}::text[], ${col((r) => jsonText(r.messages))}::text[],
-      ${col((r) => r.reward)}::float8[], ${col((r) => jsonText(r.metrics))}::text[],
-      ${col((r) => jsonText(r.error))}::text[], ${col((r) => r.model)}::text[],
-      ${col((r) => jsonText(r.tokens))}::text[], ${col((r) => jsonText(r.timings))}::text[],
-      ${col((r) => jsonText(r.logs))}::text[]
-    ) AS u(id, seq, step, grp, task_index, split, task, messages, reward, metrics, error, model, tokens, timings, logs)
+    SELECT p->>'id', e."runId", e."seq", (p->>'step')::int, (p->>'group')::int, (p->>'task_index')::int, p->>'split',
+      COALESCE(p->'task', 'null'::jsonb), p->'messages', (p->>'reward')::float8, COALESCE(p->'metrics', '{}'::jsonb),
+      NULLIF(p->'error', 'null'::jsonb), p->>'model', p->'tokens', p->'timings', COALESCE(p->'logs', '[]'::jsonb)
+    FROM (SELECT "runId", "seq", "payload" AS p FROM "RunEvent" WHERE "runId" = ${runId} AND "seq" = ANY(${seqs}::int[])) AS e
     ON CONFLICT DO NOTHING`;
 }

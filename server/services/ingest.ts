@@ -8,12 +8,11 @@
  * reconnect, a web restart or a runner replay therefore changes nothing. Subscriptions resume after the
  * stored lastSeq, so nothing is skipped either.
  */
-import { RunEvent, type RunStatus } from "@contracts";
+import { RunEvent, type RunStatus, type StepMetrics } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
-import { insertEvents, insertTrajectories, type TrajectoryRow } from "./ingest-sql";
-import { trajectoryToRow } from "./run-convert";
+import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./ingest-sql";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
 import { failRun } from "./runs";
@@ -37,15 +36,36 @@ const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "stopped"]
  */
 export function storableStrings<T>(value: T): T {
   if (typeof value === "string") {
-    // NUL, and a high surrogate not followed by a low one, or a low one not preceded by a high one.
-    return value.replace(/\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD") as T;
+    return (UNSTORABLE.test(value) ? value.replace(UNSTORABLE_ALL, "\uFFFD") : value) as T;
   }
-  if (Array.isArray(value)) return value.map(storableStrings) as T;
+  if (Array.isArray(value)) {
+    // Copied only where something changed: almost nothing needs it, and ingestion walks every event.
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const v = storableStrings(value[i] as unknown);
+      if (v !== value[i]) (out ??= value.slice())[i] = v;
+    }
+    return (out ?? value) as T;
+  }
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableStrings(k), storableStrings(v)])) as T;
+    let out: Record<string, unknown> | null = null;
+    for (const [k, v] of Object.entries(value)) {
+      const key = storableStrings(k);
+      const val = storableStrings(v as unknown);
+      if (key !== k || val !== v) {
+        if (!out) out = { ...(value as Record<string, unknown>) };
+        if (key !== k) delete out[k];
+        out[key] = val;
+      }
+    }
+    return (out ?? value) as T;
   }
   return value;
 }
+
+// NUL, and a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, "g");
 
 /**
  * Stores one batch of a run's events in one transaction (see the file comment). Events must belong to
@@ -73,7 +93,8 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         return { fresh, lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false };
       }
 
-      const trajectories: TrajectoryRow[] = [];
+      const trajectorySeqs: number[] = [];
+      const steps = new Map<number, StepMetrics>();
       let rollouts = 0;
       let errors = 0;
       let rewardSum = 0;
@@ -99,7 +120,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
             break;
           case "rollout.finished": {
             const t = e.payload;
-            trajectories.push(trajectoryToRow(runId, e.seq, t));
+            trajectorySeqs.push(e.seq);
             rollouts++;
             if (t.error) errors++;
             // The run's headline reward: training rollouts (validation ones only for eval runs).
@@ -112,11 +133,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
             break;
           }
           case "step.finished":
-            await tx.step.upsert({
-              where: { runId_step: { runId, step: e.payload.step } },
-              create: { runId, step: e.payload.step, metrics: e.payload as unknown as Prisma.InputJsonValue },
-              update: { metrics: e.payload as unknown as Prisma.InputJsonValue },
-            });
+            steps.set(e.payload.step, e.payload); // the newest event for a step wins, as an upsert per event would
             bumpStep(e.payload.step);
             break;
           case "checkpoint.saved":
@@ -142,7 +159,8 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         }
       }
 
-      if (trajectories.length > 0) await insertTrajectories(tx, trajectories);
+      if (trajectorySeqs.length > 0) await insertTrajectoriesFromEvents(tx, runId, trajectorySeqs);
+      if (steps.size > 0) await upsertSteps(tx, runId, [...steps.values()]);
       if (Object.keys(summary).length > 0) {
         // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;

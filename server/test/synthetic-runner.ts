@@ -10,36 +10,15 @@
  *   {"cmd":"emit","runId":"…","count":100,"perSecond":20,"finish":true}
  *     → appends run.started (if the log is empty), `count` rollout.finished events, and run.finished if
  *       `finish`; prints `EMITTED <runId> <lastSeq>` when done.
+ *   {"cmd":"bulk","runId":"…","rollouts":20000}
+ *     → appends a whole run at once (synthetic-events.ts: step.finished every 16 rollouts), then EMITTED.
  */
 import net from "node:net";
 import readline from "node:readline";
 import { RunConfig } from "@contracts";
 import { loadEnv } from "@/gpu-runner/src/env";
 import { startRunnerServer } from "@/gpu-runner/src/server";
-
-/** A rollout about the size of a short real one (a prompt, a completion, timings). */
-export function syntheticTrajectory(i: number) {
-  return {
-    id: `rollout-${i}`,
-    step: Math.floor(i / 16),
-    group: Math.floor(i / 8) % 2,
-    task_index: i % 8,
-    split: "train" as const,
-    task: { word: `word-${i}` },
-    messages: [
-      { role: "system" as const, content: "You answer with exactly one word, and nothing else. ".repeat(3) },
-      { role: "user" as const, content: `Say the word "word-${i}".` },
-      { role: "assistant" as const, content: i % 3 === 0 ? `word-${i}` : `I think the word is word-${i}, right?` },
-    ],
-    reward: i % 3 === 0 ? 1 : 0.25,
-    metrics: { exact: i % 3 === 0 ? 1 : 0 },
-    error: null,
-    model: "SmolLM2-135M-Instruct",
-    tokens: { prompt: 48, completion: 9 },
-    timings: { started_at: Date.now(), duration_ms: 120, model_ms: 100 },
-    logs: [],
-  };
-}
+import { syntheticRunEvents, syntheticTrajectory } from "./synthetic-events";
 
 async function closedPort(): Promise<number> {
   const srv = net.createServer();
@@ -82,8 +61,13 @@ async function main(): Promise<void> {
 
   const rl = readline.createInterface({ input: process.stdin });
   rl.on("line", (line) => {
-    const cmd = JSON.parse(line) as { cmd: string; runId: string; count?: number; perSecond?: number; finish?: boolean };
+    const cmd = JSON.parse(line) as { cmd: string; runId: string; count?: number; perSecond?: number; finish?: boolean; rollouts?: number };
     if (cmd.cmd === "emit") void emit(cmd.runId, cmd.count ?? 0, cmd.perSecond ?? 20, cmd.finish ?? false);
+    if (cmd.cmd === "bulk") {
+      log.begin(cmd.runId);
+      for (const e of syntheticRunEvents(cmd.rollouts ?? 0)) log.append(cmd.runId, e);
+      console.log(`EMITTED ${cmd.runId} ${log.lastSeq(cmd.runId)}`);
+    }
   });
   const stop = () => void server.close().then(() => process.exit(0));
   process.once("SIGTERM", stop);
