@@ -6,8 +6,10 @@
  *
  *   DATABASE_URL=… PORT=… RUNNER_NAME=… RUNNER_URL=… RUNNER_TOKEN=… node --no-node-snapshot --import tsx server/test/delivery-web.ts
  *
- * Optional: INGEST_SCAN_MS (how often ingestion looks for running runs; default 500) and STATIC_DIR
- * (files served at /static/<name>: the browser test's page). Prints `DELIVERY WEB READY <port>`.
+ * Optional: INGEST_SCAN_MS (how often ingestion looks for running runs; default 500), STATIC_DIR (files
+ * served at /static/<name>: the browser test's page) and POLL_ENDPOINT=1 (GET /poll?run=&after=: the
+ * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only).
+ * Prints `DELIVERY WEB READY <port>`.
  */
 import fs from "node:fs";
 import http from "node:http";
@@ -20,6 +22,7 @@ import { setIo, type RollbookIo } from "../realtime/io";
 import { attachRealtime } from "../realtime/socket-server";
 import { registerRunner, runnerById } from "../runner-client";
 import { IngestService } from "../services/ingest";
+import { rowToEvent } from "../services/run-convert";
 
 async function main(): Promise<void> {
   const e = env();
@@ -29,7 +32,19 @@ async function main(): Promise<void> {
   const staticDir = process.env.STATIC_DIR;
   const server = http.createServer((req, res) => {
     if (req.url?.startsWith("/socket.io/")) return;
-    const pathname = new URL(req.url ?? "/", "http://x").pathname;
+    const url = new URL(req.url ?? "/", "http://x");
+    const pathname = url.pathname;
+    if (pathname === "/poll" && process.env.POLL_ENDPOINT === "1") {
+      // The polling baseline of bench/live-latency.ts (what a UI that polls its database does), with no
+      // authentication: never set POLL_ENDPOINT outside a benchmark.
+      const runId = url.searchParams.get("run") ?? "";
+      const after = Number(url.searchParams.get("after") ?? 0);
+      void db.runEvent
+        .findMany({ where: { runId, seq: { gt: after } }, orderBy: { seq: "asc" }, take: 1_000 })
+        .then((rows) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(rows.map(rowToEvent))))
+        .catch((err: unknown) => res.writeHead(500).end(String(err)));
+      return;
+    }
     const name = staticDir && pathname.startsWith("/static/") ? path.basename(pathname) : null;
     const file = name ? path.join(staticDir!, name) : null;
     if (!file || !fs.existsSync(file)) return void res.writeHead(404).end("not found");

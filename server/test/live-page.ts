@@ -8,6 +8,7 @@
  * appearance in the DOM (a MutationObserver, so the time is when the list changed, not when code ran).
  */
 import { io } from "socket.io-client";
+import type { RunEvent } from "@contracts";
 import { followRunLive } from "@/components/run/run-live";
 import { initialRunState, runReducer, type RunViewState } from "@/components/run/run-state";
 import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
@@ -29,7 +30,9 @@ declare global {
 
 const params = new URLSearchParams(location.search);
 const runId = params.get("run") ?? "";
-const socket: RollbookSocket = keepReconnecting(io({ transports: ["websocket"], reconnectionDelayMax: 2_000, auth: { token: params.get("token") } }));
+const socket: RollbookSocket = keepReconnecting(
+  io({ transports: ["websocket"], reconnectionDelayMax: 2_000, auth: { token: params.get("token") }, autoConnect: !params.get("poll") }),
+);
 let state: RunViewState = initialRunState;
 let phase = "offline";
 const list = document.getElementById("rollouts")!;
@@ -75,21 +78,39 @@ function render(): void {
   statusLine.textContent = `${state.status ?? "?"} · ${phase} · ${state.rollouts.length} rollouts`;
 }
 
-followRunLive({
-  socket,
-  runId,
-  resumeFrom: () => state.contiguousSeq,
-  onEvents: (events) => {
-    for (const e of events) if (e.type === "rollout.finished") live.emittedAt[e.seq] = e.ts;
-    state = runReducer(state, { type: "events", events });
-    render();
-  },
-  onStatus: (status) => {
-    state = runReducer(state, { type: "status", status });
-    render();
-  },
-  onPhase: (p) => {
-    phase = p;
-    render();
-  },
-});
+const pollMs = Number(params.get("poll") ?? 0);
+const fold = (events: RunEvent[]) => {
+  for (const e of events) if (e.type === "rollout.finished") live.emittedAt[e.seq] = e.ts;
+  state = runReducer(state, { type: "events", events });
+  render();
+};
+
+if (pollMs > 0) {
+  // The polling baseline (bench/live-latency.ts): read the stored events every pollMs, as a UI without a
+  // push channel does. Needs the web process's POLL_ENDPOINT.
+  phase = "polling";
+  const poll = async () => {
+    const res = await fetch(`/poll?run=${encodeURIComponent(runId)}&after=${state.contiguousSeq}`);
+    if (res.ok) fold((await res.json()) as RunEvent[]);
+  };
+  setInterval(() => void poll(), pollMs);
+} else {
+  follow();
+}
+
+function follow(): void {
+  followRunLive({
+    socket,
+    runId,
+    resumeFrom: () => state.contiguousSeq,
+    onEvents: fold,
+    onStatus: (status) => {
+      state = runReducer(state, { type: "status", status });
+      render();
+    },
+    onPhase: (p) => {
+      phase = p;
+      render();
+    },
+  });
+}

@@ -51,6 +51,8 @@ export function syntheticRunEvents(rollouts: number): RunEventInput[] {
           train_s: 1,
           step_s: 2,
           tokens_per_s: 100,
+          judge_tokens: 0,
+          judge_cost_usd: 0,
           trainer: null,
         },
       });
