@@ -73,7 +73,9 @@ function render(): void {
     const li = document.createElement("li");
     li.dataset.seq = String(r.seq);
     li.textContent = `#${r.seq} ${r.id} reward ${r.reward}`;
-    list.appendChild(li);
+    // In seq order, like the app's list (a live event can overtake the replayed tail after a reconnect).
+    const next = [...list.children].find((c) => Number((c as HTMLElement).dataset.seq) > r.seq) ?? null;
+    list.insertBefore(li, next);
   }
   statusLine.textContent = `${state.status ?? "?"} · ${phase} · ${state.rollouts.length} rollouts`;
 }
