@@ -9,12 +9,17 @@ let socket: RollbookSocket | null = null;
 
 export function getSocket(): RollbookSocket {
   if (socket) return socket;
-  const s: RollbookSocket = io({ transports: ["websocket", "polling"], reconnectionDelayMax: 5_000 });
-  // socket.io does not reconnect by itself after the server closed the connection (a web server
-  // restart or deploy does that on shutdown): reconnect anyway, so live pages resume.
+  socket = keepReconnecting(io({ transports: ["websocket", "polling"], reconnectionDelayMax: 5_000 }));
+  return socket;
+}
+
+/**
+ * socket.io does not reconnect by itself after the server closed the connection (a web server restart or
+ * deploy does that on shutdown): reconnect anyway, so live pages resume.
+ */
+export function keepReconnecting(s: RollbookSocket): RollbookSocket {
   s.on("disconnect", (reason) => {
     if (reason === "io server disconnect") setTimeout(() => s.connect(), 1_000);
   });
-  socket = s;
   return s;
 }

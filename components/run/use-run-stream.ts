@@ -1,14 +1,16 @@
 "use client";
 /**
  * A run's live state: the stored log first (runs.events, paged from seq 0), then a socket.io subscription
- * from the last seq folded, re-subscribed from the gap-free point on every reconnect. Everything goes
+ * from the last seq folded, re-subscribed from the gap-free point on every reconnect (run-live.ts; it
+ * folds live events once per animation frame). Everything goes
  * through the pure reducer (run-state.ts), which drops duplicates and tolerates any order, so the overlap
  * between stored pages, the server's replay and live events is harmless.
  */
 import { useEffect, useReducer, useRef, useState } from "react";
-import type { RunEvent, RunStatus } from "@contracts";
+import type { RunEvent } from "@contracts";
 import { useTRPCClient } from "../trpc";
 import { initialRunState, runReducer, type RunViewState } from "./run-state";
+import { followRunLive } from "./run-live";
 import { getSocket } from "./socket";
 
 const PAGE = 1000;
@@ -75,45 +77,9 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
     setPhase("loading");
     setLoadError(null);
 
-    // Live events arrive one websocket message at a time; fold them in batches, once per frame.
-    let buffer: RunEvent[] = [];
-    let flushTimer: ReturnType<typeof setTimeout> | null = null;
-    const flush = () => {
-      flushTimer = null;
-      if (cancelled || buffer.length === 0) return;
-      const events = buffer;
-      buffer = [];
-      dispatch({ type: "events", events });
-    };
-    const onEvent = (e: RunEvent) => {
-      if (e.run_id !== runId) return;
-      buffer.push(e);
-      flushTimer ??= setTimeout(flush, 50);
-    };
-    const onStatus = (s: { runId: string; status: RunStatus }) => {
-      if (s.runId === runId) dispatch({ type: "status", status: s.status });
-    };
-
-    const socket = getSocket();
     /** The last seq read from the stored log (the socket subscription starts after it). */
     let latestStored = 0;
-    let subscribed = false;
-    const subscribe = () => {
-      // Ask from the gap-free point: anything after it that we already hold is dropped as a duplicate.
-      const afterSeq = Math.max(resumeFrom.current, latestStored);
-      socket.emit("run:subscribe", { runId, afterSeq }, (ack) => {
-        if (cancelled) return;
-        if (ack.ok) {
-          dispatch({ type: "status", status: ack.status });
-          setPhase("live");
-        }
-      });
-      subscribed = true;
-      setPhase("live");
-    };
-    const onDisconnect = () => {
-      if (!cancelled) setPhase("offline");
-    };
+    let stopLive: (() => void) | null = null;
 
     void (async () => {
       try {
@@ -129,22 +95,19 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
         setLoadError(e instanceof Error ? e.message : String(e));
       }
       if (cancelled) return;
-      socket.on("run:event", onEvent);
-      socket.on("run:status", onStatus);
-      socket.on("connect", subscribe);
-      socket.on("disconnect", onDisconnect);
-      if (socket.connected) subscribe();
-      else setPhase("offline");
+      stopLive = followRunLive({
+        socket: getSocket(),
+        runId,
+        resumeFrom: () => Math.max(resumeFrom.current, latestStored),
+        onEvents: (events) => dispatch({ type: "events", events }),
+        onStatus: (status) => dispatch({ type: "status", status }),
+        onPhase: setPhase,
+      });
     })();
 
     return () => {
       cancelled = true;
-      if (flushTimer) clearTimeout(flushTimer);
-      socket.off("run:event", onEvent);
-      socket.off("run:status", onStatus);
-      socket.off("connect", subscribe);
-      socket.off("disconnect", onDisconnect);
-      if (subscribed && socket.connected) socket.emit("run:unsubscribe", { runId });
+      stopLive?.();
     };
   }, [runId, client]);
 

@@ -6,6 +6,8 @@
  *   rescore(RescoreRequest)        mutation      → RescoreResponse            (a what-if: writes nothing)
  *   status()                       query         → RunnerStatus
  *   events({run_id, after_seq})    subscription  → RunEvent, tracked by seq   (resume with lastEventId)
+ *   eventBatches({run_id, after_seq}) subscription → RunEvent[], tracked by the last seq (the web server's:
+ *                                                   a catching-up reader gets hundreds of events a message)
  */
 import { tracked, TRPCError } from "@trpc/server";
 import { z } from "zod";
@@ -56,6 +58,17 @@ export const runnerRouter = router({
     const after = Number.isInteger(resumed) && resumed > input.after_seq ? resumed : input.after_seq;
     for await (const event of ctx.manager.events.subscribe(input.run_id, after, signal)) {
       yield tracked(String(event.seq), event);
+    }
+  }),
+
+  eventBatches: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {
+    if (!ctx.manager.exists(input.run_id)) {
+      throw new TRPCError({ code: "NOT_FOUND", message: `no run ${input.run_id} on this runner` });
+    }
+    const resumed = Number(input.lastEventId);
+    const after = Number.isInteger(resumed) && resumed > input.after_seq ? resumed : input.after_seq;
+    for await (const batch of ctx.manager.events.subscribeBatches(input.run_id, after, signal)) {
+      yield tracked(String(batch.at(-1)!.seq), batch);
     }
   }),
 });

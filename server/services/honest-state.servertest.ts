@@ -74,7 +74,7 @@ describe("runner lost", () => {
         return { unsubscribe: () => clearTimeout(timer) };
       },
     };
-    const ingest = new IngestService(db(), { runnerFor: async () => handle, flushMs: 20, scanMs: 100, lostAfterMs: 400, maxBackoffMs: 60_000, log: () => {} });
+    const ingest = new IngestService(db(), { runnerFor: async () => handle, scanMs: 100, lostAfterMs: 400, maxBackoffMs: 60_000, log: () => {} });
     await ingest.start();
     try {
       const lost = await waitFor(() => db().run.findUniqueOrThrow({ where: { id: runId } }), (r) => r.status === "lost", 10_000);
@@ -181,7 +181,7 @@ describe("Stop while the runner is unreachable (real runner)", () => {
     const direct = runnerHandle({ id: row.id, name, url: runner.url, tokenHash: tokenHash(runner.token) });
     const onRunner = async () => (await direct.status()).runs.find((r) => r.run_id === runId)?.status;
 
-    const ingest = new IngestService(db(), { runnerFor: async () => runnerHandle(row), flushMs: 20, scanMs: 100, lostAfterMs: 500, log: () => {} });
+    const ingest = new IngestService(db(), { runnerFor: async () => runnerHandle(row), scanMs: 100, lostAfterMs: 500, log: () => {} });
     await ingest.start();
     try {
       await waitFor(() => db().run.findUniqueOrThrow({ where: { id: runId } }), (r) => r.lastSeq >= 1);

@@ -8,7 +8,8 @@ import { type RunEvent, type RunnerStatus } from "@contracts";
 import { AppError } from "../errors";
 import { type RunnerEventHandlers, type RunnerHandle } from "../runner-client";
 import { createRunningRun, createTestDb, newWorkspace, runEvents, type TestDb } from "../test/harness";
-import { IngestService } from "./ingest";
+import { IngestService, ingestEvents, storableStrings } from "./ingest";
+import { trajectoryToRow } from "./run-convert";
 
 let tdb: TestDb;
 const db = () => tdb.handle.prisma;
@@ -92,7 +93,7 @@ describe("IngestService", () => {
         h.onComplete();
       },
     });
-    const ingest = new IngestService(db(), { runnerFor: async () => fake.handle, flushMs: 20, scanMs: 60_000, log: () => {} });
+    const ingest = new IngestService(db(), { runnerFor: async () => fake.handle, scanMs: 60_000, log: () => {} });
     await ingest.start();
     try {
       const run = await waitFor(
@@ -132,5 +133,26 @@ describe("IngestService", () => {
     } finally {
       await ingest.stop();
     }
+  });
+
+  it("stores each trajectory exactly as trajectoryToRow describes it, and a batch stored twice changes nothing", async () => {
+    const ws = await newWorkspace(db());
+    const runId = await createRunningRun(db(), ws);
+    const log = runEvents(runId).map((e) =>
+      // A NUL in sampled text is stored as U+FFFD, in the event and in its trajectory alike.
+      e.seq === 2 && e.type === "rollout.finished" ? { ...e, payload: { ...e.payload, model: "base\u0000model", logs: ["line"] } } : e,
+    );
+    await ingestEvents(db(), runId, log.slice(0, 9));
+    await ingestEvents(db(), runId, log); // overlaps the first batch: skipped, not doubled
+    const rows = await db().trajectory.findMany({ where: { runId }, orderBy: { seq: "asc" } });
+    const expected = log
+      .map(storableStrings)
+      .flatMap((e) => (e.type === "rollout.finished" ? [trajectoryToRow(runId, e.seq, e.payload)] : []))
+      .map((r) => ({ ...r, error: r.error ?? null }));
+    expect(rows.map(({ createdAt: _, ...r }) => r)).toEqual(expected);
+    expect(rows[0]!.model).toBe("base\uFFFDmodel");
+    const steps = await db().step.findMany({ where: { runId }, orderBy: { step: "asc" }, select: { step: true } });
+    expect(steps.map((s) => s.step)).toEqual([0, 1]);
+    expect(await db().runEvent.count({ where: { runId } })).toBe(log.length);
   });
 });

@@ -8,11 +8,12 @@
  * reconnect, a web restart or a runner replay therefore changes nothing. Subscriptions resume after the
  * stored lastSeq, so nothing is skipped either.
  */
-import { ACTIVE_RUN_STATUSES, RunEvent, countedReward, isTerminalStatus, type RunnerStatus, type RunStatus } from "@contracts";
+import { ACTIVE_RUN_STATUSES, RunEvent, countedReward, isTerminalStatus, type RunnerStatus, type RunStatus, type StepMetrics, type Trajectory } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
-import { eventToRow, fromDbKind, trajectoryToRow } from "./run-convert";
+import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./ingest-sql";
+import { fromDbKind } from "./run-convert";
 import { schedulePostIngest } from "./pathology/after-ingest";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
@@ -36,15 +37,36 @@ export type IngestResult = {
  */
 export function storableStrings<T>(value: T): T {
   if (typeof value === "string") {
-    // NUL, and a high surrogate not followed by a low one, or a low one not preceded by a high one.
-    return value.replace(/\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, "\uFFFD") as T;
+    return (UNSTORABLE.test(value) ? value.replace(UNSTORABLE_ALL, "\uFFFD") : value) as T;
   }
-  if (Array.isArray(value)) return value.map(storableStrings) as T;
+  if (Array.isArray(value)) {
+    // Copied only where something changed: almost nothing needs it, and ingestion walks every event.
+    let out: unknown[] | null = null;
+    for (let i = 0; i < value.length; i++) {
+      const v = storableStrings(value[i] as unknown);
+      if (v !== value[i]) (out ??= value.slice())[i] = v;
+    }
+    return (out ?? value) as T;
+  }
   if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableStrings(k), storableStrings(v)])) as T;
+    let out: Record<string, unknown> | null = null;
+    for (const [k, v] of Object.entries(value)) {
+      const key = storableStrings(k);
+      const val = storableStrings(v as unknown);
+      if (key !== k || val !== v) {
+        if (!out) out = { ...(value as Record<string, unknown>) };
+        if (key !== k) delete out[k];
+        out[key] = val;
+      }
+    }
+    return (out ?? value) as T;
   }
   return value;
 }
+
+// NUL, and a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, "g");
 
 /**
  * Stores one batch of a run's events in one transaction (see the file comment). Events must belong to
@@ -65,9 +87,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
       const run = locked[0];
       if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
 
-      if (sorted.length > 0) {
-        await tx.runEvent.createMany({ data: sorted.map((e) => eventToRow(runId, e)), skipDuplicates: true });
-      }
+      if (sorted.length > 0) await insertEvents(tx, runId, sorted);
       const seen = new Set<number>();
       const fresh = sorted.filter((e) => e.seq > run.lastSeq && !seen.has(e.seq) && seen.add(e.seq));
       if (fresh.length === 0) {
@@ -76,7 +96,8 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
 
       // A rollout re-emitted under the same trajectory id (a step redone after a resume) replaces the
       // earlier attempt's: the latest by seq wins, here and in the run page's reducer (run-state.ts).
-      const trajectories = new Map<string, Prisma.TrajectoryCreateManyInput>();
+      const trajectories = new Map<string, { seq: number; t: Trajectory }>();
+      const steps = new Map<number, StepMetrics>();
       let currentStep: number | undefined;
       const kind = fromDbKind(run.kind);
       // Events arriving are the runner answering: a run marked lost is running again.
@@ -100,16 +121,12 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
             break;
           case "rollout.finished": {
             const t = e.payload;
-            trajectories.set(t.id, trajectoryToRow(runId, e.seq, t));
+            trajectories.set(t.id, { seq: e.seq, t });
             if (t.split === "train") bumpStep(t.step);
             break;
           }
           case "step.finished":
-            await tx.step.upsert({
-              where: { runId_step: { runId, step: e.payload.step } },
-              create: { runId, step: e.payload.step, metrics: e.payload as unknown as Prisma.InputJsonValue },
-              update: { metrics: e.payload as unknown as Prisma.InputJsonValue },
-            });
+            steps.set(e.payload.step, e.payload); // the newest event for a step wins, as an upsert per event would
             bumpStep(e.payload.step);
             break;
           case "checkpoint.saved":
@@ -137,6 +154,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
       }
 
       const counters = await storeTrajectories(tx, runId, kind, [...trajectories.values()]);
+      if (steps.size > 0) await upsertSteps(tx, runId, [...steps.values()]);
       if (Object.keys(summary).length > 0) {
         // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
@@ -184,7 +202,7 @@ async function storeTrajectories(
   tx: Prisma.TransactionClient,
   runId: string,
   kind: ReturnType<typeof fromDbKind>,
-  rows: Prisma.TrajectoryCreateManyInput[],
+  rows: { seq: number; t: Trajectory }[],
 ): Promise<Counters> {
   const delta: Counters = { rollouts: 0, errors: 0, rewardSum: 0, rewardCount: 0 };
   if (rows.length === 0) return delta;
@@ -195,19 +213,20 @@ async function storeTrajectories(
     delta.rewardCount += sign * c.rewardCount;
   };
   const existing = await tx.trajectory.findMany({
-    where: { runId, id: { in: rows.map((r) => r.id) } },
+    where: { runId, id: { in: rows.map((r) => r.t.id) } },
     select: { id: true, seq: true, split: true, reward: true, error: true },
   });
   const before = new Map(existing.map((t) => [t.id, t]));
   const fresh = rows.filter((r) => {
-    const old = before.get(r.id);
+    const old = before.get(r.t.id);
     return !old || old.seq < r.seq;
   });
-  const replaced = fresh.flatMap((r) => (before.has(r.id) ? [before.get(r.id)!] : []));
+  const replaced = fresh.flatMap((r) => (before.has(r.t.id) ? [before.get(r.t.id)!] : []));
   for (const old of replaced) add(contribution(kind, old), -1);
   if (replaced.length > 0) await tx.trajectory.deleteMany({ where: { runId, id: { in: replaced.map((t) => t.id) } } });
-  for (const r of fresh) add(contribution(kind, { split: r.split, reward: r.reward ?? null, error: r.error ?? null }), 1);
-  if (fresh.length > 0) await tx.trajectory.createMany({ data: fresh });
+  for (const { t } of fresh) add(contribution(kind, { split: t.split, reward: t.reward, error: t.error }), 1);
+  // Projected in SQL from the events just stored (ingest-sql.ts): each rollout's JSON is parsed once.
+  if (fresh.length > 0) await insertTrajectoriesFromEvents(tx, runId, fresh.map((r) => r.seq));
   return delta;
 }
 
@@ -238,9 +257,7 @@ const QUEUED_LOST_AFTER_MS = 180_000;
 const QUEUED_FOLLOW_AFTER_MS = 10_000;
 
 export type IngestOptions = {
-  /** Flush a run's buffer after this long… */
-  flushMs?: number;
-  /** …or as soon as it holds this many events. */
+  /** The most events one transaction stores (a run whose buffer holds more stores it in several). */
   maxBatch?: number;
   /** How often to look for running runs nobody follows and for runs their runner lost. */
   scanMs?: number;
@@ -255,10 +272,17 @@ export type IngestOptions = {
   log?: (msg: string) => void;
 };
 
-/** Follows one run's event stream: buffer → batch → ingest; reconnects with backoff. */
+/**
+ * Follows one run's event stream and stores it by group commit: an event that arrives while no store is
+ * in flight is stored at once (with whatever arrived in the same tick); events that arrive while a store
+ * is in flight wait for it and then go together in the next one. An idle run therefore reaches the
+ * database (and, once committed, the browsers) in one transaction's time, and a busy one in batches that
+ * grow with the load — no timer holds anything back. Reconnects with backoff.
+ */
 class RunFollower {
   private buffer: RunEvent[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private scheduled = false;
+  private storing = false;
   private reconnectTimer: NodeJS.Timeout | undefined;
   private sub: RunnerSubscription | undefined;
   private chain: Promise<void> = Promise.resolve();
@@ -304,18 +328,22 @@ class RunFollower {
     this.lastActivity = Date.now();
     this.backoffMs = 1_000;
     this.buffer.push(parsed.data);
-    if (this.buffer.length >= this.opts.maxBatch) void this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), this.opts.flushMs);
+    // One event stream chunk often carries several events: let the rest of this tick arrive first.
+    if (!this.scheduled && !this.storing) {
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.pump();
+      });
+    }
   }
 
-  /** Serialised: one batch at a time per run. */
-  flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.buffer;
-    this.buffer = [];
-    if (batch.length === 0) return this.chain;
-    this.chain = this.chain.then(async () => {
+  /** Start storing the buffer unless a store is in flight (its end calls pump again). One at a time per run. */
+  private pump(): void {
+    if (this.storing || this.buffer.length === 0) return;
+    const batch = this.buffer.splice(0, this.opts.maxBatch);
+    this.storing = true;
+    this.chain = (async () => {
       try {
         const res = await ingestAndEmit(this.db, this.runId, batch);
         if (isTerminalStatus(res.status)) {
@@ -323,12 +351,26 @@ class RunFollower {
           this.close();
         }
       } catch (e) {
-        // The events are still on the runner: drop the stream and resume after the stored lastSeq.
+        // The events are still on the runner. What is buffered behind the failed batch must not be stored
+        // before it (its projections would skip the failed events for good): drop both, and resume the
+        // stream after the stored lastSeq.
+        this.buffer = [];
         this.opts.log(`run ${this.runId}: storing ${batch.length} events failed: ${e instanceof Error ? e.message : String(e)}`);
         this.dropped("store failed");
+      } finally {
+        this.storing = false;
+        this.pump();
       }
-    });
-    return this.chain;
+    })();
+  }
+
+  /** Resolves once everything buffered so far is stored (or its store failed). */
+  async flush(): Promise<void> {
+    for (;;) {
+      this.pump();
+      if (!this.storing) return;
+      await this.chain;
+    }
   }
 
   private dropped(reason: string): void {
@@ -356,7 +398,6 @@ class RunFollower {
     this.backoffMs = 1_000;
     void this.connect();
   }
-
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -386,8 +427,7 @@ export class IngestService {
     opts: IngestOptions,
   ) {
     this.opts = {
-      flushMs: 1_000,
-      maxBatch: 200,
+      maxBatch: 2_000,
       scanMs: 5_000,
       lostAfterMs: 15_000,
       maxBackoffMs: 30_000,

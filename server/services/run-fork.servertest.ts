@@ -71,7 +71,7 @@ describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and inge
       onEngineLog: (l) => logs.push(l),
     });
     await registerRunner(db(), { name: RUNNER_NAME, url: runner.url, token: TOKEN });
-    ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), flushMs: 50, scanMs: 60_000, log: () => {} });
+    ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 60_000, log: () => {} });
     await ingest.start();
     try {
       await runner.supervisor.waitReady(540_000);

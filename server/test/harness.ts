@@ -17,7 +17,7 @@ import type { SessionUser } from "../auth/principal";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/postgres";
 
-export type TestDb = { handle: DbHandle; drop: () => Promise<void> };
+export type TestDb = { handle: DbHandle; url: string; drop: () => Promise<void> };
 
 export async function createTestDb(): Promise<TestDb> {
   const name = `rollbook_test_${process.pid}_${randomUUID().slice(0, 8)}`;
@@ -26,6 +26,7 @@ export async function createTestDb(): Promise<TestDb> {
   await handle.migrate();
   return {
     handle,
+    url,
     drop: async () => {
       await handle.close();
       await dropPgDatabase(adminUrl, name);

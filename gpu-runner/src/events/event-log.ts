@@ -175,14 +175,23 @@ export class EventLog {
    * subscriber that reached that earlier end subscribes again from its last seq), or when signal aborts.
    */
   async *subscribe(runId: string, afterSeq: number, signal?: AbortSignal): AsyncGenerator<RunEvent, void, undefined> {
+    for await (const batch of this.subscribeBatches(runId, afterSeq, signal, 1)) yield batch[0] as RunEvent;
+  }
+
+  /**
+   * subscribe() in batches: each yield is every event already in the log past the cursor (at most `max`),
+   * so a reader catching up gets hundreds per message while a live reader gets each event as it is
+   * appended (a batch of one) — batching never waits for events to accumulate.
+   */
+  async *subscribeBatches(runId: string, afterSeq: number, signal?: AbortSignal, max = 500): AsyncGenerator<RunEvent[], void, undefined> {
     const log = this.get(runId);
     let cursor = Math.max(0, Math.min(Math.floor(afterSeq), Number.MAX_SAFE_INTEGER));
     for (;;) {
       if (signal?.aborted) return;
       while (cursor < log.events.length) {
-        const event = log.events[cursor] as RunEvent;
-        cursor += 1;
-        yield event;
+        const batch = log.events.slice(cursor, cursor + max);
+        cursor += batch.length;
+        yield batch;
         if (signal?.aborted) return;
       }
       if (log.finished && !log.active) return;

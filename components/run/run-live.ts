@@ -1,0 +1,91 @@
+/**
+ * A run's live socket subscription, without React: subscribe from the gap-free point the caller folded to,
+ * re-subscribe from it on every reconnect, and hand events over once per animation frame.
+ *
+ * Why once per frame: events arrive one websocket message each, and folding (and re-rendering) per event
+ * would be wasted work; the screen cannot show more than one state per frame anyway, so a frame is the
+ * longest an event need wait. (The page used to hold events 50 ms, a good part of its live latency.)
+ * Hidden tabs get no frames: their events wait, and fold when the tab is shown again.
+ *
+ * The server's protocol (server/realtime/socket-server.ts): join the room, replay the stored events after
+ * afterSeq, then live ones; overlaps are possible, so the caller's fold must drop duplicates by seq.
+ */
+import type { RunEvent, RunStatus } from "@contracts";
+import type { RollbookSocket } from "./socket";
+
+export type LivePhase = "live" | "offline";
+
+export interface RunLiveOptions {
+  socket: RollbookSocket;
+  runId: string;
+  /** The highest seq n such that 1..n are all folded: the next subscription asks for what follows it. */
+  resumeFrom: () => number;
+  onEvents: (events: RunEvent[]) => void;
+  onStatus: (status: RunStatus) => void;
+  onPhase: (phase: LivePhase) => void;
+  /** Runs `fn` before the next paint (default: requestAnimationFrame, or a 0 ms timer where there is none). */
+  nextFrame?: (fn: () => void) => () => void;
+}
+
+const defaultNextFrame = (fn: () => void): (() => void) => {
+  if (typeof requestAnimationFrame === "function") {
+    const id = requestAnimationFrame(fn);
+    return () => cancelAnimationFrame(id);
+  }
+  const t = setTimeout(fn, 0);
+  return () => clearTimeout(t);
+};
+
+/** Starts following; returns the function that stops (and unsubscribes). */
+export function followRunLive(opts: RunLiveOptions): () => void {
+  const { socket, runId } = opts;
+  const nextFrame = opts.nextFrame ?? defaultNextFrame;
+  let stopped = false;
+  let buffer: RunEvent[] = [];
+  let cancelFrame: (() => void) | null = null;
+
+  const fold = () => {
+    cancelFrame = null;
+    if (stopped || buffer.length === 0) return;
+    const events = buffer;
+    buffer = [];
+    opts.onEvents(events);
+  };
+  const onEvent = (e: RunEvent) => {
+    if (e.run_id !== runId) return;
+    buffer.push(e);
+    cancelFrame ??= nextFrame(fold);
+  };
+  const onStatus = (s: { runId: string; status: RunStatus }) => {
+    if (s.runId === runId) opts.onStatus(s.status);
+  };
+  const subscribe = () => {
+    // Ask from the gap-free point: anything after it that the page already holds is dropped as a duplicate.
+    socket.emit("run:subscribe", { runId, afterSeq: opts.resumeFrom() }, (ack) => {
+      if (stopped || !ack.ok) return;
+      opts.onStatus(ack.status);
+      opts.onPhase("live");
+    });
+    opts.onPhase("live");
+  };
+  const onDisconnect = () => {
+    if (!stopped) opts.onPhase("offline");
+  };
+
+  socket.on("run:event", onEvent);
+  socket.on("run:status", onStatus);
+  socket.on("connect", subscribe);
+  socket.on("disconnect", onDisconnect);
+  if (socket.connected) subscribe();
+  else opts.onPhase("offline");
+
+  return () => {
+    stopped = true;
+    cancelFrame?.();
+    socket.off("run:event", onEvent);
+    socket.off("run:status", onStatus);
+    socket.off("connect", subscribe);
+    socket.off("disconnect", onDisconnect);
+    if (socket.connected) socket.emit("run:unsubscribe", { runId });
+  };
+}

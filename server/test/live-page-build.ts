@@ -1,0 +1,19 @@
+/** Bundles server/test/live-page.ts (esbuild, as a browser module) into `dir` beside the live.html that loads it. */
+import fs from "node:fs";
+import path from "node:path";
+import * as esbuild from "esbuild";
+
+export async function buildLivePage(dir: string): Promise<void> {
+  await esbuild.build({
+    entryPoints: [path.join(import.meta.dirname, "live-page.ts")],
+    bundle: true,
+    format: "esm",
+    platform: "browser",
+    outfile: path.join(dir, "live.js"),
+    logLevel: "silent",
+  });
+  fs.writeFileSync(
+    path.join(dir, "live.html"),
+    `<!doctype html><meta charset="utf-8"><title>live</title><p id="status"></p><ol id="rollouts"></ol><script type="module" src="/static/live.js"></script>`,
+  );
+}
