@@ -138,20 +138,37 @@ describe("runs.series", () => {
     expect(tokens.charts[1]!.x).toEqual([280]);
   });
 
+  it("a later call (the live refetch) sees the steps stored since, with their rollouts' bands", async () => {
+    const live = await createRunningRun(db(), ws);
+    const ev = (seq: number, type: RunEvent["type"], payload: unknown) => RunEvent.parse({ run_id: live, seq, ts: 1_700_000_000_000 + seq, type, payload });
+    await ingestEvents(db(), live, [ev(1, "rollout.finished", rollout(0, 1, 0.3, {}, 5)), ev(2, "step.finished", stepMetrics(1))]);
+    const first = await callerFor(db(), ws).runs.series({ runId: live, width: 400, keys: ["reward"] });
+    expect(first.charts[0]!.x).toEqual([1]);
+    // step 2's rollouts are stored, its step.finished not yet: not charted (its band would be partial)
+    await ingestEvents(db(), live, [ev(3, "rollout.finished", rollout(0, 2, 0.1, {}, 5))]);
+    expect((await callerFor(db(), ws).runs.series({ runId: live, width: 400, keys: ["reward"] })).charts[0]!.x).toEqual([1]);
+    await ingestEvents(db(), live, [ev(4, "rollout.finished", rollout(1, 2, 0.9, {}, 5)), ev(5, "step.finished", stepMetrics(2))]);
+    const later = await callerFor(db(), ws).runs.series({ runId: live, width: 400, keys: ["reward"] });
+    expect(later.charts[0]!.x).toEqual([1, 2]);
+    const v = Object.fromEntries(later.charts[0]!.series.map((s) => [s.key, s.values]));
+    expect(v.min).toEqual([0.3, 0.1]);
+    expect(v.max).toEqual([0.3, 0.9]);
+  });
+
   it("buckets a long run to ≤ 4 × width points per series and keeps a spike", async () => {
     const longRun = await createRunningRun(db(), ws);
-    const n = 20_000;
+    const n = 5_000;
     await db().$executeRaw`INSERT INTO "Step" ("runId", "step", "metrics")
-      SELECT ${longRun}, g, jsonb_build_object('step', g, 'reward_mean', CASE WHEN g = 12345 THEN 7 ELSE sin(g / 100.0) END,
+      SELECT ${longRun}, g, jsonb_build_object('step', g, 'reward_mean', CASE WHEN g = 3210 THEN 7 ELSE sin(g / 100.0) END,
         'reward_std_within_group', 0.1, 'exception_rate', 0, 'rollout_s', 1, 'train_s', 1, 'step_s', 2, 'tokens_per_s', 5, 'trainer', null)
       FROM generate_series(1, ${n}::int) g`;
-    const res = await callerFor(db(), ws).runs.series({ runId: longRun, x: "step", width: 300, keys: ["reward", "loss"] });
+    const res = await callerFor(db(), ws).runs.series({ runId: longRun, x: "step", width: 100, keys: ["reward", "loss"] });
     const reward = res.charts.find((c) => c.id === "reward")!;
     expect(reward.total).toBe(n);
-    expect(reward.x.length).toBeLessThanOrEqual(3 * 4 * 300); // mean + two std bands (min/max are empty: no rollouts)
+    expect(reward.x.length).toBeLessThanOrEqual(3 * 4 * 100); // mean + two std bands (min/max are empty: no rollouts)
     const mean = reward.series.find((s) => s.key === "mean")!.values;
     expect(Math.max(...(mean as number[]))).toBe(7);
-    expect(reward.x[mean.indexOf(7)]).toBe(12345);
+    expect(reward.x[mean.indexOf(7)]).toBe(3210);
     // no trainer on any step: the loss chart is there, and empty
     expect(res.charts.find((c) => c.id === "loss")!.x).toEqual([]);
   });

@@ -11,13 +11,15 @@
  * batch of the event), or cumulative sampled tokens (prompt + completion of the train rollouts so far — what
  * the run generated; trained_tokens is absent on steps the trainer skipped).
  *
- * SQL does the per-step work (casting json fields, grouping trajectories by step, one row per step); the
- * bucketing runs in TypeScript (see series-m4.ts for why).
+ * SQL does the per-step work (run-series-columns.ts: casting json fields, grouping trajectories by step,
+ * cached per run so a live refetch reads only new steps); the bucketing runs in TypeScript (series-m4.ts
+ * says why).
  */
 import { z } from "zod";
 import { AppError } from "../errors";
 import type { DbOrTx } from "./types";
 import { m4UnionIndices } from "./series-m4";
+import { runColumns, type Col } from "./run-series-columns";
 
 export const SERIES_CHARTS = [
   "reward",
@@ -60,87 +62,10 @@ export interface SeriesChart {
 export interface RunSeries {
   x: SeriesX;
   width: number;
-  /** Steps stored; the client compares it with the stream's newest step to know when to refetch. */
+  /** Steps stored (points per series before bucketing). */
   steps: number;
   lastStep: number | null;
   charts: SeriesChart[];
-}
-
-interface StepRow {
-  step: number;
-  at: number;
-  reward_mean: number | null;
-  reward_std: number | null;
-  exception_rate: number | null;
-  tokens_per_s: number | null;
-  rollout_s: number | null;
-  train_s: number | null;
-  step_s: number | null;
-  loss: number | null;
-  kl: number | null;
-  entropy: number | null;
-  grad_norm: number | null;
-  probs_corr: number | null;
-  checkpoint_s: number | null;
-}
-
-type Col = (number | null)[];
-
-const STEP_FIELDS: Record<Exclude<keyof StepRow, "step" | "at">, string> = {
-  reward_mean: `metrics->>'reward_mean'`,
-  reward_std: `metrics->>'reward_std_within_group'`,
-  exception_rate: `metrics->>'exception_rate'`,
-  tokens_per_s: `metrics->>'tokens_per_s'`,
-  rollout_s: `metrics->>'rollout_s'`,
-  train_s: `metrics->>'train_s'`,
-  step_s: `metrics->>'step_s'`,
-  loss: `metrics->'trainer'->>'loss'`,
-  kl: `metrics->'trainer'->>'kl'`,
-  entropy: `metrics->'trainer'->>'entropy'`,
-  grad_norm: `metrics->'trainer'->>'grad_norm'`,
-  probs_corr: `metrics->'trainer'->>'probs_corr'`,
-  checkpoint_s: `metrics->'trainer'->>'checkpoint_s'`,
-};
-
-/**
- * One row per step as parallel arrays (array_agg): a single result row instead of 100,000 row objects
- * through the driver, which is several times cheaper to decode.
- */
-async function loadSteps(db: DbOrTx, runId: string): Promise<{ step: number[]; at: number[]; cols: Record<string, Col> }> {
-  const fields = Object.entries(STEP_FIELDS)
-    .map(([name, expr]) => `array_agg((${expr})::float8 ORDER BY step) AS "${name}"`)
-    .join(",\n  ");
-  const rows = await db.$queryRawUnsafe<Record<string, Col | null>[]>(
-    `SELECT array_agg(step ORDER BY step) AS step,
-  array_agg(EXTRACT(EPOCH FROM "createdAt")::float8 ORDER BY step) AS at,
-  ${fields}
-FROM "Step" WHERE "runId" = $1`,
-    runId,
-  );
-  const row = rows[0] ?? {};
-  const step = (row.step ?? []) as number[];
-  const cols: Record<string, Col> = {};
-  for (const name of Object.keys(STEP_FIELDS)) cols[name] = row[name] ?? [];
-  return { step, at: (row.at ?? []) as number[], cols };
-}
-
-/** Per step of the train split: reward min/max, mean completion length, sampled tokens. */
-async function loadRolloutAggregates(db: DbOrTx, runId: string) {
-  return db.$queryRaw<{ step: number; reward_min: number | null; reward_max: number | null; completion: number | null; tokens: number | null }[]>`
-    SELECT step, min(reward) AS reward_min, max(reward) AS reward_max,
-      avg((tokens->>'completion')::float8) AS completion,
-      sum((tokens->>'prompt')::float8 + (tokens->>'completion')::float8) AS tokens
-    FROM "Trajectory" WHERE "runId" = ${runId} AND split = 'train'
-    GROUP BY step ORDER BY step`;
-}
-
-/** Per step and `metrics` key (reward components, ctx.metric values): the mean over the step's train rollouts. */
-async function loadMetricMeans(db: DbOrTx, runId: string) {
-  return db.$queryRaw<{ step: number; key: string; mean: number }[]>`
-    SELECT t.step, m.key, avg((m.value)::float8) AS mean
-    FROM "Trajectory" t CROSS JOIN LATERAL jsonb_each(t.metrics) m
-    WHERE t."runId" = ${runId} AND t.split = 'train' AND jsonb_typeof(m.value) = 'number'
-    GROUP BY t.step, m.key ORDER BY m.key`;
 }
 
 async function loadEvals(db: DbOrTx, runId: string) {
@@ -179,33 +104,14 @@ export async function runSeries(db: DbOrTx, workspaceId: string, raw: RunSeriesI
   const run = await db.run.findFirst({ where: { id: input.runId, workspaceId }, select: { startedAt: true, createdAt: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${input.runId} not found`);
   const want = new Set<SeriesChartId>(input.keys ?? SERIES_CHARTS);
-  const needRollouts = want.has("reward") || want.has("completion_tokens") || input.x === "tokens";
 
-  const [steps, aggs, metricMeans, evals] = await Promise.all([
-    loadSteps(db, input.runId),
-    needRollouts ? loadRolloutAggregates(db, input.runId) : Promise.resolve([]),
-    want.has("components") ? loadMetricMeans(db, input.runId) : Promise.resolve([]),
+  const [steps, evals] = await Promise.all([
+    runColumns(db, input.runId),
     want.has("eval_reward") ? loadEvals(db, input.runId) : Promise.resolve([]),
   ]);
   const n = steps.step.length;
-  const rowOf = new Map<number, number>();
-  steps.step.forEach((s, i) => rowOf.set(s, i));
-  const perStep = (): Col => new Array<number | null>(n).fill(null);
-
-  const rewardMin = perStep();
-  const rewardMax = perStep();
-  const completion = perStep();
-  const sampled = new Array<number>(n).fill(0);
-  for (const a of aggs) {
-    const i = rowOf.get(a.step);
-    if (i === undefined) continue; // a step still sampling: no Step row yet
-    rewardMin[i] = a.reward_min;
-    rewardMax[i] = a.reward_max;
-    completion[i] = a.completion;
-    sampled[i] = Number(a.tokens ?? 0);
-  }
   const cumTokens: number[] = [];
-  sampled.reduce((acc, t, i) => (cumTokens[i] = acc + t), 0);
+  steps.sampled.reduce((acc, t, i) => (cumTokens[i] = acc + t), 0);
 
   const origin = (run.startedAt ?? run.createdAt).getTime() / 1000;
   const xOf = (i: number) => (input.x === "step" ? steps.step[i]! : input.x === "time" ? steps.at[i]! - origin : cumTokens[i]!);
@@ -217,37 +123,28 @@ export async function runSeries(db: DbOrTx, workspaceId: string, raw: RunSeriesI
     if (want.has(id) && id !== "eval_reward") defs.push({ id, series: series() });
   };
   def("reward", () => [
-    { key: "mean", values: c.reward_mean! },
-    { key: "std_lo", values: c.reward_mean!.map((m, i) => sub(m, c.reward_std![i])) },
-    { key: "std_hi", values: c.reward_mean!.map((m, i) => add(m, c.reward_std![i])) },
-    { key: "min", values: rewardMin },
-    { key: "max", values: rewardMax },
+    { key: "mean", values: c.reward_mean },
+    { key: "std_lo", values: c.reward_mean.map((m, i) => sub(m, c.reward_std[i])) },
+    { key: "std_hi", values: c.reward_mean.map((m, i) => add(m, c.reward_std[i])) },
+    { key: "min", values: steps.rewardMin },
+    { key: "max", values: steps.rewardMax },
   ]);
-  def("components", () => {
-    const byKey = new Map<string, Col>();
-    for (const m of metricMeans) {
-      const i = rowOf.get(m.step);
-      if (i === undefined) continue;
-      if (!byKey.has(m.key)) byKey.set(m.key, perStep());
-      byKey.get(m.key)![i] = m.mean;
-    }
-    return [...byKey].map(([key, values]) => ({ key, values }));
-  });
+  def("components", () => [...steps.metricMeans].map(([key, values]) => ({ key, values })));
   for (const id of ["exception_rate", "loss", "kl", "entropy", "grad_norm", "probs_corr", "tokens_per_s"] as const) {
-    def(id, () => [{ key: id, values: c[id]! }]);
+    def(id, () => [{ key: id, values: c[id] }]);
   }
-  def("completion_tokens", () => [{ key: "completion_tokens", values: completion }]);
+  def("completion_tokens", () => [{ key: "completion_tokens", values: steps.completion }]);
   def("step_time", () => {
-    const ck = c.checkpoint_s!;
+    const ck = c.checkpoint_s;
     return [
-      { key: "rollout", values: c.rollout_s! },
+      { key: "rollout", values: c.rollout_s },
       // train_s is the engine call, checkpoint write included: the split shows the two apart.
-      { key: "train", values: c.train_s!.map((t, i) => sub(t, ck[i] ?? 0)) },
+      { key: "train", values: c.train_s.map((t, i) => sub(t, ck[i] ?? 0)) },
       { key: "checkpoint", values: ck },
       {
         key: "idle",
-        values: c.step_s!.map((s, i) => {
-          const busy = add(c.rollout_s![i], c.train_s![i]);
+        values: c.step_s.map((s, i) => {
+          const busy = add(c.rollout_s[i], c.train_s[i]);
           return s == null || busy == null ? null : Math.max(0, s - busy);
         }),
       },

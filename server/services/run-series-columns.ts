@@ -1,0 +1,149 @@
+/**
+ * A train run's per-step columns for runs.series, read from Postgres and kept in memory per run so the
+ * live charts' refetch (every couple of seconds while a run trains) reads only the steps stored since:
+ *
+ * - Step rows (StepMetrics json) cast to numbers in SQL;
+ * - per step, its train Trajectory rows aggregated in SQL: reward min/max, mean completion length, sampled
+ *   tokens (prompt + completion), and the mean of each `metrics` key (reward components, ctx.metric values).
+ *
+ * A step is final once its Step row exists: its rollouts were stored before its step.finished (ingest keeps
+ * event order), and a resumed run redoes only steps after its newest checkpoint, which come after the last
+ * step.finished. So the cache appends steps above the highest one it holds and never rewrites one; only
+ * trajectories of steps that already have a Step row are aggregated (a step still sampling is left for later).
+ */
+import type { DbOrTx } from "./types";
+
+export type Col = (number | null)[];
+
+const STEP_FIELDS = {
+  reward_mean: `metrics->>'reward_mean'`,
+  reward_std: `metrics->>'reward_std_within_group'`,
+  exception_rate: `metrics->>'exception_rate'`,
+  tokens_per_s: `metrics->>'tokens_per_s'`,
+  rollout_s: `metrics->>'rollout_s'`,
+  train_s: `metrics->>'train_s'`,
+  step_s: `metrics->>'step_s'`,
+  loss: `metrics->'trainer'->>'loss'`,
+  kl: `metrics->'trainer'->>'kl'`,
+  entropy: `metrics->'trainer'->>'entropy'`,
+  grad_norm: `metrics->'trainer'->>'grad_norm'`,
+  probs_corr: `metrics->'trainer'->>'probs_corr'`,
+  checkpoint_s: `metrics->'trainer'->>'checkpoint_s'`,
+} as const;
+export type StepField = keyof typeof STEP_FIELDS;
+
+export interface RunColumns {
+  step: number[];
+  /** The Step row's write time, epoch seconds. */
+  at: number[];
+  cols: Record<StepField, Col>;
+  rewardMin: Col;
+  rewardMax: Col;
+  completion: Col;
+  /** Prompt + completion tokens of the step's train rollouts. */
+  sampled: number[];
+  /** `metrics` key → its mean per step. */
+  metricMeans: Map<string, Col>;
+}
+
+const MAX_RUNS = 16;
+const cache = new Map<string, RunColumns>();
+
+function empty(): RunColumns {
+  const cols = Object.fromEntries(Object.keys(STEP_FIELDS).map((k) => [k, []])) as unknown as Record<StepField, Col>;
+  return { step: [], at: [], cols, rewardMin: [], rewardMax: [], completion: [], sampled: [], metricMeans: new Map() };
+}
+
+/**
+ * Step rows above `after`, as parallel arrays (array_agg): one result row instead of a row object per step
+ * through the driver, which is cheaper to decode.
+ */
+async function loadSteps(db: DbOrTx, runId: string, after: number) {
+  const fields = Object.entries(STEP_FIELDS)
+    .map(([name, expr]) => `array_agg((${expr})::float8 ORDER BY step) AS "${name}"`)
+    .join(",\n  ");
+  const rows = await db.$queryRawUnsafe<Record<string, Col | null>[]>(
+    `SELECT array_agg(step ORDER BY step) AS step,
+  array_agg(EXTRACT(EPOCH FROM "createdAt")::float8 ORDER BY step) AS at,
+  ${fields}
+FROM "Step" WHERE "runId" = $1 AND step > $2`,
+    runId,
+    after,
+  );
+  const row = rows[0] ?? {};
+  return {
+    step: (row.step ?? []) as number[],
+    at: (row.at ?? []) as number[],
+    cols: Object.fromEntries(Object.keys(STEP_FIELDS).map((k) => [k, row[k] ?? []])) as Record<StepField, Col>,
+  };
+}
+
+async function loadRolloutAggregates(db: DbOrTx, runId: string, after: number, upTo: number) {
+  return db.$queryRaw<{ step: number; reward_min: number | null; reward_max: number | null; completion: number | null; tokens: number | null }[]>`
+    SELECT step, min(reward) AS reward_min, max(reward) AS reward_max,
+      avg((tokens->>'completion')::float8) AS completion,
+      sum((tokens->>'prompt')::float8 + (tokens->>'completion')::float8) AS tokens
+    FROM "Trajectory" WHERE "runId" = ${runId} AND split = 'train' AND step > ${after} AND step <= ${upTo}
+    GROUP BY step`;
+}
+
+async function loadMetricMeans(db: DbOrTx, runId: string, after: number, upTo: number) {
+  return db.$queryRaw<{ step: number; key: string; mean: number }[]>`
+    SELECT t.step, m.key, avg((m.value)::float8) AS mean
+    FROM "Trajectory" t CROSS JOIN LATERAL jsonb_each(t.metrics) m
+    WHERE t."runId" = ${runId} AND t.split = 'train' AND t.step > ${after} AND t.step <= ${upTo} AND jsonb_typeof(m.value) = 'number'
+    GROUP BY t.step, m.key`;
+}
+
+/** The run's columns, every stored step; reads only what is newer than the cached copy. */
+export async function runColumns(db: DbOrTx, runId: string): Promise<RunColumns> {
+  const held = cache.get(runId) ?? empty();
+  const before = held.step.length;
+  const after = before ? held.step[before - 1]! : -1;
+  const fresh = await loadSteps(db, runId, after);
+  const added = fresh.step.length;
+  if (added > 0) {
+    const upTo = fresh.step[added - 1]!;
+    const [aggs, means] = await Promise.all([loadRolloutAggregates(db, runId, after, upTo), loadMetricMeans(db, runId, after, upTo)]);
+    const next: RunColumns = {
+      step: held.step.concat(fresh.step),
+      at: held.at.concat(fresh.at),
+      cols: Object.fromEntries(Object.entries(held.cols).map(([k, c]) => [k, c.concat(fresh.cols[k as StepField])])) as Record<StepField, Col>,
+      rewardMin: held.rewardMin.concat(new Array<null>(added).fill(null)),
+      rewardMax: held.rewardMax.concat(new Array<null>(added).fill(null)),
+      completion: held.completion.concat(new Array<null>(added).fill(null)),
+      sampled: held.sampled.concat(new Array<number>(added).fill(0)),
+      metricMeans: new Map([...held.metricMeans].map(([k, c]) => [k, c.concat(new Array<null>(added).fill(null))])),
+    };
+    const rowOf = new Map<number, number>();
+    fresh.step.forEach((s, i) => rowOf.set(s, before + i));
+    for (const a of aggs) {
+      const i = rowOf.get(a.step);
+      if (i === undefined) continue; // a skipped step number without a Step row
+      next.rewardMin[i] = a.reward_min;
+      next.rewardMax[i] = a.reward_max;
+      next.completion[i] = a.completion;
+      next.sampled[i] = Number(a.tokens ?? 0);
+    }
+    for (const m of means) {
+      const i = rowOf.get(m.step);
+      if (i === undefined) continue;
+      if (!next.metricMeans.has(m.key)) next.metricMeans.set(m.key, new Array<null>(next.step.length).fill(null));
+      next.metricMeans.get(m.key)![i] = m.mean;
+    }
+    next.metricMeans = new Map([...next.metricMeans].sort(([a], [b]) => a.localeCompare(b)));
+    cache.delete(runId);
+    cache.set(runId, next);
+    if (cache.size > MAX_RUNS) cache.delete(cache.keys().next().value!);
+    return next;
+  }
+  // Most recently used last, so the least recently used run is dropped first.
+  cache.delete(runId);
+  cache.set(runId, held);
+  return held;
+}
+
+/** Drops a run's cached columns (tests, and a run whose rows were rewritten). */
+export function forgetRunColumns(runId: string): void {
+  cache.delete(runId);
+}
