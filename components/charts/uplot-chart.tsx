@@ -13,6 +13,7 @@ import { useEffect, useMemo, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { debiasedEma } from "./ema";
+import { tickLabels } from "./ticks";
 
 export interface ChartLine {
   label: string;
@@ -22,6 +23,9 @@ export interface ChartLine {
 
 export interface ChartBand {
   label: string;
+  /** The edges' names in the legend. */
+  loLabel: string;
+  hiLabel: string;
   color: string;
   lo: readonly (number | null)[];
   hi: readonly (number | null)[];
@@ -54,24 +58,27 @@ export function withAlpha(hex: string, alpha: number): string {
 }
 
 /** The uPlot series and data columns for the lines and bands (band edges are invisible series). */
-function build(props: UplotChartProps): { series: uPlot.Series[]; data: uPlot.AlignedData; bands: uPlot.Band[] } {
+function build(props: UplotChartProps): { series: uPlot.Series[]; data: uPlot.AlignedData; bands: uPlot.Band[]; hideInLegend: number[] } {
   const { x, lines, bands = [], smoothing } = props;
   const series: uPlot.Series[] = [{ label: props.xLabel ?? "x", value: (_u, v) => (v == null ? "—" : props.formatX(v)) }];
   const data: (readonly (number | null)[])[] = [x];
   // The legend's values at the cursor: 4 significant digits (the axis ticks are shorter).
   const value = (_u: uPlot, v: number | null) => (v == null ? "—" : String(Number(v.toPrecision(4))));
   const uBands: uPlot.Band[] = [];
+  const hideInLegend: number[] = [];
   for (const b of bands) {
     const hi = series.length;
-    series.push({ label: `${b.label} max`, stroke: withAlpha(b.color, 0.35), width: 0.5, points: { show: false }, value, spanGaps: true });
+    series.push({ label: b.hiLabel, stroke: withAlpha(b.color, 0.35), width: 0.5, points: { show: false }, value, spanGaps: true });
     data.push(b.hi);
-    series.push({ label: `${b.label} min`, stroke: withAlpha(b.color, 0.35), width: 0.5, points: { show: false }, value, spanGaps: true });
+    series.push({ label: b.loLabel, stroke: withAlpha(b.color, 0.35), width: 0.5, points: { show: false }, value, spanGaps: true });
     data.push(b.lo);
     uBands.push({ series: [hi, hi + 1], fill: withAlpha(b.color, b.label === "min/max" ? 0.08 : 0.18) });
   }
   const dots = x.length < 30;
   for (const l of lines) {
     if (smoothing > 0) {
+      // The raw line stays, faint, as in W&B and TensorBoard; the legend shows the smoothed value only.
+      hideInLegend.push(series.length);
       series.push({ label: `${l.label} (raw)`, stroke: withAlpha(l.color, 0.3), width: 1, points: { show: false }, value, spanGaps: true });
       data.push(l.values);
       series.push({ label: l.label, stroke: l.color, width: 1.75, points: { show: dots, size: 4 }, value, spanGaps: true });
@@ -81,7 +88,7 @@ function build(props: UplotChartProps): { series: uPlot.Series[]; data: uPlot.Al
       data.push(l.values);
     }
   }
-  return { series, data: data as uPlot.AlignedData, bands: uBands };
+  return { series, data: data as uPlot.AlignedData, bands: uBands, hideInLegend };
 }
 
 export function UplotChart(props: UplotChartProps) {
@@ -107,8 +114,8 @@ export function UplotChart(props: UplotChartProps) {
       bands: built.bands,
       scales: { x: { time: false } },
       axes: [
-        { ...AXIS, values: (_u, ticks) => ticks.map(formatX), size: 28 },
-        { ...AXIS, values: (_u, ticks) => ticks.map(formatY), size: 52 },
+        { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatX), size: 28 },
+        { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatY), size: 52 },
       ],
       cursor: { sync: { key: syncKey, setSeries: false }, points: { size: 6 } },
       legend: { live: true },
@@ -123,6 +130,8 @@ export function UplotChart(props: UplotChartProps) {
       },
     };
     const u = new uPlot(opts, built.data, el);
+    const rows = u.root.querySelectorAll<HTMLElement>(".u-legend .u-series");
+    for (const i of built.hideInLegend) if (rows[i]) rows[i].style.display = "none";
     plot.current = u;
     const ro = new ResizeObserver(() => u.setSize({ width: Math.max(100, el.clientWidth), height }));
     ro.observe(el);

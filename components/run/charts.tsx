@@ -47,8 +47,8 @@ const DEFS: Record<SeriesChart["id"], ChartDef> = {
     empty: "waiting for the first step",
     lines: (c) => [{ label: "mean", color: "#fbbf24", values: col(c, "mean") }],
     bands: (c) => [
-      { label: "min/max", color: "#fbbf24", lo: col(c, "min"), hi: col(c, "max") },
-      { label: "±std", color: "#fbbf24", lo: col(c, "std_lo"), hi: col(c, "std_hi") },
+      { label: "min/max", loLabel: "min", hiLabel: "max", color: "#fbbf24", lo: col(c, "min"), hi: col(c, "max") },
+      { label: "±std", loLabel: "−std", hiLabel: "+std", color: "#fbbf24", lo: col(c, "std_lo"), hi: col(c, "std_hi") },
     ],
   },
   components: {
@@ -78,7 +78,7 @@ const DEFS: Record<SeriesChart["id"], ChartDef> = {
     title: "Eval reward",
     empty: "no eval yet",
     lines: (c) => [{ label: "mean", color: "#34d399", values: col(c, "mean") }],
-    bands: (c) => [{ label: "±std", color: "#34d399", lo: col(c, "std_lo"), hi: col(c, "std_hi") }],
+    bands: (c) => [{ label: "±std", loLabel: "−std", hiLabel: "+std", color: "#34d399", lo: col(c, "std_lo"), hi: col(c, "std_hi") }],
   },
 };
 
@@ -191,7 +191,8 @@ export function RunCharts({ runId, seen }: { runId: string; /** step + eval even
           </span>
         )}
       </div>
-      <div ref={gridRef} className="grid grid-cols-1 gap-2 md:grid-cols-2 xl:grid-cols-3">
+      {/* At most about half the window, scrolling: the rollouts below stay in view. */}
+      <div ref={gridRef} className="grid max-h-[48vh] grid-cols-1 gap-2 overflow-y-auto md:grid-cols-2 xl:grid-cols-3" data-testid="run-charts">
         {(series.data ? charts : PLACEHOLDER).map((c) => (
           <ChartCard key={c.id} chart={c} xMode={x} smoothing={smoothing} syncKey={`run-${runId}-${x}`} loading={!series.data} />
         ))}
