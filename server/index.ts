@@ -19,6 +19,7 @@ import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
+import { prewarmPages, waitForEngine } from "./startup/ready";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -76,12 +77,21 @@ async function main(): Promise<void> {
     server.once("error", reject);
     server.listen(env.PORT, env.HOST, () => resolve());
   });
-  console.log(`Rollbook ready on http://${env.HOST}:${env.PORT}`);
+  const url = `http://${env.HOST}:${env.PORT}`;
+  log(`listening on ${url} (${dev ? "development: pages compile on first visit" : "production build"})`);
+  // "ready" only when a visitor can press Run: the engine has its model, and the pages are rendered once.
+  const readyAbort = new AbortController();
+  void (async () => {
+    await waitForEngine({ runner: await runnerById(db, runner.id), log, signal: readyAbort.signal });
+    if (!dev) await prewarmPages(url.replace("0.0.0.0", "127.0.0.1"), ["/sign-in", "/", "/runs", "/experiments"]);
+    console.log(`Rollbook ready on ${url}`);
+  })().catch(() => undefined);
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
+    readyAbort.abort();
     log(`${signal}: shutting down`);
     const force = setTimeout(() => {
       console.error("[rollbook] shutdown took over 10 s; exiting");

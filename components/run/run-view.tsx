@@ -373,7 +373,10 @@ export function RunView({ id }: { id: string }) {
 function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: string; runId: string; files: ExperimentFiles; steps: number[] }) {
   const trpc = useTRPC();
   const router = useRouter();
-  const [step, setStep] = useState(steps[steps.length - 1] ?? 0);
+  // null = "the newest": follows new checkpoints as the run goes on until the user picks one.
+  const [picked, setPicked] = useState<number | null>(null);
+  const newest = steps[steps.length - 1] ?? 0;
+  const step = picked !== null && steps.includes(picked) ? picked : newest;
   const start = useMutation(trpc.runs.start.mutationOptions());
   return (
     <div className="flex items-center gap-1.5">
@@ -382,12 +385,13 @@ function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: s
       <select
         aria-label="Checkpoint"
         value={step}
-        onChange={(e) => setStep(Number(e.target.value))}
+        onChange={(e) => setPicked(Number(e.target.value) === newest ? null : Number(e.target.value))}
         className="h-7 rounded border border-zinc-700 bg-zinc-900 px-1.5 text-[12px] text-zinc-200"
       >
         {steps.map((s) => (
           <option key={s} value={s}>
             step {s}
+            {s === newest ? " (latest)" : ""}
           </option>
         ))}
       </select>
