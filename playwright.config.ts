@@ -4,6 +4,9 @@ import { defineConfig } from "@playwright/test";
 // the whole stack: web server + runner + engine with the real model, on ports of their own, with a fresh
 // Postgres database (scripts/e2e-stack.sh).
 const port = Number(process.env.E2E_PORT ?? 3100);
+// The stack's database name, chosen once here: workers inherit it, so a spec can seed rows into the same
+// database the stack serves (e2e/viewer.spec.ts seeds a finished run; see e2eDatabaseUrl in e2e/db.ts).
+process.env.E2E_DB_NAME ??= `rollbook_e2e_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
 
 export default defineConfig({
   testDir: "e2e",

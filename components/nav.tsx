@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { AlertsBell } from "./alerts-bell";
 import { UserMenu } from "./auth/user-menu";
 import { CommandPalette } from "./command-palette";
 import { isPublicPath } from "./auth/unauthorized";
@@ -38,6 +39,7 @@ export function TopNav() {
         })}
       </nav>}
       {!signedOutPage && <UserMenu />}
+      {!signedOutPage && <AlertsBell />}
       {!signedOutPage && <CommandPalette />}
     </header>
   );

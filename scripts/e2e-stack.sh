@@ -15,7 +15,7 @@ export RUNNER_URL="http://127.0.0.1:$RUNNER_PORT"
 # Its own random tokens (64 hex characters), never the developer's.
 export RUNNER_TOKEN="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export ENGINE_TOKEN="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
-DB="rollbook_e2e_$(date +%s)_$RANDOM"
+DB="${E2E_DB_NAME:-rollbook_e2e_$(date +%s)_$RANDOM}"
 PGURL="${E2E_PG_URL:-postgresql://postgres@127.0.0.1:5432}"
 psql "$PGURL/postgres" -qc "CREATE DATABASE $DB" >/dev/null
 export DATABASE_URL="$PGURL/$DB"

@@ -19,6 +19,8 @@ import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
+import { AlertsWatcher } from "./services/alerts/watcher";
+import { postIngestSettled } from "./services/pathology/after-ingest";
 import { prewarmPages, waitForEngine } from "./startup/ready";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
 
@@ -72,6 +74,8 @@ async function main(): Promise<void> {
 
   const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
   await ingest.start();
+  const alerts = new AlertsWatcher(db, { stallMs: env.STALL_AFTER_MS });
+  alerts.start();
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -99,7 +103,9 @@ async function main(): Promise<void> {
     }, 10_000);
     force.unref();
     try {
+      alerts.stop();
       await ingest.stop(); // stores what is buffered
+      await postIngestSettled(); // the flags and alerts of what was stored
       await new Promise<void>((resolve) => io.close(() => resolve())); // also closes the HTTP server
       await app.close();
       setIo(undefined);

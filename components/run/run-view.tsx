@@ -19,9 +19,14 @@ import { CheckpointsButton } from "./checkpoint-chat";
 import { ForkButton, RunLineage } from "./run-lineage";
 import { GroupView } from "./group-view";
 import { RolloutList } from "./rollout-list";
+import { RolloutFilterBar } from "./rollout-filter-bar";
+import { useRolloutFeed } from "./use-rollout-feed";
 import { frameHref, type OpenFrame } from "./rollout-error";
 import { RescoreButton } from "./rescore-panel";
 import { RunExportMenu } from "./run-export-menu";
+import type { FlagFocus } from "./flag-links";
+import { RunFlagsStrip } from "./run-flags";
+import { EMPTY_FILTER } from "./rollout-filter";
 import { RunNotes, RunTags } from "../runs/run-tags-notes";
 import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
@@ -31,6 +36,11 @@ import { useRunStream } from "./use-run-stream";
 type Tab = "rollouts" | "groups" | "logs" | "code";
 
 /** `?tab=code&file=lib/check.ts&line=3&column=11` (a stack frame's link) opens the code there. */
+function tabFromSearch(search: URLSearchParams): Tab {
+  const t = search.get("tab");
+  return t === "code" || t === "groups" || t === "logs" ? t : "rollouts";
+}
+
 function focusFromSearch(search: URLSearchParams): CodeFocus | null {
   const file = search.get("file");
   const line = Number(search.get("line"));
@@ -72,42 +82,31 @@ export function RunView({ id }: { id: string }) {
 
   const search = useSearchParams();
   const [codeFocus, setCodeFocus] = useState<CodeFocus | null>(() => focusFromSearch(search));
-  const [tab, setTab] = useState<Tab>(() => (search.get("tab") === "code" ? "code" : "rollouts"));
+  const [tab, setTabState] = useState<Tab>(() => tabFromSearch(search));
+  const setTab = (t: Tab) => {
+    setTabState(t);
+    // The rollouts and groups tabs keep their place in the address (a flag's link names `tab=rollouts`).
+    if (t === "rollouts" || t === "groups") {
+      const q = new URLSearchParams(window.location.search);
+      q.set("tab", t);
+      for (const k of ["file", "line", "column"]) q.delete(k);
+      window.history.replaceState(null, "", `?${q.toString()}`);
+    }
+  };
   const openFrame: OpenFrame = (f) => {
     setCodeFocus({ ...f, nonce: Date.now() });
     setTab("code");
     // The address says where we are, so a reload or a shared link opens the same line.
     window.history.replaceState(null, "", frameHref(f));
   };
-  const [selectedId, setSelectedId] = useState<string | null>(null);
-  const [splitFilter, setSplitFilter] = useState<"all" | "train" | "val">("all");
-  const [errorsOnly, setErrorsOnly] = useState(false);
-  const [newestFirst, setNewestFirst] = useState(true);
-
-  const visible = useMemo(() => {
-    let list: Rollout[] = state.rollouts.filter((r) => (splitFilter === "all" || r.split === splitFilter) && (!errorsOnly || r.error));
-    if (newestFirst) list = [...list].reverse();
-    return list;
-  }, [state.rollouts, splitFilter, errorsOnly, newestFirst]);
-
-  const selected = useMemo(() => (selectedId ? state.rollouts.find((r) => r.id === selectedId) : undefined), [selectedId, state.rollouts]);
-
-  // j / k walk the visible rollouts, Escape closes the transcript.
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      const t = e.target as HTMLElement | null;
-      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
-      if (e.metaKey || e.ctrlKey || e.altKey) return;
-      if (e.key === "Escape") setSelectedId(null);
-      if (e.key !== "j" && e.key !== "k") return;
-      const i = visible.findIndex((r) => r.id === selectedId);
-      const next = e.key === "j" ? Math.min(visible.length - 1, i + 1) : Math.max(0, i - 1);
-      const r = visible[i < 0 ? 0 : next];
-      if (r) setSelectedId(r.id);
-    };
-    window.addEventListener("keydown", onKey);
-    return () => window.removeEventListener("keydown", onKey);
-  }, [visible, selectedId]);
+  const feed = useRolloutFeed(state.rollouts, search, tab === "rollouts");
+  const { selected } = feed;
+  // A flag's link narrows the rollouts to what raised it: its rollouts, else its steps' train rollouts.
+  const openFlag = (focus: FlagFocus) => {
+    setTab("rollouts");
+    const named = focus.rolloutIds.length > 0;
+    feed.setFilter({ ...EMPTY_FILTER, ids: named ? focus.rolloutIds : null, steps: named ? null : focus.steps });
+  };
 
   const trainRewards = useMemo(
     () => meanStd(state.rollouts.filter((r) => r.split === "train" && r.reward !== null).map((r) => r.reward!)),
@@ -210,6 +209,7 @@ export function RunView({ id }: { id: string }) {
             <Stat label={`Training step ${progress.step}`} value={`${progress.micro_batch}/${progress.micro_batches} · loss ${fmtNum(progress.loss)}`} />
           )}
         </div>
+        <RunFlagsStrip runId={id} onOpen={openFlag} />
         {status === "failed" && (error || diagnostics.length > 0) && (
           <div className="mt-2">
             <ErrorBox title="Run failed">
@@ -291,27 +291,25 @@ export function RunView({ id }: { id: string }) {
             <div className={`flex min-h-0 min-w-0 flex-col ${selected ? "w-1/2 border-r border-zinc-800" : "flex-1"}`}>
               {tab === "rollouts" ? (
                 <>
-                  <div className="flex shrink-0 items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-[12px] text-zinc-400">
-                    <select
-                      aria-label="Split"
-                      value={splitFilter}
-                      onChange={(e) => setSplitFilter(e.target.value as typeof splitFilter)}
-                      className="rounded border border-zinc-700 bg-zinc-900 px-1.5 py-0.5 text-zinc-200"
-                    >
-                      <option value="all">train + eval</option>
-                      <option value="train">train</option>
-                      <option value="val">eval</option>
-                    </select>
+                  <RolloutFilterBar
+                    filter={feed.filter}
+                    onChange={feed.setFilter}
+                    steps={feed.steps}
+                    tags={feed.tags}
+                    shown={feed.visible.length}
+                    total={state.rollouts.length}
+                  />
+                  <div className="flex shrink-0 items-center gap-3 border-b border-zinc-800 px-3 py-1 text-[12px] text-zinc-400">
                     <label className="flex items-center gap-1.5">
-                      <input type="checkbox" checked={errorsOnly} onChange={(e) => setErrorsOnly(e.target.checked)} />
-                      errors only
-                    </label>
-                    <label className="flex items-center gap-1.5">
-                      <input type="checkbox" checked={newestFirst} onChange={(e) => setNewestFirst(e.target.checked)} />
+                      <input type="checkbox" checked={feed.newestFirst} onChange={(e) => feed.setNewestFirst(e.target.checked)} />
                       newest first
                     </label>
-                    <span className="ml-auto text-zinc-600">j / k to move · Esc to close</span>
-                    <Button variant="ghost" disabled={visible.length === 0} onClick={() => downloadJsonl(`run-${r?.number ?? id}-rollouts.jsonl`, visible)}>
+                    <label className="flex items-center gap-1.5" title="Keep the newest rollout in view (and open, if a transcript is open) as rollouts arrive">
+                      <input type="checkbox" data-testid="follow-live" checked={feed.follow} onChange={(e) => feed.setFollow(e.target.checked)} />
+                      follow live
+                    </label>
+                    <span className="ml-auto text-zinc-600">j / k move · Enter or o open · Esc close</span>
+                    <Button variant="ghost" disabled={feed.visible.length === 0} onClick={() => downloadJsonl(`run-${r?.number ?? id}-rollouts.jsonl`, feed.visible)}>
                       Export JSONL
                     </Button>
                   </div>
@@ -325,17 +323,35 @@ export function RunView({ id }: { id: string }) {
                         </EmptyState>
                       )}
                     </div>
+                  ) : feed.visible.length === 0 ? (
+                    <div className="p-4">
+                      <EmptyState title="No rollout matches these filters">{`${state.rollouts.length} rollouts in the run; clear a filter to see them.`}</EmptyState>
+                    </div>
                   ) : (
-                    <RolloutList rollouts={visible} groups={state.groups} selectedId={selectedId} onSelect={setSelectedId} />
+                    <RolloutList
+                      rollouts={feed.visible}
+                      groups={state.groups}
+                      selectedId={feed.cursorId}
+                      onSelect={feed.moveTo}
+                      onOpen={feed.open}
+                      follow={feed.follow ? (feed.newestFirst ? "start" : "end") : null}
+                      onUserScroll={() => feed.setFollow(false)}
+                    />
                   )}
                 </>
               ) : (
-                <GroupView groups={state.groupList} rollouts={state.rollouts} selectedId={selectedId} onSelect={setSelectedId} />
+                <GroupView
+                  groups={state.groupList}
+                  rollouts={state.rollouts}
+                  selectedId={feed.openId}
+                  onSelect={feed.open}
+                  initialStep={feed.filter.step}
+                />
               )}
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} onOpenFrame={openFrame} />
+                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} />
               </div>
             )}
           </>

@@ -3,7 +3,8 @@ import { createElement } from "react";
 import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "@contracts";
-import { MessageView, prettyJson } from "./transcript";
+import { MessageView, RolloutDetail, prettyJson } from "./transcript";
+import type { Rollout } from "./run-state";
 import { RolloutErrorView } from "./rollout-error";
 
 const render = (message: ChatMessage, toolName?: string) => renderToStaticMarkup(createElement(MessageView, { message, index: 0, toolName }));
@@ -52,5 +53,40 @@ describe("transcript", () => {
     expect(html.match(/data-testid="stack-frame"/g)).toHaveLength(1);
     expect(html).toContain('href="?tab=code&amp;file=lib%2Fcheck.ts&amp;line=3&amp;column=11"');
     expect(html).toContain("rollbook/agent.ts:4:5");
+  });
+
+  it("shows each turn's tokens and latency on its assistant message, reward components, and the returned output as text", () => {
+    const rollout: Rollout = {
+      id: "r1",
+      seq: 1,
+      step: 0,
+      group: 0,
+      task_index: 0,
+      split: "train",
+      task: { prompt: "hi" },
+      messages: [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "hello" },
+      ],
+      reward: 1,
+      metrics: { exact: 1, turns: 1 },
+      error: null,
+      model: "m",
+      tokens: { prompt: 5, completion: 2 },
+      timings: { started_at: 0, duration_ms: 10, model_ms: 7 },
+      logs: [],
+      output: { html: "<b>bold</b>" },
+      turns: [{ message_index: 1, prompt_tokens: 5, completion_tokens: 2, model_ms: 7, finish_reason: "length" }],
+    };
+    const html = renderToStaticMarkup(createElement(RolloutDetail, { rollout }));
+    expect(html.match(/data-testid="turn-figures"/g)).toHaveLength(1);
+    expect(html).toContain("5 + 2 tok · 7 ms · length");
+    expect(html).toMatch(/data-testid="rollout-metrics"[\s\S]*exact/);
+    expect(html).toContain("&lt;b&gt;bold&lt;/b&gt;");
+    expect(html).not.toContain("<b>bold");
+    // A rollout recorded before outputs (and per-turn figures) were kept still renders, and says so.
+    const old = renderToStaticMarkup(createElement(RolloutDetail, { rollout: { ...rollout, output: undefined, turns: undefined } }));
+    expect(old).toContain("Not recorded");
+    expect(old).not.toContain("turn-figures");
   });
 });

@@ -3,7 +3,8 @@
  * One rollout in full: the conversation (every message with its role; all model, tool and user text is
  * rendered as text, never as HTML), its task, reward and advantage in its group, metrics, logs, error.
  */
-import type { ChatMessage, ToolCall } from "@contracts";
+import type { ChatMessage, ToolCall, TrajectoryTurn } from "@contracts";
+import { useState } from "react";
 import { fmtInt, fmtMs, fmtNum, fmtSigned } from "../ui/format";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { Rollout, RolloutGroup } from "./run-state";
@@ -71,7 +72,17 @@ function ToolResultView({ content }: { content: string }) {
   );
 }
 
-export function MessageView({ message, index, toolName }: { message: ChatMessage; index: number; toolName?: string }) {
+/** One model call's figures, shown on the assistant message it sampled. */
+function TurnFigures({ turn }: { turn: TrajectoryTurn }) {
+  return (
+    <span data-testid="turn-figures" className="font-mono text-zinc-500 tabular-nums" title="this model call: prompt + completion tokens, engine latency, finish reason">
+      {fmtInt(turn.prompt_tokens)} + {fmtInt(turn.completion_tokens)} tok · {fmtMs(turn.model_ms)}
+      {turn.finish_reason && turn.finish_reason !== "stop" ? ` · ${turn.finish_reason}` : ""}
+    </span>
+  );
+}
+
+export function MessageView({ message, index, toolName, turn }: { message: ChatMessage; index: number; toolName?: string; turn?: TrajectoryTurn }) {
   const content = message.content ?? "";
   const name = message.name ?? (message.role === "tool" ? toolName : undefined);
   return (
@@ -80,7 +91,10 @@ export function MessageView({ message, index, toolName }: { message: ChatMessage
         <span className={`font-semibold tracking-wide uppercase ${ROLE_LABEL[message.role]}`}>{message.role}</span>
         {name && <span className="font-mono text-violet-300/90">{name}</span>}
         {message.tool_call_id && <span className="font-mono text-zinc-600">↩ {message.tool_call_id}</span>}
-        <span className="ml-auto text-zinc-600">#{index}</span>
+        <span className="ml-auto flex items-center gap-3">
+          {turn && <TurnFigures turn={turn} />}
+          <span className="text-zinc-600">#{index}</span>
+        </span>
       </div>
       {message.role === "tool" && content !== "" ? (
         <ToolResultView content={content} />
@@ -101,9 +115,9 @@ function toolNamesById(messages: readonly ChatMessage[]): Map<string, string> {
   return out;
 }
 
-function Section({ title, children }: { title: string; children: React.ReactNode }) {
+function Section({ title, children, testId }: { title: string; children: React.ReactNode; testId?: string }) {
   return (
-    <section className="mt-4">
+    <section className="mt-4" data-testid={testId}>
       <h3 className="mb-1.5 text-[11px] tracking-wide text-zinc-500 uppercase">{title}</h3>
       {children}
     </section>
@@ -115,15 +129,19 @@ export function RolloutDetail({
   group,
   onClose,
   onOpenFrame,
+  runId,
 }: {
   rollout: Rollout;
   group?: RolloutGroup;
   onClose?: () => void;
   /** Open the run's code at a stack frame of the user's files. */
   onOpenFrame?: OpenFrame;
+  /** The run, for the token view. */
+  runId?: string;
 }) {
   const adv = advantage(rollout.reward, group);
   const toolNames = toolNamesById(rollout.messages);
+  const turnAt = new Map((rollout.turns ?? []).map((t) => [t.message_index, t]));
   return (
     <div className="p-4" data-testid="rollout-detail">
       <div className="flex items-start gap-3">
@@ -158,17 +176,21 @@ export function RolloutDetail({
 
       <AgentMetrics metrics={rollout.metrics} />
 
+      <OtherMetrics metrics={rollout.metrics} />
+
       {rollout.error && <RolloutErrorView error={rollout.error} onOpenFrame={onOpenFrame} />}
 
       <Section title={`Transcript (${rollout.messages.length} messages)`}>
         <div className="space-y-2">
           {rollout.messages.map((m, i) => (
-            <MessageView key={i} message={m} index={i} toolName={m.tool_call_id ? toolNames.get(m.tool_call_id) : undefined} />
+            <MessageView key={i} message={m} index={i} toolName={m.tool_call_id ? toolNames.get(m.tool_call_id) : undefined} turn={turnAt.get(i)} />
           ))}
         </div>
       </Section>
 
-      <OtherMetrics metrics={rollout.metrics} />
+      <OutputView rollout={rollout} />
+
+      <TokensSection runId={runId} rolloutId={rollout.id} />
 
       <Section title={`Logs (${rollout.logs.length})`}>
         {rollout.logs.length === 0 ? (
@@ -186,6 +208,50 @@ export function RolloutDetail({
         </pre>
       </Section>
     </div>
+  );
+}
+
+/** What the scenario returned (the reward's `output`), pretty JSON, folded when long. */
+function OutputView({ rollout }: { rollout: Rollout }) {
+  if (rollout.output === undefined) {
+    return (
+      <Section title="Returned output" testId="rollout-output">
+        <div className="text-[12px] text-zinc-600">Not recorded (a rollout from before outputs were kept, or an output over 100,000 characters).</div>
+      </Section>
+    );
+  }
+  const text = typeof rollout.output === "string" ? rollout.output : (JSON.stringify(rollout.output, null, 2) ?? "null");
+  const lines = text.split("\n").length;
+  return (
+    <Section title="Returned output" testId="rollout-output">
+      <details open={startsOpen(text)} className="rounded bg-zinc-900">
+        <summary className="cursor-pointer px-2 py-1 text-[11px] text-zinc-500 select-none">
+          {typeof rollout.output === "string" ? "text" : rollout.output === null ? "null" : Array.isArray(rollout.output) ? "array" : typeof rollout.output} · {lines} line
+          {lines === 1 ? "" : "s"}
+        </summary>
+        <pre className="max-h-80 overflow-auto border-t border-zinc-800 p-2 font-mono text-[12px] whitespace-pre-wrap text-zinc-300">{text}</pre>
+      </details>
+    </Section>
+  );
+}
+
+/**
+ * The rollout's tokens (ids, logprobs, masks). The token view is built separately
+ * (components/run/token-view.tsx); until it is merged this section says so.
+ */
+function TokensSection({ runId, rolloutId }: { runId?: string; rolloutId: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <section className="mt-4" data-testid="tokens-section">
+      <button type="button" aria-expanded={open} onClick={() => setOpen((o) => !o)} className="text-[11px] tracking-wide text-zinc-500 uppercase hover:text-zinc-300">
+        {open ? "▾" : "▸"} Tokens
+      </button>
+      {open && (
+        <div className="mt-1.5 text-[12px] text-zinc-600" data-run-id={runId} data-rollout-id={rolloutId}>
+          The token view is not part of this build yet.
+        </div>
+      )}
+    </section>
   );
 }
 
@@ -219,7 +285,7 @@ function OtherMetrics({ metrics }: { metrics: Readonly<Record<string, number>> }
   const rest = Object.entries(metrics).filter(([k]) => !AGENT_KEYS.has(k));
   if (rest.length === 0) return null;
   return (
-    <Section title="Metrics">
+    <Section title="Reward components & metrics">
       <table className="text-[12px]" data-testid="rollout-metrics">
         <tbody>
           {rest.map(([k, v]) => (

@@ -12,6 +12,39 @@ import { initialRunState, runReducer, type RunViewState } from "./run-state";
 import { getSocket } from "./socket";
 
 const PAGE = 1000;
+/** Pages of the first load (GET /api/runs/<id>/events): big, since Postgres writes them as JSON text. */
+const LOAD_PAGE = 5000;
+
+async function fetchEventsPage(runId: string, after: number): Promise<Response> {
+  const res = await fetch(`/api/runs/${encodeURIComponent(runId)}/events?after=${after}&limit=${LOAD_PAGE}`, { cache: "no-store" });
+  if (!res.ok) {
+    const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
+    throw new Error(body?.error?.message ?? `events: HTTP ${res.status}`);
+  }
+  return res;
+}
+
+/**
+ * The stored log from `after` on, page by page, each handed to `onPage` in order (it returns false to stop).
+ * The next page is requested as soon as a response's headers say where it ends, so the network and the
+ * server work on page n+1 while the browser parses and folds page n.
+ */
+async function loadStoredLog(runId: string, after: number, onPage: (events: RunEvent[]) => boolean): Promise<void> {
+  let next: Promise<Response> | null = fetchEventsPage(runId, after);
+  while (next) {
+    const res: Response = await next;
+    const count = Number(res.headers.get("x-count"));
+    const last = Number(res.headers.get("x-last-seq"));
+    next = count >= LOAD_PAGE ? fetchEventsPage(runId, last) : null;
+    const page = (await res.json()) as RunEvent[];
+    if (page.length === 0) break;
+    if (!onPage(page)) {
+      // Stopped (the page moved on): let an in-flight request finish unread.
+      next?.catch(() => {});
+      return;
+    }
+  }
+}
 
 export type StreamPhase = "loading" | "live" | "offline";
 
@@ -84,15 +117,12 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
 
     void (async () => {
       try {
-        for (;;) {
-          const page = await client.runs.events.query({ runId, afterSeq: latestStored, limit: PAGE });
-          if (cancelled) return;
-          if (page.length > 0) {
-            dispatch({ type: "events", events: page });
-            latestStored = page[page.length - 1]!.seq;
-          }
-          if (page.length < PAGE) break;
-        }
+        await loadStoredLog(runId, latestStored, (page) => {
+          if (cancelled) return false;
+          dispatch({ type: "events", events: page });
+          latestStored = page[page.length - 1]!.seq;
+          return true;
+        });
       } catch (e) {
         if (cancelled) return;
         // The socket replays the stored tail too, so a failed page is not fatal: say so and go on.

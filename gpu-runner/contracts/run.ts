@@ -48,6 +48,16 @@ export const RolloutError = z.object({
 });
 export type RolloutError = z.infer<typeof RolloutError>;
 
+export const TrajectoryTurn = z.object({
+  /** Index in `messages` of the assistant reply this call sampled. */
+  message_index: z.number().int().min(0),
+  prompt_tokens: z.number().int().min(0),
+  completion_tokens: z.number().int().min(0),
+  model_ms: z.number().min(0),
+  finish_reason: z.string().nullable().optional(),
+});
+export type TrajectoryTurn = z.infer<typeof TrajectoryTurn>;
+
 export const Trajectory = z.object({
   id: z.string(),
   step: z.number().int().min(0),
@@ -73,6 +83,11 @@ export const Trajectory = z.object({
    * it. Absent for rollouts recorded before outputs were kept, and for outputs over MAX_RECORDED_OUTPUT_CHARS.
    */
   output: z.unknown().optional(),
+  /**
+   * One entry per model call, in order: which transcript message it sampled, its token counts and how long
+   * the engine took. Optional: rollouts recorded before per-turn figures were kept have none.
+   */
+  turns: z.array(TrajectoryTurn).optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;
 

@@ -94,6 +94,9 @@ describe("rescoreTrajectories", () => {
     const t = done.trajectory;
     expect(t.error).toBeNull();
     expect(t.output).toBe(reply);
+    // Per-turn figures (shown in the transcript): the assistant message the call sampled, its tokens, latency.
+    expect(t.turns).toEqual([{ message_index: t.messages.length - 1, prompt_tokens: 3, completion_tokens: ids.length, model_ms: expect.any(Number), finish_reason: "stop" }]);
+    expect(t.messages[t.turns![0]!.message_index]!.content).toBe(reply);
     const res = await rescoreTrajectories(
       { files: FILES, kind: "train", trajectories: [{ id: t.id, split: t.split, step: t.step, group: t.group, task: t.task, output: t.output, messages: t.messages }] },
       { engine: noEngine },

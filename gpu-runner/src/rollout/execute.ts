@@ -14,6 +14,7 @@ import {
   type RunConfig,
   type ToolSpec,
   type Trajectory,
+  type TrajectoryTurn,
   type TrainSample,
 } from "../../contracts";
 import type { ChatResult } from "../../sdk/rollbook";
@@ -113,6 +114,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   const evaluating = input.split === "val";
   const turns: RecordedTurn[] = [];
   const transcript: ChatMessage[] = [];
+  /** Per model call: the transcript message it sampled, its tokens and latency (the transcript shows them per turn). */
+  const turnFigures: TrajectoryTurn[] = [];
   const counts = { toolsOffered: false, toolCalls: 0, malformed: 0 };
   const notes: string[] = [];
   let modelError: string | null = null;
@@ -195,6 +198,13 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     // Transcript: append only what is new when this call continues the conversation so far.
     const continues = transcript.length <= messages.length && transcript.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
     transcript.push(...(continues ? messages.slice(transcript.length) : messages), reply);
+    turnFigures.push({
+      message_index: transcript.length - 1,
+      prompt_tokens: promptIds.length,
+      completion_tokens: completionIds.length,
+      model_ms: Math.round(modelMs * 10) / 10,
+      finish_reason: choice.finish_reason ?? null,
+    });
     return {
       content: choice.message.content ?? "",
       finishReason: choice.finish_reason,
@@ -266,6 +276,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     tokens: { prompt: promptTokens, completion: completionTokens },
     timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0) },
     logs: [...notes, ...result.logs],
+    turns: turnFigures,
   };
   // Kept with the trajectory so a re-score can run an edited reward over it (a big output is left out).
   if (JSON.stringify(result.output ?? null).length <= MAX_RECORDED_OUTPUT_CHARS) trajectory.output = result.output ?? null;
