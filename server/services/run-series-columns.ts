@@ -93,7 +93,8 @@ const MAX_METRIC_KEYS = 40;
  * Per step of the train rollouts above `after` up to `upTo`: reward min/max, mean completion length, sampled
  * tokens and the mean of each `metrics` key, in one pass over the rows (the (runId, step) index, grouped by
  * step), packed into one string as loadSteps does. The keys are read first, so each is a plain column of the
- * same GROUP BY (a `jsonb_each` per row instead made 2 rows per rollout and sorted them on disk: 3× slower).
+ * same GROUP BY (a `jsonb_each` per row instead made a row per key per rollout and sorted them on disk: the
+ * slowest of the queries; docs/benchmarks.md, "Charts").
  */
 async function loadRolloutColumns(db: DbOrTx, runId: string, after: number, upTo: number) {
   const keyRows = await db.$queryRaw<{ key: string }[]>`
