@@ -9,6 +9,7 @@ import { useInfiniteQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
+import { ACTIVE_RUN_STATUSES, MEAN_REWARD_DEFINITION } from "@contracts";
 import { SUMMARY_COLUMNS, viewToListInput, type RunsSort } from "@/server/services/runs-table-query";
 import { useCanWrite } from "./auth/use-role";
 import { RunFlagsBadge } from "./run/run-flags";
@@ -19,7 +20,7 @@ import { useTRPC } from "./trpc";
 import { fmtAgo, fmtDateTime, fmtInt, fmtNum, truncate } from "./ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, StatusBadge } from "./ui/primitives";
 
-const ACTIVE = new Set(["queued", "running"]);
+const ACTIVE = new Set<string>(ACTIVE_RUN_STATUSES);
 
 /** Keys typed into a field, or with a modifier, are not table shortcuts. */
 function typing(e: KeyboardEvent): boolean {
@@ -77,8 +78,8 @@ export function RunsTable() {
 
   const sort = view.sort ?? "createdAt";
   const sortBy = (s: RunsSort) => setView(sort === s ? { dir: view.dir === "asc" ? undefined : "asc" } : { sort: s === "createdAt" ? undefined : s, dir: undefined });
-  const sortTh = (s: RunsSort, label: string, right = true) => (
-    <th key={s} className={`px-3 py-2 font-medium ${right ? "text-right" : ""}`} aria-sort={sort === s ? (view.dir === "asc" ? "ascending" : "descending") : undefined}>
+  const sortTh = (s: RunsSort, label: string, right = true, title?: string) => (
+    <th key={s} title={title} className={`px-3 py-2 font-medium ${right ? "text-right" : ""}`} aria-sort={sort === s ? (view.dir === "asc" ? "ascending" : "descending") : undefined}>
       <button type="button" className={`uppercase hover:text-zinc-200 ${sort === s ? "text-amber-300" : ""}`} onClick={() => sortBy(s)}>
         {label}
         {sort === s ? (view.dir === "asc" ? " ↑" : " ↓") : ""}
@@ -125,7 +126,7 @@ export function RunsTable() {
                 <th className="px-3 py-2 font-medium">Status</th>
                 <th className="px-3 py-2 font-medium">Flags</th>
                 <th className="px-3 py-2 font-medium">Tags · notes</th>
-                {sortTh("rewardMean", "Mean reward")}
+                {sortTh("rewardMean", "Mean reward", true, MEAN_REWARD_DEFINITION)}
                 {SUMMARY_COLUMNS.map((c) => sortTh(`m:${c.key}`, c.label))}
                 {sort.startsWith("m:") && !SUMMARY_COLUMNS.some((c) => `m:${c.key}` === sort) && sortTh(sort, sort.slice(2))}
                 <th className="px-3 py-2 text-right font-medium">Rollouts</th>

@@ -26,6 +26,11 @@ export const ServerEnv = z.object({
   RUNNER_TOKEN: z.string().min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)").optional(),
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
+  /**
+   * A running run that sent nothing for this long is checked with its runner; a runner that does not answer
+   * makes it "runner lost" (status `lost`, not terminal) until it answers again (server/services/ingest.ts).
+   */
+  RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
   /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
   STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
 

@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   setIo(io);
   attachRealtime(io, getDb);
 
-  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
+  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id), lostAfterMs: env.RUNNER_LOST_AFTER_MS });
   await ingest.start();
   const alerts = new AlertsWatcher(db, { stallMs: env.STALL_AFTER_MS });
   alerts.start();

@@ -8,8 +8,9 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import type { ReactNode } from "react";
+import { MEAN_REWARD_DEFINITION, isActiveStatus } from "@contracts";
 import { useTRPC, type RouterOutputs } from "../trpc";
-import { fmtDateTime } from "../ui/format";
+import { fmtDateTime, fmtNum } from "../ui/format";
 import { EmptyState, ErrorBox, KindBadge, Spinner, StatusBadge } from "../ui/primitives";
 import { CodeDiff } from "./code-diff";
 import { runColor } from "./colors";
@@ -55,6 +56,9 @@ function RunLegend(props: { run: CompareRun; index: number; baseline: boolean; o
       <div className="text-[11px] text-zinc-500">
         {run.createdBy ? run.createdBy.name || run.createdBy.email : "—"} · {fmtDateTime(run.createdAt)}
       </div>
+      <div className="text-[11px] text-zinc-500" title={MEAN_REWARD_DEFINITION}>
+        mean reward <span className="font-mono text-zinc-300">{fmtNum(run.rewardMean)}</span>
+      </div>
       <label className="flex items-center gap-1.5 text-[12px] text-zinc-300">
         <input type="radio" name="baseline" checked={baseline} onChange={onBaseline} />
         baseline
@@ -70,7 +74,7 @@ export function CompareView({ runIds, baselineRunId }: { runIds: string[]; basel
   const q = useQuery(
     trpc.compare.runs.queryOptions(
       { runIds, baselineRunId: baselineRunId ?? "" },
-      { enabled: enough, placeholderData: keepPreviousData, refetchInterval: (s) => (s.state.data?.runs.some((r) => r.status === "running" || r.status === "queued") ? 10_000 : false) },
+      { enabled: enough, placeholderData: keepPreviousData, refetchInterval: (s) => (s.state.data?.runs.some((r) => isActiveStatus(r.status)) ? 10_000 : false) },
     ),
   );
 

@@ -2,11 +2,12 @@
 /** The experiment's recent runs beside the editor, polled faster while one is active. */
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { ACTIVE_RUN_STATUSES } from "@contracts";
 import { useTRPC } from "../trpc";
 import { fmtAgo, fmtNum } from "../ui/format";
 import { KindBadge, Spinner, StatusBadge } from "../ui/primitives";
 
-const ACTIVE_STATUSES = new Set(["queued", "running"]);
+const ACTIVE_STATUSES = new Set<string>(ACTIVE_RUN_STATUSES);
 
 export function RecentRuns({ experimentId }: { experimentId: string }) {
   const trpc = useTRPC();

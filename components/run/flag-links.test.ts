@@ -3,24 +3,26 @@
  *   npx vitest run --project unit components/run/flag-links.test.ts
  */
 import { describe, expect, it } from "vitest";
-import { flagFocusFromSearch, flagHref, inFlagFocus } from "./flag-links";
+import { flagHref } from "./flag-links";
+import { filterFromParams, matchesFilter } from "./rollout-filter";
+import type { Rollout } from "./run-state";
+
+const r = (id: string, step: number, split: "train" | "val") => ({ id, step, split, reward: 0, error: null, messages: [], task: {}, metrics: {} }) as unknown as Rollout;
+const filterOf = (href: string) => filterFromParams(new URL(href, "http://x").searchParams);
 
 describe("flag links", () => {
-  it("names the flag's steps and rollouts, and the run page reads them back", () => {
+  it("names the flag's steps and rollouts, and the run page's filter selects exactly those rollouts", () => {
     const href = flagHref("run1", { id: "f1", steps: [7, 8], rolloutIds: ["t7-0-1", "t8-2-3"] });
     expect(href).toBe("/runs/run1?tab=rollouts&flag=f1&steps=7,8&rollouts=t7-0-1,t8-2-3");
-    const focus = flagFocusFromSearch(new URL(href, "http://x").searchParams)!;
-    expect(focus).toEqual({ flagId: "f1", steps: [7, 8], rolloutIds: ["t7-0-1", "t8-2-3"] });
-    expect(inFlagFocus(focus, { id: "t7-0-1", step: 7, split: "train" })).toBe(true);
-    expect(inFlagFocus(focus, { id: "t7-0-2", step: 7, split: "train" })).toBe(false);
+    const f = filterOf(href);
+    expect(matchesFilter(r("t7-0-1", 7, "train"), f)).toBe(true);
+    expect(matchesFilter(r("t7-0-2", 7, "train"), f)).toBe(false);
   });
 
-  it("without rollout ids (trainer metrics), the steps' train rollouts; no params: no focus", () => {
-    const focus = flagFocusFromSearch(new URLSearchParams("steps=3,x,-1"))!;
-    expect(focus.steps).toEqual([3]);
-    expect(inFlagFocus(focus, { id: "a", step: 3, split: "train" })).toBe(true);
-    expect(inFlagFocus(focus, { id: "b", step: 3, split: "val" })).toBe(false);
-    expect(inFlagFocus(focus, { id: "c", step: 4, split: "train" })).toBe(false);
-    expect(flagFocusFromSearch(new URLSearchParams("tab=rollouts"))).toBeNull();
+  it("without rollout ids (trainer metrics), the steps' train rollouts", () => {
+    const f = filterOf(flagHref("run1", { id: "f2", steps: [3], rolloutIds: [] }));
+    expect(matchesFilter(r("a", 3, "train"), f)).toBe(true);
+    expect(matchesFilter(r("b", 3, "val"), f)).toBe(false);
+    expect(matchesFilter(r("c", 4, "train"), f)).toBe(false);
   });
 });

@@ -206,3 +206,53 @@ describe("run-state reducer", () => {
     expect(meanStd([1, 3])).toEqual({ mean: 2, std: 1 });
   });
 });
+
+describe("honest state", () => {
+  const ev = (seq: number, type: RunEvent["type"], payload: unknown) => ({ run_id: RUN, ts: 1000 + seq, seq, type, payload }) as RunEvent;
+  const started = (seq: number, resumed: number) => ev(seq, "run.started", { kind: "train", config: {} as never, model: "m", resumed_from_step: resumed });
+
+  it("lost ↔ running follow the server's status both ways; stored events replayed meanwhile do not end 'lost'", () => {
+    let s = applyEvents(initialRunState, [started(1, 0), ev(2, "rollout.finished", traj("a", 1, 0, 1))]);
+    expect(s.status).toBe("running");
+    s = runReducer(s, { type: "status", status: "lost" });
+    expect(s.status).toBe("lost");
+    expect(isTerminal(s.status)).toBe(false);
+    // Events from the stored page (already there before the runner stopped answering).
+    s = applyEvents(s, [ev(3, "rollout.finished", traj("b", 1, 0, 0))]);
+    expect(s.status).toBe("lost");
+    // A late "queued" never moves it back; the server's "running" does.
+    expect(runReducer(s, { type: "status", status: "queued" }).status).toBe("lost");
+    s = runReducer(s, { type: "status", status: "running" });
+    expect(s.status).toBe("running");
+    // Stopped while lost: terminal, and a later "lost" or "running" does not undo it.
+    s = runReducer(runReducer(s, { type: "status", status: "lost" }), { type: "status", status: "stopped" });
+    expect(s.status).toBe("stopped");
+    expect(runReducer(s, { type: "status", status: "lost" }).status).toBe("stopped");
+    expect(runReducer(s, { type: "status", status: "running" }).status).toBe("stopped");
+  });
+
+  it("a step redone after a resume is counted once (the later attempt wins), in any order and batching", () => {
+    const log = [
+      started(1, 0),
+      ev(2, "rollout.finished", traj("s-1-0-0", 1, 0, 0.9)),
+      ev(3, "rollout.finished", traj("s-1-0-1", 1, 0, null)), // the killed attempt: one failed
+      ev(4, "run.finished", { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] }),
+      started(5, 0),
+      ev(6, "rollout.finished", traj("s-1-0-0", 1, 0, 0)),
+      ev(7, "rollout.finished", traj("s-1-0-1", 1, 0, 1)),
+      ev(8, "rollout.finished", traj("s-1-1-0", 1, 1, 1)),
+    ];
+    const once = applyEvents(initialRunState, log);
+    const reversed = [...log].reverse().reduce((s, e) => applyEvents(s, [e]), initialRunState);
+    for (const s of [once, reversed]) {
+      expect(s.rollouts.map((r) => [r.id, r.reward])).toEqual([
+        ["s-1-0-0", 0],
+        ["s-1-0-1", 1],
+        ["s-1-1-0", 1],
+      ]);
+      expect(s.errorCount).toBe(0);
+      expect(s.groups["train:1:0"]?.rewardMean).toBe(0.5);
+      expect(s.status).toBe("running"); // resumed
+    }
+  });
+});

@@ -122,22 +122,28 @@ export function runReducer(state: RunViewState, action: RunAction): RunViewState
   }
 }
 
-const STATUS_RANK: Record<RunStatus, number> = { queued: 0, running: 1, completed: 2, failed: 2, stopped: 2 };
+/** `running` and `lost` share a rank: the server moves a run between them both ways (ingest.ts). */
+const STATUS_RANK: Record<RunStatus, number> = { queued: 0, running: 1, lost: 1, completed: 2, failed: 2, stopped: 2 };
 
 export function isTerminal(status: RunStatus | null | undefined): boolean {
   return status === "completed" || status === "failed" || status === "stopped";
 }
 
-/** Status only moves forward (queued → running → terminal), whichever source reports first. */
-function pickStatus(current: RunStatus | null, next: RunStatus): RunStatus {
+/**
+ * Status moves forward (queued → running|lost → terminal) whichever source reports first; between
+ * running and lost only the server's status (runs.get, socket `run:status`) decides: a stored event
+ * replayed while the runner is lost is no sign that it answers again.
+ */
+function pickStatus(current: RunStatus | null, next: RunStatus, fromServer = false): RunStatus {
   if (current === null) return next;
+  if (fromServer && STATUS_RANK[next] === 1 && STATUS_RANK[current] === 1) return next;
   return STATUS_RANK[next] > STATUS_RANK[current] ? next : current;
 }
 
 function mergeStatus(state: RunViewState, status: RunStatus): RunViewState {
   // The log's own run.finished is the final word on how a run ended.
   if (state.finished) return state;
-  const next = pickStatus(state.status, status);
+  const next = pickStatus(state.status, status, true);
   return next === state.status ? state : { ...state, status: next };
 }
 

@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
-import type { ExperimentFiles } from "@contracts";
+import { MEAN_REWARD_DEFINITION, meanReward, type ExperimentFiles } from "@contracts";
 import { useTRPC } from "../trpc";
 import { useCanWrite } from "../auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
@@ -29,6 +29,7 @@ import { RunFlagsStrip } from "./run-flags";
 import { EMPTY_FILTER } from "./rollout-filter";
 import { RunNotes, RunTags } from "../runs/run-tags-notes";
 import { RunCode, type CodeFocus } from "./run-code";
+import { RunHealthNotes } from "./run-health";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
 import { RolloutDetail } from "./transcript";
 import { useRunStream } from "./use-run-stream";
@@ -137,6 +138,9 @@ export function RunView({ id }: { id: string }) {
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
   const active = !isTerminal(status);
+  const lost = status === "lost";
+  // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
+  const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
 
   return (
@@ -159,9 +163,9 @@ export function RunView({ id }: { id: string }) {
               <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
             </span>
           )}
-          <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" ? "text-emerald-400" : "text-zinc-500"}`} title="event stream">
-            <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
-            {phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
+          <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" && !lost ? "text-emerald-400" : lost ? "text-amber-300" : "text-zinc-500"}`} title="event stream">
+            <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${lost ? "bg-amber-400" : phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
+            {lost ? "no events from the runner" : phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
           </span>
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
@@ -197,7 +201,7 @@ export function RunView({ id }: { id: string }) {
           />
           <Stat label="Rollouts" value={fmtInt(rolloutCount)} />
           <Stat label="Errors" value={<span className={errorCount > 0 ? "text-red-300" : undefined}>{fmtInt(errorCount)}</span>} />
-          <Stat label="Mean reward" value={fmtNum(lastStep?.reward_mean ?? trainRewards?.mean ?? allRewards?.mean ?? r?.rewardMean)} title="latest step (or all train rollouts so far)" />
+          <Stat label="Mean reward" value={fmtNum(headlineReward)} title={MEAN_REWARD_DEFINITION} />
           {latestEval && <Stat label="Eval reward" value={fmtNum(latestEval.reward_mean)} title={`at step ${latestEval.step}`} />}
           <Stat label="Model" value={<span className="text-[12px]">{r?.evalModel ?? state.started?.model ?? r?.baseModel ?? "—"}</span>} />
           <Stat label="Started" value={<span className="text-[12px]">{fmtDateTime(r?.startedAt ?? r?.createdAt)}</span>} />
@@ -230,6 +234,7 @@ export function RunView({ id }: { id: string }) {
           </div>
         )}
         {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
+        <RunHealthNotes status={status} kind={kind} lostSince={r?.lostSince ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
         {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
         {resumeError && <div className="mt-2 text-[12px] text-red-300">Resume failed: {resumeError}</div>}
         {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}

@@ -32,18 +32,25 @@ const STATUS_STYLE: Record<string, string> = {
   completed: "bg-emerald-950 text-emerald-300 ring-emerald-700",
   failed: "bg-red-950 text-red-300 ring-red-700",
   stopped: "bg-amber-950 text-amber-300 ring-amber-700",
+  lost: "bg-amber-950 text-amber-200 ring-amber-500",
+};
+
+/** What a status means when it is not self-evident (the badge's tooltip). */
+const STATUS_TITLE: Record<string, string> = {
+  lost: "runner lost: the run's runner has not answered for a while; the run may still be going there",
 };
 
 export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
   return (
     <span
       data-testid={testId}
+      title={STATUS_TITLE[status]}
       className={`inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-[11px] font-medium ring-1 ring-inset ${
         STATUS_STYLE[status] ?? STATUS_STYLE.queued
       }`}
     >
       {status === "running" && <span aria-hidden className="h-1.5 w-1.5 animate-pulse rounded-full bg-sky-400" />}
-      {status}
+      {status === "lost" ? "runner lost" : status}
     </span>
   );
 }

@@ -9,3 +9,4 @@ export * from "./bytes";
 export * from "./model-ref";
 export * from "./advantages";
 export * from "./rescore";
+export * from "./mean-reward";

@@ -25,8 +25,22 @@ export const RunSpec = z.object({
 });
 export type RunSpec = z.infer<typeof RunSpec>;
 
-export const RunStatus = z.enum(["queued", "running", "completed", "failed", "stopped"]);
+/**
+ * `lost` is the web server's verdict, never the runner's: the run's runner has not answered (status call
+ * failing, event stream down) for RUNNER_LOST_AFTER_MS. It is not terminal: the run goes back to `running`
+ * when the runner answers and still has it, and ends `failed` when the runner comes back without it.
+ */
+export const RunStatus = z.enum(["queued", "running", "lost", "completed", "failed", "stopped"]);
 export type RunStatus = z.infer<typeof RunStatus>;
+
+/** Statuses of a run that has not ended: Stop applies, ingestion follows it. */
+export const ACTIVE_RUN_STATUSES = ["queued", "running", "lost"] as const satisfies readonly RunStatus[];
+export const TERMINAL_RUN_STATUSES = ["completed", "failed", "stopped"] as const satisfies readonly RunStatus[];
+export type ActiveRunStatus = (typeof ACTIVE_RUN_STATUSES)[number];
+export type TerminalRunStatus = (typeof TERMINAL_RUN_STATUSES)[number];
+export const isTerminalStatus = (s: string | null | undefined): s is TerminalRunStatus =>
+  s === "completed" || s === "failed" || s === "stopped";
+export const isActiveStatus = (s: string | null | undefined): s is ActiveRunStatus => s === "queued" || s === "running" || s === "lost";
 
 /** A diagnostic with a 1-based position in one of the experiment's files. */
 export const Diagnostic = z.object({

@@ -24,6 +24,8 @@ export interface RunStatusMessage {
   error: string | null;
   /** The run's stored last seq when this status was read. */
   lastSeq: number;
+  /** Status `lost`: since when its runner has not answered (ms since the epoch). */
+  lostSince?: number | null;
 }
 
 /** A pathology flag raised (or extended) on a run: server/services/pathology/store.ts. */

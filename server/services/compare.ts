@@ -6,7 +6,7 @@
  * The per-task numbers are aggregated in Postgres (one groupBy over Trajectory), never by loading every
  * rollout: a run can hold hundreds of thousands of them.
  */
-import { type Diagnostic, type EvalMetrics, type RunConfig, type StepMetrics } from "@contracts";
+import { meanRewardOf, type Diagnostic, type EvalMetrics, type RunConfig, type StepMetrics } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { COMPARE_MAX_RUNS, COMPARE_MIN_RUNS } from "@/components/compare/compare-url";
 import { AppError } from "../errors";
@@ -260,6 +260,8 @@ export async function compareRuns(db: DbOrTx, workspaceId: string, input: Compar
       createdBy: r.createdBy,
       baseModel: r.baseModel,
       evalModel: r.evalModel,
+      /** contracts/mean-reward.ts: the same number as the run page's and the runs table's. */
+      rewardMean: meanRewardOf(r),
       seed: r.seed,
       createdAt: r.createdAt,
       finishedAt: r.finishedAt,

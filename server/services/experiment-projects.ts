@@ -2,7 +2,7 @@
  * Experiments as projects: rename, duplicate, archive, delete, the version history (who saved what, when)
  * and restore. History is never rewritten: a restore is a new version whose files are an old one's.
  */
-import type { ExperimentFiles } from "@contracts";
+import { ACTIVE_RUN_STATUSES, type ExperimentFiles } from "@contracts";
 import { AppError } from "../errors";
 import { authorName, createExperiment, findExperiment, isUniqueViolation, parseStoredFiles, withNumberRetry, writeVersion, type SaveResult } from "./experiments";
 import type { Db, DbOrTx } from "./types";
@@ -82,7 +82,7 @@ export async function deleteExperiment(db: Db, workspaceId: string, id: string) 
     const exp = locked[0];
     if (!exp) throw new AppError("NOT_FOUND", `experiment ${id} not found`);
     const active = await tx.run.findMany({
-      where: { experimentId: id, status: { in: ["queued", "running"] } },
+      where: { experimentId: id, status: { in: [...ACTIVE_RUN_STATUSES] } },
       orderBy: { number: "asc" },
       select: { number: true, status: true },
     });

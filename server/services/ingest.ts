@@ -8,15 +8,15 @@
  * reconnect, a web restart or a runner replay therefore changes nothing. Subscriptions resume after the
  * stored lastSeq, so nothing is skipped either.
  */
-import { RunEvent, type RunStatus } from "@contracts";
+import { ACTIVE_RUN_STATUSES, RunEvent, countedReward, isTerminalStatus, type RunnerStatus, type RunStatus } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
-import { eventToRow, trajectoryToRow } from "./run-convert";
+import { eventToRow, fromDbKind, trajectoryToRow } from "./run-convert";
 import { schedulePostIngest } from "./pathology/after-ingest";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
-import { failRun } from "./runs";
+import { failRun, STOPPED_UNREACHABLE } from "./runs";
 import type { Db } from "./types";
 
 export type IngestResult = {
@@ -28,7 +28,6 @@ export type IngestResult = {
   statusChanged: boolean;
 };
 
-const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "stopped"]);
 
 /**
  * Postgres text and jsonb reject NUL characters and unpaired surrogates, which sampled text or a
@@ -60,7 +59,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
     async (tx) => {
       // The row lock serialises concurrent batches of one run, so "seq > lastSeq" is decided once.
       const locked = await tx.$queryRaw<
-        { lastSeq: number; status: RunStatus; error: string | null; kind: string; currentStep: number; startedAt: Date | null }[]
+        { lastSeq: number; status: RunStatus; error: string | null; kind: "train" | "dry_run" | "eval"; currentStep: number; startedAt: Date | null }[]
       >`SELECT "lastSeq", "status"::text AS "status", "error", "kind"::text AS "kind", "currentStep", "startedAt"
         FROM "Run" WHERE "id" = ${runId} FOR UPDATE`;
       const run = locked[0];
@@ -75,13 +74,13 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         return { fresh, lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false };
       }
 
-      const trajectories: Prisma.TrajectoryCreateManyInput[] = [];
-      let rollouts = 0;
-      let errors = 0;
-      let rewardSum = 0;
-      let rewardCount = 0;
+      // A rollout re-emitted under the same trajectory id (a step redone after a resume) replaces the
+      // earlier attempt's: the latest by seq wins, here and in the run page's reducer (run-state.ts).
+      const trajectories = new Map<string, Prisma.TrajectoryCreateManyInput>();
       let currentStep: number | undefined;
-      let status: RunStatus = run.status;
+      const kind = fromDbKind(run.kind);
+      // Events arriving are the runner answering: a run marked lost is running again.
+      let status: RunStatus = run.status === "lost" ? "running" : run.status;
       let error = run.error;
       let diagnostics: Prisma.InputJsonValue | undefined;
       let startedAt: Date | undefined;
@@ -96,20 +95,12 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         Object.assign(summary, summaryPatch(e));
         switch (e.type) {
           case "run.started":
-            if (status === "queued" || status === "running") status = "running";
+            if (status === "queued") status = "running";
             startedAt ??= new Date(e.ts);
             break;
           case "rollout.finished": {
             const t = e.payload;
-            trajectories.push(trajectoryToRow(runId, e.seq, t));
-            rollouts++;
-            if (t.error) errors++;
-            // The run's headline reward: training rollouts (validation ones only for eval runs).
-            const counted = run.kind === "eval" ? t.split === "val" : t.split === "train";
-            if (counted && t.reward !== null && Number.isFinite(t.reward)) {
-              rewardSum += t.reward;
-              rewardCount++;
-            }
+            trajectories.set(t.id, trajectoryToRow(runId, e.seq, t));
             if (t.split === "train") bumpStep(t.step);
             break;
           }
@@ -129,8 +120,9 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
             });
             break;
           case "run.finished":
-            // A run already failed here (e.g. "runner lost the run") keeps its first verdict.
-            if (!TERMINAL.has(status)) {
+            // A run already failed here (e.g. "runner lost the run") or stopped while its runner was
+            // unreachable keeps its first verdict.
+            if (!isTerminalStatus(status)) {
               status = e.payload.status;
               error = e.payload.error;
               if (e.payload.diagnostics.length > 0) diagnostics = e.payload.diagnostics as Prisma.InputJsonValue;
@@ -144,7 +136,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         }
       }
 
-      if (trajectories.length > 0) await tx.trajectory.createMany({ data: trajectories, skipDuplicates: true });
+      const counters = await storeTrajectories(tx, runId, kind, [...trajectories.values()]);
       if (Object.keys(summary).length > 0) {
         // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
@@ -155,12 +147,13 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
         data: {
           lastSeq: last.seq,
           lastHeartbeatAt: new Date(),
-          rolloutCount: { increment: rollouts },
-          errorCount: { increment: errors },
-          rewardSum: { increment: rewardSum },
-          rewardCount: { increment: rewardCount },
+          rolloutCount: { increment: counters.rollouts },
+          errorCount: { increment: counters.errors },
+          rewardSum: { increment: counters.rewardSum },
+          rewardCount: { increment: counters.rewardCount },
           status,
           error,
+          ...(run.status === "lost" ? { lostSince: null } : {}),
           ...(currentStep !== undefined && currentStep > run.currentStep ? { currentStep } : {}),
           ...(startedAt && !run.startedAt ? { startedAt } : {}),
           ...(finishedAt ? { finishedAt } : {}),
@@ -173,6 +166,51 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
   );
 }
 
+type Counters = { rollouts: number; errors: number; rewardSum: number; rewardCount: number };
+
+/** What one stored trajectory adds to the run's counters (the mean reward as contracts/mean-reward.ts defines it). */
+function contribution(kind: ReturnType<typeof fromDbKind>, t: { split: string; reward: number | null; error: unknown }): Counters {
+  const reward = countedReward(kind, { split: t.split === "val" ? "val" : "train", reward: t.reward });
+  return { rollouts: 1, errors: t.error != null ? 1 : 0, rewardSum: reward ?? 0, rewardCount: reward === null ? 0 : 1 };
+}
+
+/**
+ * Stores a batch's trajectories (one per id, the latest attempt) and returns how the run's counters change:
+ * a new id adds its contribution; an id stored by an earlier attempt (lower seq) is replaced, its old
+ * contribution taken off, so a redone step is never counted twice and the counters always equal what the
+ * stored trajectories add up to. Redelivery (the same or an older seq) changes nothing.
+ */
+async function storeTrajectories(
+  tx: Prisma.TransactionClient,
+  runId: string,
+  kind: ReturnType<typeof fromDbKind>,
+  rows: Prisma.TrajectoryCreateManyInput[],
+): Promise<Counters> {
+  const delta: Counters = { rollouts: 0, errors: 0, rewardSum: 0, rewardCount: 0 };
+  if (rows.length === 0) return delta;
+  const add = (c: Counters, sign: 1 | -1) => {
+    delta.rollouts += sign * c.rollouts;
+    delta.errors += sign * c.errors;
+    delta.rewardSum += sign * c.rewardSum;
+    delta.rewardCount += sign * c.rewardCount;
+  };
+  const existing = await tx.trajectory.findMany({
+    where: { runId, id: { in: rows.map((r) => r.id) } },
+    select: { id: true, seq: true, split: true, reward: true, error: true },
+  });
+  const before = new Map(existing.map((t) => [t.id, t]));
+  const fresh = rows.filter((r) => {
+    const old = before.get(r.id);
+    return !old || old.seq < r.seq;
+  });
+  const replaced = fresh.flatMap((r) => (before.has(r.id) ? [before.get(r.id)!] : []));
+  for (const old of replaced) add(contribution(kind, old), -1);
+  if (replaced.length > 0) await tx.trajectory.deleteMany({ where: { runId, id: { in: replaced.map((t) => t.id) } } });
+  for (const r of fresh) add(contribution(kind, { split: r.split, reward: r.reward ?? null, error: r.error ?? null }), 1);
+  if (fresh.length > 0) await tx.trajectory.createMany({ data: fresh });
+  return delta;
+}
+
 /** Ingest a batch and tell socket subscribers about what was new. */
 export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[]): Promise<IngestResult> {
   const res = await ingestEvents(db, runId, events);
@@ -181,6 +219,19 @@ export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[]): 
   if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
   return res;
 }
+
+type ActiveRunRow = {
+  id: string;
+  status: RunStatus;
+  runnerId: string | null;
+  createdAt: Date;
+  startedAt: Date | null;
+  lastHeartbeatAt: Date | null;
+  lostSince: Date | null;
+};
+
+/** How long after a Stop recorded while the runner was unreachable the scan still tells the runner to stop it. */
+const STOP_LATER_WINDOW_MS = 24 * 3600_000;
 
 /** Longer than runs.start's validate + start timeouts (60 s each) together. */
 const QUEUED_LOST_AFTER_MS = 180_000;
@@ -193,7 +244,11 @@ export type IngestOptions = {
   maxBatch?: number;
   /** How often to look for running runs nobody follows and for runs their runner lost. */
   scanMs?: number;
-  /** A run its runner does not know and that sent nothing for this long is failed ("runner lost the run"). */
+  /**
+   * RUNNER_LOST_AFTER_MS: a run that sent nothing for this long is checked with its runner: a runner that
+   * does not answer makes it `lost` (visible, not terminal), one that answers without it fails it
+   * ("runner lost the run"), one that still has it keeps it running.
+   */
   lostAfterMs?: number;
   maxBackoffMs?: number;
   runnerFor: (runnerId: string) => Promise<RunnerHandle>;
@@ -226,7 +281,7 @@ class RunFollower {
     const gen = ++this.generation;
     try {
       const run = await this.db.run.findUnique({ where: { id: this.runId }, select: { lastSeq: true, status: true, runnerId: true } });
-      if (!run || !run.runnerId || TERMINAL.has(run.status)) return this.close();
+      if (!run || !run.runnerId || isTerminalStatus(run.status)) return this.close();
       const runner = await this.opts.runnerFor(run.runnerId);
       if (this.closed || gen !== this.generation) return;
       this.sub = runner.events(this.runId, run.lastSeq, {
@@ -263,7 +318,7 @@ class RunFollower {
     this.chain = this.chain.then(async () => {
       try {
         const res = await ingestAndEmit(this.db, this.runId, batch);
-        if (TERMINAL.has(res.status)) {
+        if (isTerminalStatus(res.status)) {
           this.finished = true;
           this.close();
         }
@@ -286,8 +341,20 @@ class RunFollower {
       const delay = this.backoffMs;
       this.backoffMs = Math.min(this.backoffMs * 2, this.opts.maxBackoffMs);
       this.opts.log(`run ${this.runId}: ${reason}; reconnecting in ${delay / 1000} s`);
-      this.reconnectTimer = setTimeout(() => void this.connect(), delay);
+      this.reconnectTimer = setTimeout(() => {
+        this.reconnectTimer = undefined;
+        void this.connect();
+      }, delay);
     });
+  }
+
+  /** The runner answers again: reconnect now instead of waiting out the backoff. */
+  kick(): void {
+    if (this.closed || this.sub || !this.reconnectTimer) return;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.backoffMs = 1_000;
+    void this.connect();
   }
 
   close(): void {
@@ -322,7 +389,7 @@ export class IngestService {
       flushMs: 1_000,
       maxBatch: 200,
       scanMs: 5_000,
-      lostAfterMs: 30_000,
+      lostAfterMs: 15_000,
       maxBackoffMs: 30_000,
       log: (m) => console.warn(`[ingest] ${m}`),
       ...opts,
@@ -350,22 +417,25 @@ export class IngestService {
     return this.followers.has(runId);
   }
 
-  /** Follow running runs nobody follows; fail the ones their runner lost. */
+  /**
+   * Follow active runs nobody follows; check the quiet ones with their runner (lost, back, or gone); tell a
+   * runner that is reachable again to stop runs that were stopped while it was not.
+   */
   async scan(): Promise<void> {
     if (this.scanning || this.stopped) return;
     this.scanning = true;
     try {
       const active = await this.db.run.findMany({
-        where: { status: { in: ["queued", "running"] } },
-        select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, lastHeartbeatAt: true },
+        where: { status: { in: [...ACTIVE_RUN_STATUSES] } },
+        select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, lastHeartbeatAt: true, lostSince: true },
       });
       // Queued runs too, once their start call has had time to finish: a start the runner accepted whose
       // "running" update was lost still gets its events (run.started makes it running).
       const now = Date.now();
       for (const r of active) {
-        if (r.status === "running" || (r.runnerId && now - r.createdAt.getTime() > QUEUED_FOLLOW_AFTER_MS)) this.follow(r.id);
+        if (r.status !== "queued" || (r.runnerId && now - r.createdAt.getTime() > QUEUED_FOLLOW_AFTER_MS)) this.follow(r.id);
       }
-      await this.checkLost(active);
+      await this.checkRunners(active);
     } catch (e) {
       this.opts.log(`scan failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -373,18 +443,16 @@ export class IngestService {
     }
   }
 
-  private async checkLost(
-    active: { id: string; status: string; runnerId: string | null; createdAt: Date; startedAt: Date | null; lastHeartbeatAt: Date | null }[],
-  ): Promise<void> {
+  private async checkRunners(active: ActiveRunRow[]): Promise<void> {
     const now = Date.now();
     const quiet = active.filter((r) => {
-      const follower = this.followers.get(r.id);
-      const last = Math.max(r.lastHeartbeatAt?.getTime() ?? 0, r.startedAt?.getTime() ?? 0, r.createdAt.getTime(), follower?.lastActivity ?? 0);
+      if (r.status === "lost") return true; // asked every scan until the runner answers
+      const last = this.lastSignOfLife(r);
       // A queued run may still be inside runs.start (validate + start can take minutes on a busy runner).
       const threshold = r.status === "queued" ? Math.max(this.opts.lostAfterMs, QUEUED_LOST_AFTER_MS) : this.opts.lostAfterMs;
       return now - last > threshold;
     });
-    const byRunner = new Map<string, typeof quiet>();
+    const byRunner = new Map<string, ActiveRunRow[]>();
     for (const r of quiet) {
       if (!r.runnerId) {
         await failRun(this.db, r.id, "no runner was assigned to the run");
@@ -392,22 +460,78 @@ export class IngestService {
       }
       byRunner.set(r.runnerId, [...(byRunner.get(r.runnerId) ?? []), r]);
     }
+    // Runners that may still run a run stopped while they were unreachable.
+    const stoppedUnreachable = await this.db.run.findMany({
+      where: { status: "stopped", error: STOPPED_UNREACHABLE, runnerId: { not: null }, finishedAt: { gt: new Date(now - STOP_LATER_WINDOW_MS) } },
+      select: { id: true, runnerId: true },
+    });
+    for (const r of stoppedUnreachable) if (!byRunner.has(r.runnerId!)) byRunner.set(r.runnerId!, []);
+
     for (const [runnerId, runs] of byRunner) {
-      let known: Set<string>;
+      let runner: RunnerHandle;
+      let reported: RunnerStatus["runs"];
       try {
-        const runner = await this.opts.runnerFor(runnerId);
-        known = new Set((await runner.status()).runs.map((r) => r.run_id));
-      } catch {
-        continue; // a runner that is down has not lost anything yet: its runs resume when it is back
+        runner = await this.opts.runnerFor(runnerId);
+        reported = (await runner.status()).runs;
+      } catch (e) {
+        // No answer: its quiet runs are lost (not failed: they may be fine and resume when it is back).
+        const why = e instanceof Error ? e.message : String(e);
+        for (const r of runs) await this.markLost(r, why);
+        continue;
       }
+      const known = new Map(reported.map((r) => [r.run_id, r]));
       for (const r of runs) {
-        if (known.has(r.id)) continue;
+        if (known.has(r.id)) {
+          await this.markAnswering(r);
+          continue;
+        }
         if (await failRun(this.db, r.id, "runner lost the run (it no longer knows it, and no events arrived)")) {
           this.opts.log(`run ${r.id}: runner lost the run`);
         }
         this.followers.get(r.id)?.close();
       }
+      // Stopped here while the runner was unreachable, still running there: tell it now.
+      for (const r of stoppedUnreachable) {
+        if (r.runnerId !== runnerId || known.get(r.id)?.status !== "running") continue;
+        // Read again right before: a resume may have just made it running again.
+        const row = await this.db.run.findUnique({ where: { id: r.id }, select: { status: true, error: true } });
+        if (row?.status !== "stopped" || row.error !== STOPPED_UNREACHABLE) continue;
+        this.opts.log(`run ${r.id}: stopped while its runner was unreachable; telling the runner to stop it`);
+        await runner.stop(r.id).catch((e: unknown) => this.opts.log(`run ${r.id}: stop failed: ${e instanceof Error ? e.message : String(e)}`));
+      }
     }
+  }
+
+  private lastSignOfLife(r: ActiveRunRow): number {
+    const follower = this.followers.get(r.id);
+    return Math.max(r.lastHeartbeatAt?.getTime() ?? 0, r.startedAt?.getTime() ?? 0, r.createdAt.getTime(), follower?.lastActivity ?? 0);
+  }
+
+  /** The runner did not answer: the run is `lost` since its last sign of life (kept if already lost). */
+  private async markLost(r: ActiveRunRow, why: string): Promise<void> {
+    if (r.status === "lost" || r.status === "queued") return; // a queued run that never started is failed by start
+    const since = new Date(this.lastSignOfLife(r));
+    const res = await this.db.run.updateMany({ where: { id: r.id, status: "running" }, data: { status: "lost", lostSince: since } });
+    if (res.count === 0) return;
+    this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
+    const row = await this.db.run.findUnique({ where: { id: r.id }, select: { lastSeq: true, error: true } });
+    emitRunStatus({ runId: r.id, status: "lost", error: row?.error ?? null, lastSeq: row?.lastSeq ?? 0, lostSince: since.getTime() });
+  }
+
+  /** The runner answered and still has the run: it is alive (running again if it was lost). */
+  private async markAnswering(r: ActiveRunRow): Promise<void> {
+    const now = new Date();
+    if (r.status !== "lost") {
+      await this.db.run.updateMany({ where: { id: r.id, status: r.status }, data: { lastHeartbeatAt: now } });
+      return;
+    }
+    const res = await this.db.run.updateMany({ where: { id: r.id, status: "lost" }, data: { status: "running", lostSince: null, lastHeartbeatAt: now } });
+    if (res.count > 0) {
+      this.opts.log(`run ${r.id}: runner answers again; running`);
+      const row = await this.db.run.findUnique({ where: { id: r.id }, select: { lastSeq: true } });
+      emitRunStatus({ runId: r.id, status: "running", error: null, lastSeq: row?.lastSeq ?? 0 });
+    }
+    this.followers.get(r.id)?.kick();
   }
 
   /** Stop scanning and following; buffered events are stored first. */

@@ -4,6 +4,8 @@
  * exception_rate, tokens_per_s, …, and the trainer's loss, kl, entropy, …), and the last eval's as eval_*
  * (eval_reward is its reward_mean). Only finite numbers are kept: the table sorts summary values as numbers,
  * and a null (a step where every rollout failed) leaves the previous value out rather than sorting it.
+ * The summary's reward_mean is the LAST STEP's ("Reward (last step)"); the run's "mean reward" is another
+ * number, defined once in contracts/mean-reward.ts.
  */
 import type { EvalMetrics, RunEvent, StepMetrics } from "@contracts";
 

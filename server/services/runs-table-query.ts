@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 
-export const RUN_STATUSES = ["queued", "running", "completed", "failed", "stopped"] as const;
+export const RUN_STATUSES = ["queued", "running", "lost", "completed", "failed", "stopped"] as const;
 export const RUN_KINDS = ["train", "dry-run", "eval"] as const;
 
 /** A key of Run.summary: what ingestion writes (run-summary.ts), checked before it reaches SQL as a parameter. */

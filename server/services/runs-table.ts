@@ -14,6 +14,7 @@
  */
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
+import { meanRewardOf } from "@contracts";
 import { fromDbKind } from "./run-convert";
 import type { z } from "zod";
 import { RunsListInput, RunUpdateInput, type RunsSort } from "./runs-table-query";
@@ -51,6 +52,7 @@ function decodeCursor(text: string, sort: RunsSort, dir: "asc" | "desc"): Cursor
 function sortExpr(sort: RunsSort): Prisma.Sql {
   if (sort === "createdAt") return Prisma.sql`r."createdAt"`;
   if (sort === "number") return Prisma.sql`r."number"`;
+  // meanRewardOf (contracts/mean-reward.ts) in SQL, so the sort orders by the very number the column shows.
   if (sort === "rewardMean") return Prisma.sql`(CASE WHEN r."rewardCount" > 0 THEN r."rewardSum" / r."rewardCount" END)`;
   const key = sort.slice(2);
   return Prisma.sql`(CASE WHEN jsonb_typeof(r."summary" -> ${key}) = 'number' THEN (r."summary" ->> ${key})::float8 END)`;
@@ -188,7 +190,8 @@ export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsLi
           createdAt: r.createdAt,
           startedAt: r.startedAt,
           finishedAt: r.finishedAt,
-          rewardMean: r.rewardCount > 0 ? r.rewardSum / r.rewardCount : null,
+          /** contracts/mean-reward.ts: the one definition of a run's mean reward. */
+          rewardMean: meanRewardOf(r),
           rolloutCount: r.rolloutCount,
           errorCount: r.errorCount,
           currentStep: r.currentStep,

@@ -6,7 +6,13 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  ACTIVE_RUN_STATUSES,
+  isActiveStatus,
+  checkpointModelName,
+  meanRewardOf,
+  parseCheckpointModel,
   parseRunConfig,
+  type RunStatus,
   type RunConfig,
   type RunEvent,
   type Diagnostic,
@@ -63,11 +69,12 @@ async function nextRunNumber(tx: DbOrTx, workspaceId: string): Promise<number> {
 /** Marks a run failed unless it already finished; tells socket subscribers. */
 export async function failRun(db: DbOrTx, runId: string, error: string, diagnostics?: Diagnostic[]): Promise<boolean> {
   const res = await db.run.updateMany({
-    where: { id: runId, status: { in: ["queued", "running"] } },
+    where: { id: runId, status: { in: [...ACTIVE_RUN_STATUSES] } },
     data: {
       status: "failed",
       error,
       finishedAt: new Date(),
+      lostSince: null,
       ...(diagnostics && diagnostics.length > 0 ? { diagnostics: diagnostics as Prisma.InputJsonValue } : {}),
     },
   });
@@ -115,6 +122,16 @@ export async function startRun(
   const config = parsed.config;
   const forkProblems = fork ? forkConfigDiagnostics(fork, input.kind, config, input.files["config.json"]) : [];
   if (forkProblems.length > 0) return { ok: false, diagnostics: forkProblems, error: summarize(forkProblems) };
+  if (input.kind === "eval" && input.evalModel && !fork) {
+    const target = await resolveEvalModel(db, workspaceId, input.evalModel, config.model);
+    input = { ...input, evalModel: target.model };
+    const byId = opts.runnerById;
+    // The checkpoint lives on the runner of the run that saved it: the eval goes there.
+    if (target.runnerId && byId) {
+      const runnerId = target.runnerId;
+      getRunner = () => byId(runnerId);
+    }
+  }
   const runId = newRunId();
 
   const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null, versionId: string | null) =>
@@ -155,6 +172,37 @@ export async function startRun(
   emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
   notifyRunStarted(runId);
   return { ok: true, runId, versionNumber };
+}
+
+/**
+ * An eval's model must exist before the eval starts (otherwise every rollout fails on "model not found"):
+ * the run's base model (config.json "model"), or `<run>@<step>` naming a checkpoint of a run of this
+ * workspace (by id or by its #number), which a Checkpoint row records. Returns the name the runner and
+ * engine use (`<run id>@<step>`) and the runner that holds the checkpoint.
+ */
+export async function resolveEvalModel(
+  db: DbOrTx,
+  workspaceId: string,
+  evalModel: string,
+  baseModel: string,
+): Promise<{ model: string; runnerId: string | null }> {
+  if (evalModel === baseModel) return { model: evalModel, runnerId: null };
+  const ref = parseCheckpointModel(evalModel);
+  if (!ref) {
+    throw new AppError("BAD_INPUT", `evalModel: '${evalModel}' is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
+  }
+  const byNumber = /^\d{1,9}$/.test(ref.run) ? Number(ref.run) : null;
+  const run = await db.run.findFirst({
+    where: { workspaceId, OR: [{ id: ref.run }, ...(byNumber !== null ? [{ number: byNumber }] : [])] },
+    select: { id: true, number: true, runnerId: true, checkpoints: { select: { step: true }, orderBy: { step: "asc" } } },
+  });
+  if (!run) throw new AppError("BAD_INPUT", `evalModel: no run '${ref.run}' in this workspace`);
+  if (!run.checkpoints.some((c) => c.step === ref.step)) {
+    const steps = run.checkpoints.map((c) => c.step);
+    const has = steps.length === 0 ? "it has no checkpoints" : `its checkpoints are at steps ${steps.join(", ")}`;
+    throw new AppError("BAD_INPUT", `evalModel: run #${run.number} has no checkpoint at step ${ref.step} (${has})`);
+  }
+  return { model: checkpointModelName(run.id, ref.step), runnerId: run.runnerId };
 }
 
 /**
@@ -220,40 +268,51 @@ async function createRunRow(
   );
 }
 
+/** The note on a run stopped while its runner did not answer (the ingest scan stops it there once it answers). */
+export const STOPPED_UNREACHABLE = "stopped while the runner was unreachable";
+
+/**
+ * Stop a run. Its runner stops it and logs run.finished(stopped), which ingestion stores ("stopping"). A
+ * runner that no longer knows the run cannot stop it: the run is over already, so it is recorded as stopped
+ * here. A runner that does not answer cannot be waited for: the stop is recorded at once, with the note
+ * STOPPED_UNREACHABLE, and the ingest scan tells the runner when it answers again (ingestion keeps this
+ * first verdict whatever the runner logs later).
+ */
 export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {
   const run = await db.run.findFirst({ where: { id, workspaceId }, select: { id: true, status: true, runnerId: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
-  if (run.status !== "queued" && run.status !== "running") return { id, status: fromDbStatus(run.status) };
+  if (!isActiveStatus(run.status)) return { id, status: run.status as RunStatus };
   if (!run.runnerId) {
     await markStopped(db, id);
     return { id, status: "stopped" as const };
   }
-  const runner = await getRunner(run.runnerId);
-  // The runner stops it and logs run.finished(stopped), which ingestion stores. A runner that no longer
-  // knows the run cannot stop it: the run is over already, so record it as stopped here.
-  const status = await runner.status();
-  if (!status.runs.some((r) => r.run_id === id)) {
-    await markStopped(db, id);
+  try {
+    const runner = await getRunner(run.runnerId);
+    const status = await runner.status();
+    if (!status.runs.some((r) => r.run_id === id)) {
+      await markStopped(db, id);
+      return { id, status: "stopped" as const };
+    }
+    await runner.stop(id);
+    return { id, status: "stopping" as const };
+  } catch (e) {
+    if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
+    await markStopped(db, id, STOPPED_UNREACHABLE);
     return { id, status: "stopped" as const };
   }
-  await runner.stop(id);
-  return { id, status: "stopping" as const };
 }
 
-async function markStopped(db: Db, id: string) {
+async function markStopped(db: Db, id: string, note: string | null = null) {
   const res = await db.run.updateMany({
-    where: { id, status: { in: ["queued", "running"] } },
-    data: { status: "stopped", finishedAt: new Date() },
+    where: { id, status: { in: [...ACTIVE_RUN_STATUSES] } },
+    data: { status: "stopped", finishedAt: new Date(), lostSince: null, ...(note ? { error: note } : {}) },
   });
   if (res.count > 0) {
-    const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true } });
-    emitRunStatus({ runId: id, status: "stopped", error: null, lastSeq: run?.lastSeq ?? 0 });
+    const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true, error: true } });
+    emitRunStatus({ runId: id, status: "stopped", error: run?.error ?? null, lastSeq: run?.lastSeq ?? 0 });
   }
 }
 
-const fromDbStatus = (s: string) => s as "queued" | "running" | "completed" | "failed" | "stopped";
-
-const rewardMean = (r: { rewardSum: number; rewardCount: number }) => (r.rewardCount > 0 ? r.rewardSum / r.rewardCount : null);
 
 /**
  * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
@@ -302,11 +361,13 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     lastHeartbeatAt: run.lastHeartbeatAt,
+    lostSince: run.lostSince,
     lastSeq: run.lastSeq,
     currentStep: run.currentStep,
     rolloutCount: run.rolloutCount,
     errorCount: run.errorCount,
-    rewardMean: rewardMean(run),
+    /** contracts/mean-reward.ts: the one definition of a run's mean reward. */
+    rewardMean: meanRewardOf(run),
     steps: run.steps.map((s) => s.metrics as unknown as StepMetrics),
     evals: evalEvents.map((e) => e.payload as unknown as EvalMetrics),
     checkpoints: run.checkpoints.map((c) => ({ step: c.step, path: c.path, sizeBytes: Number(c.sizeBytes), createdAt: c.createdAt })),

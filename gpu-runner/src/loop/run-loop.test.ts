@@ -207,6 +207,43 @@ describe("executeRun (train)", () => {
     expect(engine.trains).toEqual(straight.trains);
   });
 
+  it("reconciles a checkpoint the engine saved after the runner last logged: no step missing, none repeated", async () => {
+    const engine = new FakeEngine();
+    const config = { num_steps: 4, eval_every: 0 };
+    // The runner dies right after the engine saved checkpoint 2: its log ends before checkpoint.saved 2.
+    const first = await run(engine, { config }, (e, c) => {
+      if (e.type === "step.finished" && e.payload.step === 1) engine.onTrain = (step) => step === 2 && c.abort();
+    });
+    const cut = first.events.findIndex((e) => e.type === "checkpoint.saved" && e.payload.step === 2);
+    expect(cut).toBeGreaterThan(0);
+    const logged = first.events.slice(0, cut);
+    expect(await engine.latestStep("r")).toBe(2);
+    engine.onTrain = null;
+
+    const second = await run(engine, { resume: true, logged, config });
+    expect(second.status).toBe("completed");
+    expect(second.events[0]).toMatchObject({ type: "run.started", payload: { resumed_from_step: 2 } });
+    // The engine trained each step once (2 is not redone), and the record has every step exactly once.
+    expect(engine.trains.map((t) => t.step)).toEqual([1, 2, 3, 4]);
+    const all = [...logged, ...second.events];
+    const stepsOf = (type: "step.finished" | "checkpoint.saved") => all.flatMap((e) => (e.type === type ? [e.payload.step] : []));
+    expect(stepsOf("step.finished")).toEqual([1, 2, 3, 4]);
+    expect(stepsOf("checkpoint.saved")).toEqual([1, 2, 3, 4]);
+    // Step 2's record is rebuilt from its logged rollouts: same count and reward as those, no trainer numbers.
+    const step2 = second.events.find((e) => e.type === "step.finished" && e.payload.step === 2);
+    const logged2 = logged.flatMap((e) => (e.type === "rollout.finished" && e.payload.step === 2 ? [e.payload] : []));
+    expect(logged2).toHaveLength(6);
+    const scored = logged2.filter((t) => t.error === null).map((t) => t.reward as number);
+    expect(step2).toMatchObject({ payload: { rollouts: 6, trainer: null, reward_mean: scored.reduce((a, b) => a + b, 0) / scored.length } });
+    expect(second.events.some((e) => e.type === "run.log" && e.payload.level === "warn" && /checkpoint 2 .*runner stopped before logging it/.test(e.payload.message))).toBe(true);
+    // A clean log needs nothing reconciled.
+    const clean = new FakeEngine();
+    const a = await run(clean, { config }, (e, c) => e.type === "checkpoint.saved" && e.payload.step === 2 && c.abort());
+    const b = await run(clean, { resume: true, logged: a.events, config });
+    expect(b.events.some((e) => e.type === "run.log" && /runner stopped before logging/.test(e.payload.message))).toBe(false);
+    expect([...a.events, ...b.events].flatMap((e) => (e.type === "step.finished" ? [e.payload.step] : []))).toEqual([1, 2, 3, 4]);
+  });
+
   it("fails the run with the engine's message when training fails, and stops cleanly mid-rollouts", async () => {
     const engine = new FakeEngine();
     engine.failTrainAt = 2;

@@ -13,6 +13,8 @@ import {
   type TrainGroup,
   type TokenSequence,
   type TrainMetrics,
+  type RunEvent,
+  type Trajectory,
 } from "../../contracts";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
@@ -53,6 +55,11 @@ export interface RunContext {
   /** Eval runs: `<run>@<step>` or a base model id; absent = config.model. */
   evalModel?: string;
   resume: boolean;
+  /**
+   * Resume: what the run's event log already holds, to reconcile it with the engine's checkpoint folder
+   * (a checkpoint the engine saved after the runner last logged becomes checkpoint.saved + step.finished).
+   */
+  logged?: readonly RunEvent[];
   /** Train runs forked from a checkpoint: step 1 samples from it and its adapter is where training starts. */
   initFrom?: InitFrom;
   engine: RunEngine;
@@ -321,6 +328,51 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
   }
 }
 
+/**
+ * The runner can die after the engine saved checkpoint N and before it logged checkpoint.saved N and
+ * step.finished N. Resume trains on from the engine's newest checkpoint (N), so without this step N would
+ * be missing from the record for good while later steps train from it. Why record it rather than redo it:
+ * the checkpoint on disk was trained on exactly the rollouts of step N already in the log (sampling is
+ * finished, and every rollout appended, before /train is called), so its record can be rebuilt truthfully:
+ * checkpoint.saved from the engine's listing, step.finished from the step's logged rollouts (the latest
+ * attempt of each id). Only the trainer's own numbers of that step are gone (trainer: null), and a warning
+ * says so. Redoing it would need the engine to discard a checkpoint, which it never does.
+ */
+async function reconcileWithCheckpoints(ctx: RunContext, resumedFrom: number): Promise<void> {
+  if (!ctx.resume || resumedFrom === 0 || !ctx.logged) return;
+  const loggedCheckpoints = new Set<number>();
+  const loggedSteps = new Set<number>();
+  const latest = new Map<string, Trajectory>();
+  for (const e of ctx.logged) {
+    if (e.type === "checkpoint.saved") loggedCheckpoints.add(e.payload.step);
+    else if (e.type === "step.finished") loggedSteps.add(e.payload.step);
+    else if (e.type === "rollout.finished" && e.payload.split === "train") latest.set(e.payload.id, e.payload);
+  }
+  const missing: number[] = [];
+  for (let s = 1; s <= resumedFrom; s++) if (!loggedCheckpoints.has(s) || !loggedSteps.has(s)) missing.push(s);
+  if (missing.length === 0) return;
+  const onEngine = new Map((await ctx.engine.checkpoints(ctx.runId)).map((c) => [c.step, c]));
+  for (const step of missing) {
+    const info = onEngine.get(step);
+    if (!loggedCheckpoints.has(step) && info) ctx.emit({ type: "checkpoint.saved", payload: info });
+    const rollouts = [...latest.values()].filter((t) => t.step === step);
+    if (!loggedSteps.has(step)) {
+      const groups: Trajectory[][] = Array.from({ length: ctx.config.groups_per_step }, () => []);
+      for (const t of rollouts) (groups[t.group] ??= []).push(t);
+      ctx.emit({ type: "step.finished", payload: computeStepMetrics(step, groups, null, { rolloutS: 0, trainS: 0, stepS: 0 }) });
+    }
+    ctx.emit({
+      type: "run.log",
+      payload: {
+        level: "warn",
+        message:
+          `step ${step}: the engine saved checkpoint ${step} but the runner stopped before logging it; recorded now from the engine's ` +
+          `checkpoint folder and the step's ${rollouts.length} logged rollouts (the trainer's metrics of that step are lost)`,
+      },
+    });
+  }
+}
+
 /** Counts the rollouts of the split a run is for (train for train and dry runs, val for evals). */
 class RolloutOutcomes {
   private total = 0;
@@ -366,6 +418,7 @@ export async function executeRun(runCtx: RunContext): Promise<"completed" | "sto
     const model = ctx.kind === "eval" ? (ctx.evalModel ?? ctx.config.model) : ctx.config.model;
     const initFrom = ctx.kind === "train" && ctx.initFrom ? { init_from: ctx.initFrom } : {};
     ctx.emit({ type: "run.started", payload: { kind: ctx.kind, config: ctx.config, model, resumed_from_step: resumedFrom, ...initFrom } });
+    if (ctx.kind === "train") await reconcileWithCheckpoints(ctx, resumedFrom);
     if (ctx.exports.groupReward) {
       ctx.emit({ type: "run.log", payload: { level: "info", message: `reward.ts exports groupReward: each group's rollouts are scored together; the default export's reward is kept as independent_reward` } });
     }

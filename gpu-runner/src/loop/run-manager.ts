@@ -145,6 +145,8 @@ export class RunManager {
       // Node's default of 10 is normal here, not a leak (each listener goes when its rollout ends).
       setMaxListeners(10_000, controller.signal);
       const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
+      // What the log holds before this attempt appends anything: the run loop reconciles it with the engine.
+      const logged = spec.resume ? [...this.events.events(runId)] : undefined;
       this.events.begin(runId);
       const signal = controller.signal;
       record.done = executeRun({
@@ -156,6 +158,7 @@ export class RunManager {
         tasks: checked.tasks,
         evalModel: spec.eval_model,
         resume: spec.resume,
+        logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
         judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine),
