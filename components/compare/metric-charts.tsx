@@ -5,9 +5,9 @@
  * picked; each chart has its own picker, as W&B's panels do.
  */
 import { useMemo, useState } from "react";
-import { CartesianGrid, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from "recharts";
 import type { EvalMetrics, StepMetrics } from "@contracts";
-import { fmtAxisTick, fmtNum } from "../ui/format";
+import { UplotChart } from "../charts/uplot-chart";
+import { fmtAxisTick } from "../ui/format";
 import { runColor } from "./colors";
 
 export interface ChartRun {
@@ -20,7 +20,7 @@ export interface ChartRun {
 type Series = Map<string, Map<number, number>>; // metric → step → value, for one run
 
 const DEFAULT_METRICS = ["reward_mean", "eval.reward_mean", "trainer.loss", "trainer.kl"];
-const AXIS = { stroke: "#52525b", fontSize: 11, tickLine: false } as const;
+const stepTick = (v: number) => (Number.isInteger(v) ? String(v) : "");
 
 /** Every finite number in a record, by dotted path (one level of nesting: `trainer.loss`). */
 function numericFields(rec: object, prefix: string, out: [string, number][] = []): [string, number][] {
@@ -87,15 +87,16 @@ function MetricChart(props: {
   onRemove?: () => void;
 }) {
   const { metric, metrics, runs, perRun, onPick, onRemove } = props;
-  // One row per step, one column per run id: what recharts overlays as one line per run.
-  const data = useMemo(() => {
+  // The union of the runs' steps as x, one column per run (null where a run has no value: the line spans it).
+  const { x, lines } = useMemo(() => {
     const steps = new Set<number>();
     for (const s of perRun) for (const step of s.get(metric)?.keys() ?? []) steps.add(step);
-    return [...steps]
-      .sort((a, b) => a - b)
-      .map((step) => Object.fromEntries([["step", step], ...runs.map((r, i) => [r.id, perRun[i]!.get(metric)?.get(step) ?? null])]));
+    const xs = [...steps].sort((a, b) => a - b);
+    return {
+      x: xs,
+      lines: runs.map((r, i) => ({ label: `#${r.number}`, color: runColor(i), values: xs.map((step) => perRun[i]!.get(metric)?.get(step) ?? null) })),
+    };
   }, [metric, perRun, runs]);
-  const numberOf = new Map(runs.map((r) => [r.id, r.number]));
 
   return (
     <div className="flex min-w-0 flex-col rounded border border-zinc-800 bg-zinc-900/40 p-2" data-testid="compare-chart">
@@ -118,36 +119,11 @@ function MetricChart(props: {
           </button>
         )}
       </div>
-      <div className="h-44">
-        {data.length === 0 ? (
-          <div className="grid h-full place-items-center text-[12px] text-zinc-600">no run has {metric}</div>
-        ) : (
-          <ResponsiveContainer width="100%" height="100%">
-            <LineChart data={data} margin={{ top: 4, right: 8, bottom: 0, left: 0 }}>
-              <CartesianGrid stroke="#27272a" vertical={false} />
-              <XAxis dataKey="step" type="number" domain={["dataMin", "dataMax"]} allowDecimals={false} {...AXIS} />
-              <YAxis domain={["auto", "auto"]} tickCount={4} width={50} tickFormatter={fmtAxisTick} {...AXIS} />
-              <Tooltip
-                contentStyle={{ background: "#18181b", border: "1px solid #3f3f46", fontSize: 12 }}
-                labelFormatter={(s) => `step ${String(s)}`}
-                formatter={(v, name) => [fmtNum(Number(v), 4), `#${numberOf.get(String(name)) ?? name}`]}
-              />
-              {runs.map((r, i) => (
-                <Line
-                  key={r.id}
-                  dataKey={r.id}
-                  name={r.id}
-                  stroke={runColor(i)}
-                  strokeWidth={1.75}
-                  dot={data.length < 30 ? { r: 2, fill: runColor(i) } : false}
-                  isAnimationActive={false}
-                  connectNulls
-                />
-              ))}
-            </LineChart>
-          </ResponsiveContainer>
-        )}
-      </div>
+      {x.length === 0 ? (
+        <div className="grid h-44 place-items-center text-[12px] text-zinc-600">no run has {metric}</div>
+      ) : (
+        <UplotChart x={x} lines={lines} smoothing={0} syncKey="compare" xLabel="step" formatX={stepTick} formatY={fmtAxisTick} height={150} />
+      )}
     </div>
   );
 }

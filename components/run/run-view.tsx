@@ -273,7 +273,7 @@ export function RunView({ id }: { id: string }) {
             )}
           </div>
         ) : (
-          <RunCharts steps={state.steps.length ? state.steps : (r?.steps ?? [])} evals={state.evals.length ? state.evals : (r?.evals ?? [])} />
+          <RunCharts runId={id} seen={state.steps.length + state.evals.length} />
         )}
       </div>
 

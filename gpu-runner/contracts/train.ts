@@ -72,6 +72,8 @@ export const TrainMetrics = z.object({
   /** true when no group had reward variance: no optimiser update was made (the checkpoint still advances). */
   skipped: z.boolean(),
   duration_s: z.number(),
+  /** Of duration_s, the seconds spent writing the checkpoint (older engines do not report it). */
+  checkpoint_s: z.number().optional(),
 });
 export type TrainMetrics = z.infer<typeof TrainMetrics>;
 

@@ -101,6 +101,7 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.update": ["member", (s) => ({ id: s.runId, tags: ["matrix"], notes: "changed by matrix" })],
   "runs.get": ["viewer", (s) => ({ id: s.runId })],
   "runs.trajectories": ["viewer", (s) => ({ runId: s.runId })],
+  "runs.series": ["viewer", (s) => ({ runId: s.runId, x: "step", width: 200 })],
   "runs.events": ["viewer", (s) => ({ runId: s.runId })],
   "runs.stop": ["member", (s) => ({ id: s.runId })],
   "runs.resume": ["member", (s) => ({ id: s.runId })],

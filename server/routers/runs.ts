@@ -8,6 +8,7 @@ import { openFork, runLineage } from "../services/run-fork";
 import { runsFacets, updateRun } from "../services/runs-table";
 import { RunsListInput, RunUpdateInput } from "../services/runs-table-query";
 import { BaseVersion, FilesInput } from "./experiments";
+import { RunSeriesInput, runSeries } from "../services/run-series";
 
 export const runsRouter = createTRPCRouter({
   start: memberProcedure
@@ -57,6 +58,9 @@ export const runsRouter = createTRPCRouter({
   get: viewerProcedure
     .input(z.object({ id: z.string().min(1) }))
     .query(({ ctx, input }) => runs.getRun(ctx.db, ctx.workspaceId, input.id)),
+
+  /** A train run's chart curves, each bucketed (M4) to `width` pixel columns (server/services/run-series.ts). */
+  series: viewerProcedure.input(RunSeriesInput).query(({ ctx, input }) => runSeries(ctx.db, ctx.workspaceId, input)),
 
   trajectories: viewerProcedure
     .input(

@@ -100,6 +100,8 @@ def test_recomputed_logprobs_match_sampling_and_step_writes_checkpoint(store, gr
     assert m.trained_tokens == sum(sum(s["sequences"][0]["mask"]) for g in groups for s in g["samples"])
     assert m.grad_norm > 0 and m.entropy > 0
     assert [p.micro_batch for p in progress] == [1, 2]  # 16 sequences / micro_batch_size 8
+    # The checkpoint write is timed apart (the charts' step time split) and is part of duration_s.
+    assert m.checkpoint_s is not None and 0 < m.checkpoint_s < m.duration_s, m
     ckpt = store.checkpoint_dir("match", 1)
     assert result.checkpoint.step == 1 and result.checkpoint.path == str(ckpt.resolve())
     for f in ("adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"):

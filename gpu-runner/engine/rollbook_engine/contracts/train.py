@@ -138,6 +138,8 @@ class TrainMetrics(BaseModel):
     # true when no group had reward variance: no optimiser update (the checkpoint still advances).
     skipped: bool
     duration_s: float
+    # Of duration_s, the seconds spent writing the checkpoint (the charts' step time split).
+    checkpoint_s: float | None = None
 
 
 class CheckpointInfo(BaseModel):

@@ -433,6 +433,7 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
             )
 
         peft_cfg = model.peft_config[state.adapter]
+        saving = time.perf_counter()
         info = ck.write_checkpoint(
             Path(store.checkpoint_dir(req.run_id, req.step)),
             # save_embedding_layers=False: "auto" looks the base model up on the hub (no network here),
@@ -456,6 +457,7 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         state.step = req.step
         # duration_s includes the save, which is part of what the step costs the run.
         metrics.duration_s = time.perf_counter() - started
+        metrics.checkpoint_s = time.perf_counter() - saving
     except BaseException:
         forget_run(store, req.run_id)  # in-memory adapter may be half-updated; reload from disk next time
         raise
