@@ -335,7 +335,7 @@ export function RunView({ id }: { id: string }) {
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} onOpenFrame={openFrame} />
+                <RolloutDetail runId={r?.id} rollout={selected} group={state.groups[groupKey(selected)]} onClose={() => setSelectedId(null)} onOpenFrame={openFrame} />
               </div>
             )}
           </>

@@ -8,6 +8,7 @@ import { fmtInt, fmtMs, fmtNum, fmtSigned } from "../ui/format";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { Rollout, RolloutGroup } from "./run-state";
 import { advantage } from "./run-state";
+import { TokensToggle } from "./token-view";
 
 const ROLE_STYLE: Record<ChatMessage["role"], string> = {
   system: "border-zinc-700 bg-zinc-900/60",
@@ -115,10 +116,13 @@ export function RolloutDetail({
   group,
   onClose,
   onOpenFrame,
+  runId,
 }: {
   rollout: Rollout;
   group?: RolloutGroup;
   onClose?: () => void;
+  /** The rollout's run: enables the Tokens section (token view). */
+  runId?: string;
   /** Open the run's code at a stack frame of the user's files. */
   onOpenFrame?: OpenFrame;
 }) {
@@ -167,6 +171,8 @@ export function RolloutDetail({
           ))}
         </div>
       </Section>
+
+      {runId && <TokensToggle runId={runId} rolloutId={rollout.id} />}
 
       <OtherMetrics metrics={rollout.metrics} />
 
