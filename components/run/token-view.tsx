@@ -119,7 +119,7 @@ function TrainingStatus({ training }: { training: RolloutTokens["training"] }) {
     training.status === "trained"
       ? `Trained at step ${training.step} with advantage ${fmtSigned(training.advantage)}.`
       : training.status === "not_trained"
-        ? `Submitted to step ${training.step} but not trained: its group's rewards were all equal (advantage 0).`
+        ? `Submitted to step ${training.step} but not trained: advantage 0 (its group's rewards were all equal, or its reward was the group mean).`
         : "No training record: an eval or dry-run rollout, a failed one, a group with fewer than 2 valid rollouts, a step still training, or a run from before trainer logprobs were recorded.";
   return (
     <div data-testid="token-training-status" data-status={training.status} className="text-[12px] text-zinc-400">
