@@ -160,6 +160,14 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
     }
   });
 
+  it("the runner's route needs the runner bearer token", async () => {
+    const url = `${runner.url}/runs/${encodeURIComponent(runId)}/rollouts/${encodeURIComponent(rollouts[0]!.id)}/tokens`;
+    expect((await fetch(url)).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: "Bearer wrong-token-0123456789abcdef" } })).status).toBe(401);
+    expect((await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    expect((await fetch(`${runner.url}/runs/..%2Fx/rollouts/a/tokens`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(404);
+  });
+
   it("clear errors: an unknown rollout, another workspace's run, an unreachable runner", async () => {
     const viewer = await callerAs(db(), ws, { role: "viewer" });
     await expect(viewer.runs.rolloutTokens({ runId, rolloutId: "s9-9-9" })).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining("no rollout s9-9-9") });
