@@ -10,11 +10,13 @@ const TEMPLATE = path.resolve(import.meta.dirname, "../templates/say-the-word");
 const read = (f: string) => fs.readFileSync(path.join(TEMPLATE, f), "utf8");
 
 test("a trained rollout's tokens: trained-on colours, trainer logprobs and ratios near 1", async ({ page }) => {
+  // Engine start, 8 rollouts and a training step on a 2-core CPU.
+  test.setTimeout(600_000);
   await signUp(page, newUser("tokens"));
   await page.goto("/");
   await expect(page).toHaveURL(/\/experiments\/[^/]+$/);
   const experimentId = page.url().split("/").pop()!;
-  const config = { ...JSON.parse(read("config.json")), num_steps: 1, groups_per_step: 2, rollouts_per_group: 4, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 24 } };
+  const config = { ...JSON.parse(read("config.json")), num_steps: 1, groups_per_step: 2, rollouts_per_group: 4, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 24 }, limits: { rollout_timeout_ms: 400_000 } };
   const files = { "scenario.ts": read("scenario.ts"), "reward.ts": read("reward.ts"), "tasks.jsonl": read("tasks.jsonl"), "config.json": JSON.stringify(config, null, 2) };
   // tRPC's batch wire format with superjson: the page's own session cookie authorises it.
   const res = await page.request.post("/api/trpc/runs.start?batch=1", { data: { 0: { json: { experimentId, files, kind: "train" } } } });
@@ -23,7 +25,7 @@ test("a trained rollout's tokens: trained-on colours, trainer logprobs and ratio
   expect(started.ok).toBe(true);
 
   await page.goto(`/runs/${started.runId}`);
-  await expect(page.getByTestId("run-status")).toHaveText(/completed/i, { timeout: 220_000 });
+  await expect(page.getByTestId("run-status")).toHaveText(/completed/i, { timeout: 540_000 });
   await page.getByTestId("rollout").first().click();
   await page.getByTestId("tokens-toggle").click();
   const view = page.getByTestId("token-view");
