@@ -22,6 +22,8 @@ const nextConfig = {
   // No network at build or run time: no remote images, no telemetry-dependent features.
   images: { unoptimized: true },
   poweredByHeader: false,
+  // `npm run dev` only: Next's floating dev badge sat over the editor's Problems panel.
+  devIndicators: false,
   typescript: { tsconfigPath: "tsconfig.json" },
 };
 

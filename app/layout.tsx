@@ -7,6 +7,7 @@ import { TopNav } from "@/components/nav";
 export const metadata: Metadata = {
   title: { default: "Rollbook", template: "%s · Rollbook" },
   description: "A notebook for RL training of LLM agents: write a scenario and reward, run, watch rollouts live.",
+  icons: { icon: "/icon.svg" },
 };
 
 export default function RootLayout({ children }: { children: ReactNode }) {

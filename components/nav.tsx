@@ -1,6 +1,7 @@
 "use client";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
+import { AlertsBell } from "./alerts-bell";
 import { UserMenu } from "./auth/user-menu";
 import { CommandPalette } from "./command-palette";
 import { isPublicPath } from "./auth/unauthorized";
@@ -16,9 +17,8 @@ export function TopNav() {
   return (
     <header className="flex h-11 shrink-0 items-center gap-6 border-b border-zinc-800 bg-zinc-900/80 px-4">
       <Link href="/" className="flex items-center gap-2 font-semibold tracking-tight text-zinc-100">
-        <span aria-hidden className="grid h-5 w-5 place-items-center rounded bg-amber-400 text-[11px] font-bold text-zinc-950">
-          R
-        </span>
+        {/* A static file from public/ (served as is, cached by the browser), not a bundled component. */}
+        <img src="/logo.svg" alt="" width={20} height={20} className="h-5 w-5" />
         Rollbook
       </Link>
       {!signedOutPage && <nav aria-label="Main" className="flex items-center gap-1">
@@ -39,6 +39,7 @@ export function TopNav() {
         })}
       </nav>}
       {!signedOutPage && <UserMenu />}
+      {!signedOutPage && <AlertsBell />}
       {!signedOutPage && <CommandPalette />}
     </header>
   );

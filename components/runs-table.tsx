@@ -11,6 +11,7 @@ import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
 import { SUMMARY_COLUMNS, viewToListInput, type RunsSort } from "@/server/services/runs-table-query";
 import { useCanWrite } from "./auth/use-role";
+import { RunFlagsBadge } from "./run/run-flags";
 import { RunsFilterBar } from "./runs/runs-filter-bar";
 import { RunNotes, RunTags } from "./runs/run-tags-notes";
 import { useRunsView } from "./runs/use-runs-view";
@@ -122,6 +123,7 @@ export function RunsTable() {
                 <th className="px-3 py-2 font-medium">Experiment</th>
                 <th className="px-3 py-2 font-medium">Kind</th>
                 <th className="px-3 py-2 font-medium">Status</th>
+                <th className="px-3 py-2 font-medium">Flags</th>
                 <th className="px-3 py-2 font-medium">Tags · notes</th>
                 {sortTh("rewardMean", "Mean reward")}
                 {SUMMARY_COLUMNS.map((c) => sortTh(`m:${c.key}`, c.label))}
@@ -170,6 +172,9 @@ export function RunsTable() {
                         </span>
                       )}
                     </div>
+                  </td>
+                  <td className="px-3 py-2">
+                    <RunFlagsBadge runId={r.id} flags={r.flags} />
                   </td>
                   <td className="px-3 py-2">
                     <div className="flex items-start gap-1.5">

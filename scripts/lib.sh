@@ -150,6 +150,41 @@ ensure_chromium() {
   fi
 }
 
+# The sources the web build is made from: pages, components, the server code they import, contracts, static
+# files and the build's own config. Tests, docs and the engine are left out (changing them needs no rebuild).
+web_build_inputs_hash() {
+  (
+    cd "$ROOT"
+    find app components server gpu-runner/src gpu-runner/contracts gpu-runner/sdk public prisma/schema.prisma \
+      -type f \( -name '*.ts' -o -name '*.tsx' -o -name '*.js' -o -name '*.mjs' -o -name '*.css' -o -name '*.json' \
+      -o -name '*.svg' -o -name '*.png' -o -name '*.ico' -o -name '*.prisma' -o -name '*.d.ts' \) \
+      -not -name '*.test.ts' -not -name '*.servertest.ts' -not -path '*/node_modules/*' -print0 2>/dev/null |
+      sort -z | xargs -0 sha256sum
+    sha256sum package-lock.json next.config.js tsconfig.json postcss.config.mjs
+  ) | sha256sum | cut -c1-16
+}
+
+# The production build of the web app, made once and rebuilt only when its sources changed (a stamp in
+# .next holds the hash of what it was built from). `npm start` serves it; `npm run dev` skips it.
+ensure_web_build() {
+  local want have=""
+  want=$(web_build_inputs_hash)
+  [ -f "$ROOT/.next/BUILD_ID" ] && [ -f "$ROOT/.next/.rollbook-stamp" ] && have=$(cat "$ROOT/.next/.rollbook-stamp")
+  if [ "$want" != "$have" ]; then
+    log "building the web app (next build: a few minutes the first time, again only when the sources change)"
+    web_build
+  fi
+}
+
+# Build now, whatever the stamp says, and stamp it (the test stage builds to check the build).
+web_build() {
+  local want
+  want=$(web_build_inputs_hash)
+  # Rollbook runs offline and on private data: Next's anonymous telemetry stays off unless asked for.
+  (cd "$ROOT" && NODE_ENV=production NEXT_TELEMETRY_DISABLED="${NEXT_TELEMETRY_DISABLED:-1}" npx next build) || return 1
+  echo "$want" > "$ROOT/.next/.rollbook-stamp"
+}
+
 setup_all() {
   ensure_node
   load_env

@@ -5,9 +5,13 @@ source "$(dirname "$0")/lib.sh"
 setup_all
 cd "$ROOT"
 
-if [ "${NODE_ENV:-}" = "production" ] && [ ! -f .next/BUILD_ID ]; then
-  log "building the web app (next build)"
-  npx next build
+# `npm start` serves the production build (built once, rebuilt when the sources change); `npm run dev`
+# (ROLLBOOK_DEV=1) serves Next's dev server with hot reload instead.
+if [ "${ROLLBOOK_DEV:-0}" = 1 ]; then
+  export NODE_ENV=development
+else
+  export NODE_ENV=production
+  ensure_web_build
 fi
 
 # The web server finds the runner started here, on whatever port it was given.

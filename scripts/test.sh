@@ -19,7 +19,7 @@ stage "lint + types" npm run -s check
 stage "unit tests (vitest)" npx vitest run --project unit
 stage "server tests (vitest, Postgres)" npx vitest run --project server
 stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q"
-stage "web build (next build)" npx next build
+stage "web build (next build)" web_build
 stage "browser test (Playwright, Chromium)" npx playwright test
 if [ "${ROLLBOOK_SKIP_LEARNING:-0}" != 1 ]; then
   stage "learning benchmark (reward rises on CPU)" node --no-node-snapshot --import tsx bench/learning.ts --ci

@@ -26,6 +26,8 @@ export const ServerEnv = z.object({
   RUNNER_TOKEN: z.string().min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)").optional(),
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
+  /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
+  STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
 
   // ── accounts (server/auth) ──
   /** Signs session cookies. Unset: a random one kept in DATA_DIR/auth-secret (set it when several web servers share a database). */

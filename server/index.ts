@@ -19,6 +19,9 @@ import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
+import { AlertsWatcher } from "./services/alerts/watcher";
+import { postIngestSettled } from "./services/pathology/after-ingest";
+import { prewarmPages, waitForEngine } from "./startup/ready";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
@@ -71,17 +74,28 @@ async function main(): Promise<void> {
 
   const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id) });
   await ingest.start();
+  const alerts = new AlertsWatcher(db, { stallMs: env.STALL_AFTER_MS });
+  alerts.start();
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(env.PORT, env.HOST, () => resolve());
   });
-  console.log(`Rollbook ready on http://${env.HOST}:${env.PORT}`);
+  const url = `http://${env.HOST}:${env.PORT}`;
+  log(`listening on ${url} (${dev ? "development: pages compile on first visit" : "production build"})`);
+  // "ready" only when a visitor can press Run: the engine has its model, and the pages are rendered once.
+  const readyAbort = new AbortController();
+  void (async () => {
+    await waitForEngine({ runner: await runnerById(db, runner.id), log, signal: readyAbort.signal });
+    if (!dev) await prewarmPages(url.replace("0.0.0.0", "127.0.0.1"), ["/sign-in", "/", "/runs", "/experiments"]);
+    console.log(`Rollbook ready on ${url}`);
+  })().catch(() => undefined);
 
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
+    readyAbort.abort();
     log(`${signal}: shutting down`);
     const force = setTimeout(() => {
       console.error("[rollbook] shutdown took over 10 s; exiting");
@@ -89,7 +103,9 @@ async function main(): Promise<void> {
     }, 10_000);
     force.unref();
     try {
+      alerts.stop();
       await ingest.stop(); // stores what is buffered
+      await postIngestSettled(); // the flags and alerts of what was stored
       await new Promise<void>((resolve) => io.close(() => resolve())); // also closes the HTTP server
       await app.close();
       setIo(undefined);

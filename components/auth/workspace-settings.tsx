@@ -1,11 +1,12 @@
 "use client";
-/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave. */
+/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, alert webhook. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { grantableRoles, roleAtLeast, type Role } from "@/server/auth/roles";
 import { useTRPC } from "../trpc";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import { fmtAgo, fmtDateTime } from "../ui/format";
+import { WebhookSettings } from "./webhook-settings";
 
 function InviteLinks({ role }: { role: Role }) {
   const trpc = useTRPC();
@@ -192,6 +193,7 @@ export function WorkspaceSettings() {
         </table>
       </section>
       {admin && <InviteLinks role={role} />}
+      {admin && <WebhookSettings />}
     </div>
   );
 }

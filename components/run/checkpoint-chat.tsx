@@ -19,7 +19,7 @@ export function CheckpointsButton({ runId, count }: { runId: string; count: numb
       <Button onClick={() => setOpen(true)} title="Download checkpoints, chat with them, serve them to code">
         Checkpoints <span className="text-zinc-400 tabular-nums">{count}</span>
       </Button>
-      {open && <CheckpointsPanel runId={runId} onClose={() => setOpen(false)} />}
+      {open && <CheckpointsPanel runId={runId} count={count} onClose={() => setOpen(false)} />}
     </>
   );
 }
@@ -30,10 +30,17 @@ function fmtBytes(n: number): string {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-function CheckpointsPanel({ runId, onClose }: { runId: string; onClose: () => void }) {
+/** `count`: the run's checkpoints as the live run page knows them; a new one refreshes the list. */
+function CheckpointsPanel({ runId, count, onClose }: { runId: string; count: number; onClose: () => void }) {
   const trpc = useTRPC();
   const list = useQuery(trpc.checkpoints.list.queryOptions({ runId }));
   const items = list.data?.items ?? [];
+  const { refetch } = list;
+  const listed = items.length;
+  useEffect(() => {
+    if (list.data && count > listed) void refetch();
+  }, [count, listed, list.data, refetch]);
+  // null = "the newest": the chat follows new checkpoints until the user picks one.
   const [step, setStep] = useState<number | null>(null);
   const chosen = step ?? items[items.length - 1]?.step ?? null;
 

@@ -22,6 +22,8 @@ import { RolloutList } from "./rollout-list";
 import { frameHref, type OpenFrame } from "./rollout-error";
 import { RescoreButton } from "./rescore-panel";
 import { RunExportMenu } from "./run-export-menu";
+import { inFlagFocus, type FlagFocus } from "./flag-links";
+import { RunFlagsStrip, useFlagFocus } from "./run-flags";
 import { RunNotes, RunTags } from "../runs/run-tags-notes";
 import { RunCode, type CodeFocus } from "./run-code";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
@@ -83,12 +85,21 @@ export function RunView({ id }: { id: string }) {
   const [splitFilter, setSplitFilter] = useState<"all" | "train" | "val">("all");
   const [errorsOnly, setErrorsOnly] = useState(false);
   const [newestFirst, setNewestFirst] = useState(true);
+  // A flag's link (?steps=…&rollouts=…) narrows the rollouts to what raised it.
+  const [flagFocus, setFlagFocus] = useFlagFocus(search);
+  const openFlag = (focus: FlagFocus | null, href: string) => {
+    setFlagFocus(focus);
+    setTab("rollouts");
+    window.history.replaceState(null, "", href);
+  };
 
   const visible = useMemo(() => {
-    let list: Rollout[] = state.rollouts.filter((r) => (splitFilter === "all" || r.split === splitFilter) && (!errorsOnly || r.error));
+    let list: Rollout[] = state.rollouts.filter(
+      (r) => (splitFilter === "all" || r.split === splitFilter) && (!errorsOnly || r.error) && (!flagFocus || inFlagFocus(flagFocus, r)),
+    );
     if (newestFirst) list = [...list].reverse();
     return list;
-  }, [state.rollouts, splitFilter, errorsOnly, newestFirst]);
+  }, [state.rollouts, splitFilter, errorsOnly, newestFirst, flagFocus]);
 
   const selected = useMemo(() => (selectedId ? state.rollouts.find((r) => r.id === selectedId) : undefined), [selectedId, state.rollouts]);
 
@@ -210,6 +221,7 @@ export function RunView({ id }: { id: string }) {
             <Stat label={`Training step ${progress.step}`} value={`${progress.micro_batch}/${progress.micro_batches} · loss ${fmtNum(progress.loss)}`} />
           )}
         </div>
+        <RunFlagsStrip runId={id} onOpen={openFlag} />
         {status === "failed" && (error || diagnostics.length > 0) && (
           <div className="mt-2">
             <ErrorBox title="Run failed">
@@ -310,6 +322,14 @@ export function RunView({ id }: { id: string }) {
                       <input type="checkbox" checked={newestFirst} onChange={(e) => setNewestFirst(e.target.checked)} />
                       newest first
                     </label>
+                    {flagFocus && (
+                      <span className="flex items-center gap-1.5 rounded bg-amber-400/10 px-1.5 text-amber-200" data-testid="flag-focus">
+                        ⚑ {visible.length} rollouts {flagFocus.rolloutIds.length ? "named by the flag" : `of step ${flagFocus.steps.join(", ")}`}
+                        <button type="button" className="underline" onClick={() => openFlag(null, `/runs/${id}`)}>
+                          show all
+                        </button>
+                      </span>
+                    )}
                     <span className="ml-auto text-zinc-600">j / k to move · Esc to close</span>
                     <Button variant="ghost" disabled={visible.length === 0} onClick={() => downloadJsonl(`run-${r?.number ?? id}-rollouts.jsonl`, visible)}>
                       Export JSONL
@@ -373,7 +393,10 @@ export function RunView({ id }: { id: string }) {
 function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: string; runId: string; files: ExperimentFiles; steps: number[] }) {
   const trpc = useTRPC();
   const router = useRouter();
-  const [step, setStep] = useState(steps[steps.length - 1] ?? 0);
+  // null = "the newest": follows new checkpoints as the run goes on until the user picks one.
+  const [picked, setPicked] = useState<number | null>(null);
+  const newest = steps[steps.length - 1] ?? 0;
+  const step = picked !== null && steps.includes(picked) ? picked : newest;
   const start = useMutation(trpc.runs.start.mutationOptions());
   return (
     <div className="flex items-center gap-1.5">
@@ -382,12 +405,13 @@ function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: s
       <select
         aria-label="Checkpoint"
         value={step}
-        onChange={(e) => setStep(Number(e.target.value))}
+        onChange={(e) => setPicked(Number(e.target.value) === newest ? null : Number(e.target.value))}
         className="h-7 rounded border border-zinc-700 bg-zinc-900 px-1.5 text-[12px] text-zinc-200"
       >
         {steps.map((s) => (
           <option key={s} value={s}>
             step {s}
+            {s === newest ? " (latest)" : ""}
           </option>
         ))}
       </select>

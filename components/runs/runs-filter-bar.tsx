@@ -113,6 +113,9 @@ export function RunsFilterBar({
             </Toggle>
           ))}
         </div>
+        <Toggle testId="filter-flagged" on={view.flagged ?? false} onClick={() => setView({ flagged: view.flagged ? undefined : true })}>
+          ⚑ flagged
+        </Toggle>
       </div>
       <div className="flex flex-wrap items-center gap-2 text-[12px] text-zinc-400">
         <select aria-label="Author" className={selectClass} value={view.authorId ?? ""} onChange={(e) => setView({ authorId: e.target.value || undefined })}>

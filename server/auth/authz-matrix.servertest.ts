@@ -113,6 +113,13 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
   "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],
   // A side holds one run: the second id is one no workspace has (NOT_FOUND, never BAD_REQUEST); compare.servertest covers the rest.
+  "alerts.list": ["viewer", () => undefined],
+  "alerts.markRead": ["viewer", () => undefined],
+  "alerts.runFlags": ["viewer", (s) => ({ runId: s.runId })],
+  "alerts.webhook": ["admin", () => undefined],
+  "alerts.setWebhook": ["admin", () => ({ url: "http://127.0.0.1:9/matrix-hook" })],
+  "alerts.removeWebhook": ["admin", () => undefined],
+  "alerts.deliveries": ["admin", () => undefined],
   "compare.runs": ["viewer", (s) => ({ runIds: [s.runId, `${s.runId}-none`], baselineRunId: s.runId })],
 };
 

@@ -26,11 +26,27 @@ export interface RunStatusMessage {
   lastSeq: number;
 }
 
+/** A pathology flag raised (or extended) on a run: server/services/pathology/store.ts. */
+export interface RunFlagMessage {
+  id: string;
+  runId: string;
+  rule: string;
+  severity: "warning" | "critical";
+  message: string;
+  firstStep: number;
+  lastStep: number;
+  steps: number[];
+  rolloutIds: string[];
+  /** ISO time it was first raised. */
+  raisedAt: string;
+}
+
 export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus } | { ok: false; error: string };
 
 export interface ServerToClientEvents {
   "run:event": (event: RunEvent) => void;
   "run:status": (status: RunStatusMessage) => void;
+  "run:flag": (flag: RunFlagMessage) => void;
 }
 
 export interface ClientToServerEvents {

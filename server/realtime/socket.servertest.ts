@@ -15,7 +15,7 @@ import { removeMember } from "../services/members";
 import { createRunningRun, createTestDb, newWorkspace, runEvents, userWithRole, type TestDb } from "../test/harness";
 import { setIo, type RollbookIo } from "./io";
 import { attachRealtime } from "./socket-server";
-import type { ClientToServerEvents, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "./socket-events";
+import type { ClientToServerEvents, RunFlagMessage, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "./socket-events";
 
 let tdb: TestDb;
 let server: http.Server;
@@ -70,6 +70,22 @@ describe("run:subscribe", () => {
 
     const bad = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: "missing-run", afterSeq: 0 }, resolve));
     expect(bad).toEqual({ ok: false, error: "run missing-run not found" });
+    client.close();
+  });
+});
+
+describe("run:flag", () => {
+  it("a pathology flag raised by ingestion reaches the run's subscribers", async () => {
+    const runId = await createRunningRun(db(), workspaceId);
+    const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token } });
+    const flags: RunFlagMessage[] = [];
+    client.on("run:flag", (f) => flags.push(f));
+    await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId, afterSeq: 0 }, resolve));
+    // runEvents: a quarter of step 0's rollouts fail, the exception-rate rule's threshold.
+    await ingestAndEmit(db(), runId, runEvents(runId));
+    const deadline = Date.now() + 10_000;
+    while (flags.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(flags).toEqual([expect.objectContaining({ runId, rule: "exception_rate", firstStep: 0, steps: [0], rolloutIds: ["traj-0-3"] })]);
     client.close();
   });
 });

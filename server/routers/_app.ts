@@ -5,6 +5,7 @@
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { createCallerFactory, createTRPCRouter } from "../trpc";
 import { accountRouter } from "./account";
+import { alertsRouter } from "./alerts";
 import { checkpointsRouter } from "./checkpoints";
 import { compareRouter } from "./compare";
 import { experimentsRouter } from "./experiments";
@@ -22,6 +23,7 @@ export const appRouter = createTRPCRouter({
   templates: templatesRouter,
   compare: compareRouter,
   checkpoints: checkpointsRouter,
+  alerts: alertsRouter,
 });
 
 export type AppRouter = typeof appRouter;

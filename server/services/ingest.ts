@@ -13,6 +13,7 @@ import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
 import { eventToRow, trajectoryToRow } from "./run-convert";
+import { schedulePostIngest } from "./pathology/after-ingest";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
 import { failRun } from "./runs";
@@ -177,6 +178,7 @@ export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[]): 
   const res = await ingestEvents(db, runId, events);
   if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
   if (res.statusChanged) emitRunStatus({ runId, status: res.status, error: res.error, lastSeq: res.lastSeq });
+  if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
   return res;
 }
 

@@ -1,15 +1,21 @@
 /**
  * The embedded database (PGlite, used when DATABASE_URL is unset) runs the same ingestion SQL: row lock,
- * skipDuplicates, projections, and the repeatable-read reads of the event tail.
+ * skipDuplicates, projections, and the repeatable-read reads of the event tail; and the pathology flags,
+ * alerts and webhook queue (createManyAndReturn, FOR UPDATE SKIP LOCKED).
  *   npx vitest run --project server server/services/pglite.servertest.ts
  */
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type DbHandle } from "../db";
 import { callerFor, createRunningRun, newWorkspace, runEvents } from "../test/harness";
-import { ingestEvents } from "./ingest";
+import { ingestAndEmit, ingestEvents } from "./ingest";
+import { deliverDue } from "./alerts/delivery";
+import { setWebhook } from "./alerts/webhook-settings";
+import { postIngestSettled } from "./pathology/after-ingest";
 
 let handle: DbHandle;
 let dir: string;
@@ -53,4 +59,28 @@ it("runs the runs table's SQL on PGlite: summary, search index function, metric 
   const first = await api.runs.list({ sort: "m:reward_mean", limit: 2 });
   const second = await api.runs.list({ sort: "m:reward_mean", limit: 2, cursor: first.nextCursor });
   expect([...first.items, ...second.items].map((r) => r.id)).toEqual([ids[2], ids[1], ids[0]]);
+});
+
+it("runs the pathology, alert and webhook-queue SQL on PGlite", async () => {
+  const db = handle.prisma;
+  const ws = await newWorkspace(db);
+  const received: string[] = [];
+  const srv = http.createServer((req, res) => {
+    req.on("data", (c: Buffer) => received.push(c.toString("utf8")));
+    req.on("end", () => res.writeHead(204).end());
+  });
+  await new Promise<void>((r) => srv.listen(0, "127.0.0.1", r));
+  try {
+    await setWebhook(db, ws, `http://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`);
+    const runId = await createRunningRun(db, ws);
+    await ingestAndEmit(db, runId, runEvents(runId));
+    await postIngestSettled(runId);
+    expect((await db.runFlag.findMany({ where: { runId } })).map((f) => f.rule)).toEqual(["exception_rate"]);
+    expect((await db.alert.findMany({ where: { workspaceId: ws } })).map((a) => a.kind).sort()).toEqual(["run.completed", "run.flag"]);
+    expect(await deliverDue(db)).toBe(2);
+    expect(await db.webhookDelivery.count({ where: { workspaceId: ws, status: "delivered", attempts: 1 } })).toBe(2);
+    expect(received).toHaveLength(2);
+  } finally {
+    await new Promise((r) => srv.close(r));
+  }
 });

@@ -6,7 +6,7 @@
  */
 import { type RunEvent } from "@contracts";
 import { getIo } from "../realtime/io";
-import { runRoom, type RunStatusMessage } from "../realtime/socket-events";
+import { runRoom, type RunFlagMessage, type RunStatusMessage } from "../realtime/socket-events";
 
 const INGEST = Symbol.for("rollbook.ingest");
 
@@ -31,4 +31,8 @@ export function emitRunEvents(runId: string, events: RunEvent[]): void {
   if (!io) return;
   const room = io.to(runRoom(runId));
   for (const e of events) room.emit("run:event", e);
+}
+
+export function emitRunFlag(flag: RunFlagMessage): void {
+  getIo()?.to(runRoom(flag.runId)).emit("run:flag", flag);
 }

@@ -7,7 +7,7 @@ import { RunsListInput, RunUpdateInput, viewFromSearchParams, viewToListInput, v
 
 describe("runs view in the address", () => {
   it("round-trips every filter and the sort", () => {
-    const q = "experiment=e1&status=failed%2Cstopped&kind=dry-run&authorId=u1&tag=baseline&baseModel=Qwen%2FQ&from=2026-11-01T00%3A00%3A00.000Z&to=2026-11-03T00%3A00%3A00.000Z&q=lr+1e-5&sort=m%3Aeval_reward&dir=asc";
+    const q = "experiment=e1&status=failed%2Cstopped&kind=dry-run&authorId=u1&tag=baseline&baseModel=Qwen%2FQ&from=2026-11-01T00%3A00%3A00.000Z&to=2026-11-03T00%3A00%3A00.000Z&q=lr+1e-5&flagged=1&sort=m%3Aeval_reward&dir=asc";
     const view = viewFromSearchParams(new URLSearchParams(q));
     expect(view).toEqual({
       experimentId: "e1",
@@ -19,6 +19,7 @@ describe("runs view in the address", () => {
       from: "2026-11-01T00:00:00.000Z",
       to: "2026-11-03T00:00:00.000Z",
       q: "lr 1e-5",
+      flagged: true,
       sort: "m:eval_reward",
       dir: "asc",
     });

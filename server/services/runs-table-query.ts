@@ -40,6 +40,8 @@ export const RunsFilter = z.object({
   to: z.coerce.date({ error: "to: a date" }).optional(),
   /** Words, each matched as a prefix in the experiment's name, the run's tags or its notes; "#12" or "12" also matches run 12. */
   q: z.string().max(200, "q: at most 200 characters").optional(),
+  /** Only runs with at least one pathology flag (server/services/pathology). */
+  flagged: z.boolean().optional(),
 });
 export type RunsFilter = z.infer<typeof RunsFilter>;
 
@@ -110,6 +112,7 @@ export function viewFromSearchParams(params: URLSearchParams): RunsView {
     const v = params.get(key);
     if (v && v.trim()) view[key] = v;
   }
+  if (params.get("flagged") === "1") view.flagged = true;
   if (view.from && Number.isNaN(Date.parse(view.from))) delete view.from;
   if (view.to && Number.isNaN(Date.parse(view.to))) delete view.to;
   const sort = RunsSort.safeParse(params.get("sort"));
@@ -128,6 +131,7 @@ export function viewToSearchParams(view: RunsView): URLSearchParams {
     const v = view[key];
     if (v && v.trim()) p.set(key, v);
   }
+  if (view.flagged) p.set("flagged", "1");
   if (view.sort && view.sort !== "createdAt") p.set("sort", view.sort);
   if (view.dir === "asc") p.set("dir", "asc");
   return p;

@@ -111,6 +111,8 @@ function conditions(workspaceId: string, f: ListArgs): Prisma.Sql[] {
   if (f.from) out.push(Prisma.sql`r."createdAt" >= ${f.from}`);
   if (f.to) out.push(Prisma.sql`r."createdAt" < ${f.to}`);
   if (f.q?.trim()) out.push(...searchCondition(workspaceId, f.q.trim()));
+  // RunFlag's unique (runId, rule, firstStep) index answers this per run.
+  if (f.flagged) out.push(Prisma.sql`EXISTS (SELECT 1 FROM "RunFlag" rf WHERE rf."runId" = r."id")`);
   return out;
 }
 
@@ -136,6 +138,7 @@ const ROW_SELECT = {
   experiment: { select: { name: true } },
   version: { select: { number: true } },
   createdBy: { select: { id: true, name: true, email: true } },
+  flags: { select: { rule: true, severity: true, firstStep: true }, orderBy: { firstStep: "asc" } },
 } satisfies Prisma.RunSelect;
 
 function summaryOf(json: Prisma.JsonValue): Record<string, number> {
@@ -194,6 +197,7 @@ export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsLi
           notes: r.notes,
           summary: summaryOf(r.summary),
           createdBy: r.createdBy,
+          flags: r.flags,
         },
       ];
     }),

@@ -1,0 +1,49 @@
+/**
+ * Every pathology threshold, in one place. Defaults chosen for small GRPO runs (groups of 4–16, a few
+ * dozen steps); a workspace override can later be merged over this object (the rules take it as an
+ * argument and never read it globally).
+ */
+export const PATHOLOGY_THRESHOLDS = {
+  /** Reward collapse: the share of a step's groups that still have reward variance ("trainable")… */
+  minTrainableFraction: 0.25,
+  /** …at or below minTrainableFraction on this many consecutive steps. 2 flags the default template's
+   * "every rollout scores 0.200" failure on the 2nd step of it. Zero trainable groups is critical. */
+  collapseSteps: 2,
+
+  /** Length drift: a step's mean completion length against the mean of the run's first `baselineSteps`. */
+  baselineSteps: 2,
+  /** Grew to at least this many times the baseline… */
+  lengthGrowthRatio: 2,
+  /** …or shrank to at most this share of it… */
+  lengthShrinkRatio: 0.4,
+  /** …and moved by at least this many tokens (tiny replies doubling from 2 to 4 tokens is not drift). */
+  lengthMinDeltaTokens: 8,
+
+  /** Reward hacking: compares the mean of the first `hackWindow` steps with the last `hackWindow`. */
+  hackWindow: 3,
+  /** A component "dominates" when its per-rollout correlation with the reward recently is at least this… */
+  hackDominantCorr: 0.9,
+  /** …and it rose, while another component that fed the reward (baseline correlation ≥ this)… */
+  hackContributorCorr: 0.3,
+  /** …fell by at least this share of its baseline mean. */
+  hackFallRatio: 0.3,
+
+  /** probs_corr (sampling vs training token probabilities) below this on a step that trained. */
+  minProbsCorr: 0.9,
+
+  /** KL blow-up: kl above this absolute value… */
+  maxKl: 1,
+  /** …or above this many times the median of the earlier steps' kl (when that median is above klFloor). */
+  klJumpRatio: 10,
+  klFloor: 0.01,
+
+  /** Exception rate: a step at or above this… */
+  maxExceptionRate: 0.25,
+  /** …and at least this much above the mean of the run's first `baselineSteps`. */
+  exceptionRise: 0.15,
+
+  /** The most rollout ids a flag keeps (the UI shows them as one filtered list). */
+  maxRolloutIds: 32,
+} as const;
+
+export type PathologyThresholds = { -readonly [K in keyof typeof PATHOLOGY_THRESHOLDS]: number };

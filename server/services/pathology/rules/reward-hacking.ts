@@ -1,0 +1,88 @@
+/**
+ * Reward hacking signs: one reward component comes to dominate the reward (nearly all of its variation
+ * across rollouts) and keeps rising while another component that used to feed the reward falls — the
+ * policy found one lever and is trading the rest away. Healthy learning (every contributing component
+ * rising, or a cost component like "words" falling) does not raise it.
+ *
+ * Judged at each step k with `hackWindow` steps of rollouts before it: the run's first window against the
+ * window ending at k. Consecutive steps where it holds are one flag.
+ */
+import type { PathologyThresholds } from "../config";
+import type { Flag, RolloutInput, RuleInput } from "../types";
+import { fmt, mean, pearson } from "./shared";
+
+interface Finding {
+  step: number;
+  dominant: string;
+  falling: string;
+  from: number;
+  to: number;
+  ids: string[];
+}
+
+function judge(base: RolloutInput[], recent: RolloutInput[], t: PathologyThresholds): Omit<Finding, "step" | "ids"> | null {
+  const keys = [...new Set([...base, ...recent].flatMap((r) => Object.keys(r.metrics)))].filter((k) =>
+    [...base, ...recent].every((r) => Number.isFinite(r.metrics[k])),
+  );
+  if (keys.length < 2) return null;
+  const col = (rs: RolloutInput[], k: string) => rs.map((r) => r.metrics[k]!);
+  const rewards = (rs: RolloutInput[]) => rs.map((r) => r.reward!);
+  const stats = keys.map((k) => ({
+    k,
+    baseMean: mean(col(base, k))!,
+    recentMean: mean(col(recent, k))!,
+    baseCorr: pearson(col(base, k), rewards(base)),
+    recentCorr: pearson(col(recent, k), rewards(recent)),
+  }));
+  for (const d of stats) {
+    if (d.recentCorr === null || d.recentCorr < t.hackDominantCorr || d.recentMean <= d.baseMean) continue;
+    for (const o of stats) {
+      if (o.k === d.k || o.baseCorr === null || o.baseCorr < t.hackContributorCorr || o.baseMean <= 0) continue;
+      if (o.recentMean <= o.baseMean * (1 - t.hackFallRatio)) return { dominant: d.k, falling: o.k, from: o.baseMean, to: o.recentMean };
+    }
+  }
+  return null;
+}
+
+export function rewardHacking({ rollouts }: RuleInput, t: PathologyThresholds): Flag[] {
+  const usable = rollouts.filter((r) => !r.failed && r.reward !== null && Number.isFinite(r.reward));
+  const stepNums = [...new Set(usable.map((r) => r.step))].sort((a, b) => a - b);
+  const w = t.hackWindow;
+  if (stepNums.length < 2 * w) return [];
+  const at = (steps: number[]) => usable.filter((r) => steps.includes(r.step));
+  const base = at(stepNums.slice(0, w));
+  const findings: Finding[] = [];
+  for (let end = 2 * w; end <= stepNums.length; end++) {
+    const window = stepNums.slice(end - w, end);
+    const recent = at(window);
+    const f = judge(base, recent, t);
+    if (!f) continue;
+    const step = window[window.length - 1]!;
+    const top = recent.filter((r) => r.step === step).sort((a, b) => b.metrics[f.dominant]! - a.metrics[f.dominant]!);
+    findings.push({ step, ...f, ids: top.slice(0, 8).map((r) => r.id) });
+  }
+  // Consecutive judged steps with a finding are one flag.
+  const flags: Flag[] = [];
+  let cur: Finding[] = [];
+  const close = () => {
+    if (!cur.length) return;
+    const last = cur[cur.length - 1]!;
+    flags.push({
+      rule: "reward_hacking",
+      severity: "warning",
+      message: `"${last.dominant}" now drives the reward and keeps rising while "${last.falling}" fell from ${fmt(last.from, 3)} to ${fmt(last.to, 3)} (steps ${cur[0]!.step}–${last.step} against the first ${w}): check these rollouts for reward hacking.`,
+      firstStep: cur[0]!.step,
+      lastStep: last.step,
+      steps: cur.map((f) => f.step),
+      rolloutIds: last.ids.slice(0, t.maxRolloutIds),
+    });
+    cur = [];
+  };
+  for (const f of findings) {
+    const prev = cur[cur.length - 1];
+    if (prev && stepNums.indexOf(f.step) !== stepNums.indexOf(prev.step) + 1) close();
+    cur.push(f);
+  }
+  close();
+  return flags;
+}
