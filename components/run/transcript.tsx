@@ -4,11 +4,11 @@
  * rendered as text, never as HTML), its task, reward and advantage in its group, metrics, logs, error.
  */
 import type { ChatMessage, ToolCall, TrajectoryTurn } from "@contracts";
-import { useState } from "react";
 import { fmtInt, fmtMs, fmtNum, fmtSigned } from "../ui/format";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { Rollout, RolloutGroup } from "./run-state";
 import { advantage } from "./run-state";
+import { TokensToggle } from "./token-view";
 
 const ROLE_STYLE: Record<ChatMessage["role"], string> = {
   system: "border-zinc-700 bg-zinc-900/60",
@@ -134,10 +134,10 @@ export function RolloutDetail({
   rollout: Rollout;
   group?: RolloutGroup;
   onClose?: () => void;
+  /** The rollout's run: enables the Tokens section (token view). */
+  runId?: string;
   /** Open the run's code at a stack frame of the user's files. */
   onOpenFrame?: OpenFrame;
-  /** The run, for the token view. */
-  runId?: string;
 }) {
   const adv = advantage(rollout.reward, group);
   const toolNames = toolNamesById(rollout.messages);
@@ -190,7 +190,7 @@ export function RolloutDetail({
 
       <OutputView rollout={rollout} />
 
-      <TokensSection runId={runId} rolloutId={rollout.id} />
+      {runId && <TokensToggle runId={runId} rolloutId={rollout.id} />}
 
       <Section title={`Logs (${rollout.logs.length})`}>
         {rollout.logs.length === 0 ? (
@@ -232,26 +232,6 @@ function OutputView({ rollout }: { rollout: Rollout }) {
         <pre className="max-h-80 overflow-auto border-t border-zinc-800 p-2 font-mono text-[12px] whitespace-pre-wrap text-zinc-300">{text}</pre>
       </details>
     </Section>
-  );
-}
-
-/**
- * The rollout's tokens (ids, logprobs, masks). The token view is built separately
- * (components/run/token-view.tsx); until it is merged this section says so.
- */
-function TokensSection({ runId, rolloutId }: { runId?: string; rolloutId: string }) {
-  const [open, setOpen] = useState(false);
-  return (
-    <section className="mt-4" data-testid="tokens-section">
-      <button type="button" aria-expanded={open} onClick={() => setOpen((o) => !o)} className="text-[11px] tracking-wide text-zinc-500 uppercase hover:text-zinc-300">
-        {open ? "▾" : "▸"} Tokens
-      </button>
-      {open && (
-        <div className="mt-1.5 text-[12px] text-zinc-600" data-run-id={runId} data-rollout-id={rolloutId}>
-          The token view is not part of this build yet.
-        </div>
-      )}
-    </section>
   );
 }
 

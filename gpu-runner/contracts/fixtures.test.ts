@@ -9,7 +9,10 @@ import {
   ChatCompletionChunk,
   ChatCompletionRequest,
   ChatCompletionResponse,
+  DetokenizeRequest,
+  DetokenizeResponse,
   TrainRequest,
+  TrainStreamLine,
   ValidChatCompletionRequest,
 } from "./index";
 
@@ -20,6 +23,20 @@ describe("shared contract fixtures", () => {
     const raw = fixture("train_request.json") as { config: Record<string, unknown> };
     const parsed = TrainRequest.parse(raw);
     expect(Object.keys(raw.config).sort()).toEqual(Object.keys(parsed.config).sort());
+  });
+
+  it("train_result.json is a result line with the trainer's logprobs per trained trajectory", () => {
+    const line = TrainStreamLine.parse(fixture("train_result.json"));
+    if (line.type !== "result") throw new Error("expected a result line");
+    expect(line.token_logprobs["s1-0-1"]).toEqual({ advantage: -0.99, sequences: [[-2.5], []] });
+    const { token_logprobs: _, ...older } = fixture("train_result.json") as Record<string, unknown>;
+    expect(TrainStreamLine.parse(older)).toMatchObject({ token_logprobs: {} });
+  });
+
+  it("detokenize.json is a /detokenize request and response", () => {
+    const f = fixture("detokenize.json") as { request: unknown; response: unknown };
+    expect(DetokenizeRequest.parse(f.request).token_ids).toEqual([1, 2, 28, 198]);
+    expect(DetokenizeResponse.parse(f.response).pieces.at(-1)).toBe("\n");
   });
 
   it("chat_request.json and chat_response.json are chat completion request and response", () => {

@@ -84,6 +84,17 @@ export const CheckpointInfo = z.object({
 });
 export type CheckpointInfo = z.infer<typeof CheckpointInfo>;
 
+/**
+ * What one step trained on one sample: its advantage and, per sequence of the sample (request order), the
+ * trainer's logprob of each mask=1 token in order, from the first forward pass (the policy before the update:
+ * the logprobs the importance ratio and probs_corr use). A sequence with no masked token: [].
+ */
+export const TrainedTokens = z.object({
+  advantage: z.number(),
+  sequences: z.array(z.array(z.number())),
+});
+export type TrainedTokens = z.infer<typeof TrainedTokens>;
+
 export const TrainStreamLine = z.discriminatedUnion("type", [
   z.object({
     type: z.literal("progress"),
@@ -91,7 +102,13 @@ export const TrainStreamLine = z.discriminatedUnion("type", [
     micro_batches: z.number().int(),
     loss: z.number(),
   }),
-  z.object({ type: z.literal("result"), metrics: TrainMetrics, checkpoint: CheckpointInfo }),
+  z.object({
+    type: z.literal("result"),
+    metrics: TrainMetrics,
+    checkpoint: CheckpointInfo,
+    /** Keyed by trajectory_id; only samples that trained (a zero-variance group's samples are absent). */
+    token_logprobs: z.record(z.string(), TrainedTokens).default({}),
+  }),
   z.object({ type: z.literal("error"), message: z.string() }),
 ]);
 export type TrainStreamLine = z.infer<typeof TrainStreamLine>;

@@ -94,6 +94,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     runsDir: env.ROLLBOOK_RUNS_DIR,
     token: env.RUNNER_TOKEN,
     engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
+    detokenize: (ids) => supervisor.client.detokenize(ids),
   };
   const server = http.createServer((req, res) => {
     if (isRunnerHttpRoute(req.url)) void handleRunnerHttp(req, res, httpDeps);

@@ -103,6 +103,7 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.trajectories": ["viewer", (s) => ({ runId: s.runId })],
   "runs.series": ["viewer", (s) => ({ runId: s.runId, x: "step", width: 200 })],
   "runs.events": ["viewer", (s) => ({ runId: s.runId })],
+  "runs.rolloutTokens": ["viewer", (s) => ({ runId: s.runId, rolloutId: "traj-1-0" })],
   "runs.stop": ["member", (s) => ({ id: s.runId })],
   "runs.resume": ["member", (s) => ({ id: s.runId })],
   "runs.fork": ["member", (s) => ({ runId: s.runId, step: 1 })],

@@ -7,6 +7,7 @@ import { RescoreRunInput, rescoreRun } from "../services/rescore";
 import { openFork, runLineage } from "../services/run-fork";
 import { runsFacets, updateRun } from "../services/runs-table";
 import { RunsListInput, RunUpdateInput } from "../services/runs-table-query";
+import { getRolloutTokens } from "../services/rollout-tokens";
 import { BaseVersion, FilesInput } from "./experiments";
 import { RunSeriesInput, runSeries } from "../services/run-series";
 
@@ -73,6 +74,11 @@ export const runsRouter = createTRPCRouter({
       }),
     )
     .query(({ ctx, input }) => runs.listTrajectories(ctx.db, ctx.workspaceId, input)),
+
+  /** One rollout's tokens for the token view: text, sampled/trained, sampling and trainer logprobs, ratio. */
+  rolloutTokens: viewerProcedure
+    .input(z.object({ runId: z.string().min(1), rolloutId: z.string().min(1) }))
+    .query(({ ctx, input }) => getRolloutTokens(ctx.db, ctx.workspaceId, input)),
 
   events: viewerProcedure
     .input(

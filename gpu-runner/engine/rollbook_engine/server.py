@@ -185,4 +185,8 @@ def create_app(
         log.warning("train routes not available: %s", err)
     else:
         app.include_router(train_router)
+    # POST /detokenize (token ids → text pieces) for the runner's token view.
+    from .vocab_routes import router as vocab_router
+
+    app.include_router(vocab_router)
     return app

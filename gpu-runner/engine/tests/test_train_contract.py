@@ -88,3 +88,15 @@ def test_stream_lines_round_trip():
     assert ta.validate_python({"type": "error", "message": "x"}).type == "error"
     with pytest.raises(ValidationError):
         ta.validate_python({"type": "nope"})
+
+
+def test_result_fixture_with_token_logprobs():
+    """The shared result fixture (also parsed by fixtures.test.ts) carries per-trajectory trainer logprobs."""
+    line = TypeAdapter(TrainStreamLine).validate_json((CONTRACTS / "fixtures" / "train_result.json").read_text())
+    assert line.type == "result"
+    assert line.token_logprobs["s1-0-1"].sequences == [[-2.5], []]
+    assert line.token_logprobs["s1-0-0"].advantage == 0.99
+    # Older engines sent no token_logprobs: it defaults to empty, as zod's .default({}).
+    bare = json.loads((CONTRACTS / "fixtures" / "train_result.json").read_text())
+    del bare["token_logprobs"]
+    assert TypeAdapter(TrainStreamLine).validate_python(bare).token_logprobs == {}

@@ -283,3 +283,41 @@ def test_engine_server_mounts_train_routes(store, groups):
     loading.state.store = None
     loading.include_router(router)
     assert TestClient(loading).post("/train", json=body).status_code == 503
+
+
+def test_result_carries_the_trainers_first_pass_logprobs_per_trained_sample(store, groups):
+    """token_logprobs: per trained trajectory, per sequence, one trainer logprob per masked token, close to the
+    sampling logprob (fresh LoRA = the sampler's weights); a zero-variance group's samples are absent."""
+    flat = {"samples": [{**s, "trajectory_id": f"flat-{i}", "reward": 0.5} for i, s in enumerate(groups[1]["samples"])]}
+    # Two micro-batches (micro_batch_size 3 over 4 rows), so rows come back from length-sorted batches.
+    result = train_step_sync(store, make_request("token-lps", 1, [groups[0], flat], micro_batch_size=3))
+    lps = result.token_logprobs
+    assert sorted(lps) == sorted(s["trajectory_id"] for s in groups[0]["samples"])
+    log_ratios, olds, news = [], [], []
+    for s in groups[0]["samples"]:
+        got = lps[s["trajectory_id"]]
+        assert got.advantage == pytest.approx(1.0 if s["reward"] == 1.0 else -1.0, abs=1e-4)
+        seq = s["sequences"][0]
+        sampled = [lp for lp, m in zip(seq["logprobs"], seq["mask"]) if m == 1]
+        assert len(got.sequences) == 1 and len(got.sequences[0]) == len(sampled)
+        for old, new in zip(sampled, got.sequences[0]):
+            log_ratios.append(abs(new - old))
+            olds.append(old)
+            news.append(new)
+    # Same weights on CPU fp32: the sampler (KV cache, left padding) and the trainer agree token by token.
+    assert max(log_ratios) < 0.05, max(log_ratios)
+    assert sum(log_ratios) / len(log_ratios) < 0.005
+    # The same first-pass values the step's probs_corr correlates.
+    from rollbook_engine.trainer.loss import pearson
+
+    corr = pearson(torch.tensor(olds).exp(), torch.tensor(news).exp())
+    assert corr == pytest.approx(result.metrics.probs_corr, abs=1e-3)
+    # Round-trips through the stream contract.
+    line = TypeAdapter(TrainStreamLine).validate_json(result.model_dump_json())
+    assert line.token_logprobs.keys() == lps.keys()
+
+
+def test_skipped_step_has_no_token_logprobs(store, groups):
+    same = [{"samples": [{**s, "reward": 1.0} for s in g["samples"]]} for g in groups[:1]]
+    result = train_step_sync(store, make_request("token-lps-flat", 1, same))
+    assert result.metrics.skipped and result.token_logprobs == {}

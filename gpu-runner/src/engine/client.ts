@@ -7,6 +7,7 @@ import {
   ChatCompletionResponse,
   EngineHealth,
   CheckpointInfo,
+  DetokenizeResponse,
   TrainStreamLine,
   type ChatCompletionRequest,
   type TrainRequest,
@@ -119,6 +120,20 @@ export class EngineClient {
   async latestStep(runId: string): Promise<number> {
     const list = await this.checkpoints(runId);
     return list.reduce((max, c) => Math.max(max, c.step), 0);
+  }
+
+  /** POST /detokenize: the text piece of each token id (same order), as the engine's tokenizer decodes it. */
+  async detokenize(tokenIds: readonly number[], signal?: AbortSignal): Promise<string[]> {
+    const res = await this.request("/detokenize", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token_ids: tokenIds }),
+      signal,
+      timeoutMs: 30_000,
+    });
+    const { pieces } = parse(DetokenizeResponse, await res.json(), "detokenize response");
+    if (pieces.length !== tokenIds.length) throw new EngineError(`engine /detokenize answered ${pieces.length} pieces for ${tokenIds.length} ids`);
+    return pieces;
   }
 
   /** POST /train and yield each JSON line of the progress stream, validated. */

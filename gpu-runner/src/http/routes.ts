@@ -3,6 +3,8 @@
  *
  *   GET  /checkpoints/<run>/<step>/adapter.tar.gz   a checkpoint as a PEFT folder archive (checkpoint-archive.ts)
  *   GET  /runs/<run>/tokens.jsonl                   each rollout's exact token sequences (events/token-log.ts)
+ *   GET  /runs/<run>/rollouts/<id>/tokens           one rollout's tokens with text, sampling and trainer
+ *                                                   logprobs, for the token view (rollout-tokens.ts)
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
  *                                                   (plain JSON or server-sent events, status and body as is)
  *
@@ -17,8 +19,10 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { parseCheckpointModel } from "../../contracts";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";
+import { EngineError } from "../engine/client";
 import { bearerToken, tokenMatches } from "../trpc";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
+import { RolloutTokensNotFound, rolloutTokens } from "./rollout-tokens";
 
 export interface RunnerHttpDeps {
   /** ROLLBOOK_RUNS_DIR: where checkpoints live (runs/<run>/checkpoints/<step:04d>). */
@@ -27,6 +31,8 @@ export interface RunnerHttpDeps {
   token: string;
   /** A request to the engine with its credentials; the raw response (any status) is passed through. */
   engineFetch: (pathname: string, init: RequestInit) => Promise<Response>;
+  /** The engine's POST /detokenize (throws when the engine is unreachable or still loading). */
+  detokenize: (tokenIds: number[]) => Promise<string[]>;
 }
 
 /** A chat request body bigger than this is refused (413): a prompt this size is far past any context. */
@@ -35,6 +41,7 @@ export const MAX_CHAT_BODY_BYTES = 8 * 1024 * 1024;
 const ARCHIVE_ROUTE = /^\/checkpoints\/([^/]+)\/([^/]+)\/adapter\.tar\.gz$/;
 const CHAT_ROUTE = "/v1/chat/completions";
 const TOKENS_ROUTE = /^\/runs\/([^/]+)\/tokens\.jsonl$/;
+const ROLLOUT_TOKENS_ROUTE = /^\/runs\/([^/]+)\/rollouts\/([^/]+)\/tokens$/;
 
 /** OpenAI's error shape, which the web server passes on to OpenAI clients unchanged. */
 function sendError(res: ServerResponse, status: number, message: string, param: string | null = null): void {
@@ -46,7 +53,7 @@ function sendError(res: ServerResponse, status: number, message: string, param: 
 /** True when the path is one of these routes (the caller hands everything else to tRPC). */
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
-  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
+  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -62,6 +69,11 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     if (tokens) {
       if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
       return sendTokenLog(res, deps, decodeURIComponent(tokens[1]!));
+    }
+    const rollout = ROLLOUT_TOKENS_ROUTE.exec(pathname);
+    if (rollout) {
+      if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
+      return await sendRolloutTokens(res, deps, decodeURIComponent(rollout[1]!), decodeURIComponent(rollout[2]!));
     }
     if (req.method !== "POST") return sendError(res, 405, `${req.method} is not allowed here: POST`);
     return await proxyChat(req, res, deps);
@@ -104,6 +116,24 @@ function sendTokenLog(res: ServerResponse, deps: RunnerHttpDeps, runId: string):
   const stream = fs.createReadStream(file);
   stream.on("error", (err) => res.destroy(err));
   stream.pipe(res);
+}
+
+async function sendRolloutTokens(res: ServerResponse, deps: RunnerHttpDeps, runId: string, trajectoryId: string): Promise<void> {
+  try {
+    assertSafeRunId(runId);
+  } catch (e) {
+    return sendError(res, 404, `run ${runId}: ${(e as Error).message}`);
+  }
+  let body: string;
+  try {
+    body = JSON.stringify(await rolloutTokens(deps.runsDir, runId, trajectoryId, deps.detokenize));
+  } catch (e) {
+    if (e instanceof RolloutTokensNotFound) return sendError(res, 404, e.message);
+    // Unreachable, restarting or still loading: the texts cannot be had now, the tokens are still there.
+    if (e instanceof EngineError) return sendError(res, 503, `the engine could not decode the tokens: ${e.message}`);
+    throw e;
+  }
+  res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {

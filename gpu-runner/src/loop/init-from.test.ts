@@ -54,6 +54,7 @@ class Engine implements RunEngine {
       type: "result",
       metrics: { loss: 0, grad_norm: 0, kl: 0, clip_fraction: 0, entropy: 0, probs_corr: 1, trained_tokens: 1, groups_submitted: 1, groups_trainable: 1, skipped: false, duration_s: 0 },
       checkpoint: { step: body.step, path: `runs/${body.run_id}/checkpoints/${body.step}`, size_bytes: 1 },
+      token_logprobs: {},
     };
   }
 

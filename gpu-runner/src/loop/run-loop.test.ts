@@ -83,6 +83,7 @@ class FakeEngine implements RunEngine {
         groups_submitted: body.groups.length, groups_trainable: body.groups.length, skipped: false, duration_s: 0.01,
       },
       checkpoint: { step: body.step, path: `runs/${body.run_id}/checkpoints/${String(body.step).padStart(4, "0")}`, size_bytes: 1 },
+      token_logprobs: {},
     };
   }
 

@@ -11,6 +11,7 @@ import {
   type RunConfig,
   type RunKind,
   type TrainGroup,
+  type TrainedTokens,
   type TokenSequence,
   type TrainMetrics,
   type RunEvent,
@@ -74,6 +75,8 @@ export interface RunContext {
   onStep?: (step: number) => void;
   /** Keeps a finished rollout's exact token sequences (runs/<run>/tokens.jsonl) for exports. */
   recordTokens?: (trajectoryId: string, sequences: TokenSequence[]) => void;
+  /** Keeps what a training step did with each submitted rollout (runs/<run>/train-logprobs.jsonl) for the token view. */
+  recordTrainLogprobs?: (step: number, groups: readonly TrainGroup[], trained: Record<string, TrainedTokens>) => void;
 }
 
 export class RunStopped extends Error {
@@ -224,6 +227,7 @@ async function trainStep(
       });
     } else if (line.type === "result") {
       result = { metrics: line.metrics, checkpoint: line.checkpoint };
+      ctx.recordTrainLogprobs?.(step, trainGroups, line.token_logprobs);
     } else {
       throw new Error(`training step ${step} failed: ${line.message}`);
     }

@@ -23,6 +23,7 @@ import { NO_SECRETS, type McpSecrets } from "../mcp";
 import { connectRunMcp } from "../mcp/run-connection";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { appendTokenLine } from "../events/token-log";
+import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
 import { executeRun, type RunEngine } from "./run-loop";
 
@@ -183,6 +184,10 @@ export class RunManager {
         },
         recordTokens: (trajectoryId, sequences) =>
           appendTokenLine(this.events.runsDir, runId, { trajectory_id: trajectoryId, sequences }, (message) =>
+            this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
+          ),
+        recordTrainLogprobs: (step, groups, trained) =>
+          appendTrainLogprobs(this.events.runsDir, runId, trainLogprobLines(step, groups, trained), (message) =>
             this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
           ),
       })

@@ -157,10 +157,23 @@ class ProgressLine(BaseModel):
     loss: float
 
 
+class TrainedTokens(BaseModel):
+    """What the step trained on one sample: its advantage and, per sequence of the sample (in request order),
+    the trainer's logprob of each token with mask=1 in order, from the first forward pass (the policy before
+    the update, the logprobs the importance ratio and probs_corr use). A sequence with no masked token: []."""
+
+    model_config = _LOOSE
+
+    advantage: float
+    sequences: list[list[float]]
+
+
 class ResultLine(BaseModel):
     type: Literal["result"] = "result"
     metrics: TrainMetrics
     checkpoint: CheckpointInfo
+    # Keyed by trajectory_id, only samples that trained (a zero-variance group's samples are absent).
+    token_logprobs: dict[str, TrainedTokens] = Field(default_factory=dict)
 
 
 class ErrorLine(BaseModel):

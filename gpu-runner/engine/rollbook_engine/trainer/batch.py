@@ -7,7 +7,7 @@ exist. Each failure names the field path, e.g. `groups.0.samples.2.sequences.0.m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -61,6 +61,9 @@ class Row:
     advantage: float
     weight: float  # per trained token
     seq_id: int  # index among all rows, for GSPO's per-sequence ratio
+    # Where the row came from, so the trainer's per-token logprobs go back to the sample's sequence.
+    trajectory_id: str = ""
+    sequence: int = 0  # index in the sample's sequences
 
 
 def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
@@ -72,7 +75,8 @@ def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
     weights = trajectory_weights(counts)
     rows: list[Row] = []
     for (g, s, a), w in zip(picked, weights):
-        for seq in req.groups[g].samples[s].sequences:
+        sample = req.groups[g].samples[s]
+        for q, seq in enumerate(sample.sequences):
             if not any(seq.mask):
                 continue
             end = max(i for i, m in enumerate(seq.mask) if m) + 1
@@ -84,6 +88,8 @@ def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
                     advantage=a,
                     weight=w,
                     seq_id=len(rows),
+                    trajectory_id=sample.trajectory_id,
+                    sequence=q,
                 )
             )
     return rows
@@ -101,6 +107,10 @@ class MicroBatch:
     seq_index: torch.Tensor  # local row index of each token (0..B-1)
     num_seqs: int
     num_tokens: int
+    # Indices into the step's rows, in this batch's row order; the flat tensors hold row_tokens[b]
+    # entries for row b, one after another.
+    row_ids: list[int] = field(default_factory=list)
+    row_tokens: list[int] = field(default_factory=list)
 
 
 def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[MicroBatch]:
@@ -108,7 +118,8 @@ def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[Micro
     order = sorted(range(len(rows)), key=lambda i: -len(rows[i].tokens))
     out = []
     for start in range(0, len(order), size):
-        chunk = [rows[i] for i in order[start : start + size]]
+        ids_in_chunk = order[start : start + size]
+        chunk = [rows[i] for i in ids_in_chunk]
         width = max(len(r.tokens) for r in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
         attn = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -138,6 +149,8 @@ def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[Micro
                 seq_index=sid[:, 1:][sel].to(device),
                 num_seqs=len(chunk),
                 num_tokens=int(sel.sum()),
+                row_ids=list(ids_in_chunk),
+                row_tokens=[int(n) for n in sel.sum(dim=1)],
             )
         )
     return out

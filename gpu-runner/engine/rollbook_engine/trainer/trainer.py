@@ -33,10 +33,10 @@ import torch
 from peft import LoraConfig
 from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
-from ..contracts.train import ProgressLine, ResultLine, TrainerConfig, TrainMetrics, TrainRequest
+from ..contracts.train import ProgressLine, ResultLine, TrainedTokens, TrainerConfig, TrainMetrics, TrainRequest
 from . import checkpoints as ck
 from .advantages import compute_advantages
-from .batch import BadRequest, MicroBatch, build_rows, micro_batches, validate_sequences
+from .batch import BadRequest, MicroBatch, Row, build_rows, micro_batches, validate_sequences
 from .loss import grpo_loss, pearson, token_logprobs
 
 ADAPTER_PREFIX = "train:"
@@ -376,7 +376,8 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
         losses.append(epoch_loss)
         norms.append(float(norm))
     probs_corr = pearson(torch.cat(first_old).exp(), torch.cat(first_new).exp())
-    return dict(
+    first_pass = _per_row(mbs, first_new)
+    return first_pass, dict(
         loss=sum(losses) / len(losses),
         grad_norm=sum(norms) / len(norms),
         kl=kl_sum / tokens if tokens else 0.0,
@@ -384,6 +385,38 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
         entropy=ent_sum / tokens if tokens else 0.0,
         probs_corr=probs_corr,
     )
+
+
+def _per_row(mbs: list[MicroBatch], flat: list[torch.Tensor]) -> dict[int, list[float]]:
+    """Split each micro-batch's flat per-token logprobs back into rows (keyed by row index)."""
+    out: dict[int, list[float]] = {}
+    for mb, values in zip(mbs, flat):
+        for row, part in zip(mb.row_ids, torch.split(values, mb.row_tokens)):
+            out[row] = part.tolist()
+    return out
+
+
+# Five decimals: 1e-5 nats is far below what a ratio display or a correlation can show, and it keeps a
+# long step's result line about half the size of full float reprs.
+_LOGPROB_DECIMALS = 5
+
+
+def trained_tokens_by_sample(req: TrainRequest, rows: list[Row], per_row: dict[int, list[float]],
+                             advantages: dict[str, float]) -> dict[str, TrainedTokens]:
+    """Per trained sample: its advantage and, per sequence, the trainer's logprob of each masked token."""
+    out: dict[str, TrainedTokens] = {}
+    for group in req.groups:
+        for sample in group.samples:
+            if sample.trajectory_id not in advantages:
+                continue
+            out[sample.trajectory_id] = TrainedTokens(
+                advantage=advantages[sample.trajectory_id], sequences=[[] for _ in sample.sequences]
+            )
+    for i, row in enumerate(rows):
+        values = per_row.get(i)
+        if values is not None and row.trajectory_id in out:
+            out[row.trajectory_id].sequences[row.sequence] = [round(v, _LOGPROB_DECIMALS) for v in values]
+    return out
 
 
 def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine:
@@ -422,11 +455,16 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         rows = build_rows(req, adv)
         mbs = micro_batches(rows, req.config.micro_batch_size, store.tokenizer.pad_token_id or 0, torch.device(store.device))
         trained_tokens = sum(mb.num_tokens for mb in mbs)
+        token_lps: dict[str, TrainedTokens] = {}
         if trained_tokens == 0:
             metrics = _zero_metrics(adv.groups_submitted, adv.groups_trainable, started)
         else:
             model.train()
-            parts = _optimise(store, req, state, mbs, on_progress)
+            first_pass, parts = _optimise(store, req, state, mbs, on_progress)
+            advantages = {
+                req.groups[g].samples[s].trajectory_id: a for g, s, a in adv.trainable()
+            }
+            token_lps = trained_tokens_by_sample(req, rows, first_pass, advantages)
             metrics = TrainMetrics(
                 **parts, trained_tokens=trained_tokens, groups_submitted=adv.groups_submitted,
                 groups_trainable=adv.groups_trainable, skipped=False, duration_s=time.perf_counter() - started,
@@ -467,7 +505,7 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         for n, p in model.named_parameters():
             p.requires_grad_(prev_grad.get(n, False))
         model.train(prev_training)
-    return ResultLine(metrics=metrics, checkpoint=info)
+    return ResultLine(metrics=metrics, checkpoint=info, token_logprobs=token_lps)
 
 
 def _recorded_init_from(store, req: TrainRequest) -> dict | None:

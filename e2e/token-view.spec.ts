@@ -1,0 +1,53 @@
+import fs from "node:fs";
+import path from "node:path";
+import { test, expect } from "@playwright/test";
+import { newUser, signUp } from "./auth";
+
+// The token view on a real run: a 1-step train run of say-the-word on the real model, then a rollout's
+// Tokens section — every token a text span, coloured by trained-on and by ratio, with the details line.
+// Screenshots go to $TOKEN_VIEW_SHOTS when set (how the PR's pictures were taken).
+const TEMPLATE = path.resolve(import.meta.dirname, "../templates/say-the-word");
+const read = (f: string) => fs.readFileSync(path.join(TEMPLATE, f), "utf8");
+
+test("a trained rollout's tokens: trained-on colours, trainer logprobs and ratios near 1", async ({ page }) => {
+  // Engine start, 8 rollouts and a training step on a 2-core CPU.
+  test.setTimeout(600_000);
+  await signUp(page, newUser("tokens"));
+  await page.goto("/");
+  await expect(page).toHaveURL(/\/experiments\/[^/]+$/);
+  const experimentId = page.url().split("/").pop()!;
+  const config = { ...JSON.parse(read("config.json")), num_steps: 1, groups_per_step: 2, rollouts_per_group: 4, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 24 }, limits: { rollout_timeout_ms: 400_000 } };
+  const files = { "scenario.ts": read("scenario.ts"), "reward.ts": read("reward.ts"), "tasks.jsonl": read("tasks.jsonl"), "config.json": JSON.stringify(config, null, 2) };
+  // tRPC's batch wire format with superjson: the page's own session cookie authorises it.
+  const res = await page.request.post("/api/trpc/runs.start?batch=1", { data: { 0: { json: { experimentId, files, kind: "train" } } } });
+  expect(res.ok()).toBe(true);
+  const started = (await res.json())[0].result.data.json as { ok: boolean; runId: string };
+  expect(started.ok).toBe(true);
+
+  await page.goto(`/runs/${started.runId}`);
+  await expect(page.getByTestId("run-status")).toHaveText(/completed/i, { timeout: 540_000 });
+  await page.getByTestId("rollout").first().click();
+  await page.getByTestId("tokens-toggle").click();
+  const view = page.getByTestId("token-view");
+  await expect(view).toBeVisible();
+  await expect(view.getByTestId("token-training-status")).toHaveAttribute("data-status", /trained|not_trained/);
+  const tokens = view.getByTestId("token");
+  expect(await tokens.count()).toBeGreaterThan(10);
+  // Prompt text is shown as text, the chat template's special tokens included.
+  await expect(tokens.first()).toHaveText("<|im_start|>");
+  const shots = process.env.TOKEN_VIEW_SHOTS;
+  if (shots) await page.screenshot({ path: path.join(shots, "token-view-trained.png"), fullPage: false });
+
+  await view.getByTestId("token-mode-ratio").click();
+  const sampled = view.locator("[data-testid=token][data-sampled=true]");
+  await sampled.first().hover();
+  await expect(view.getByTestId("token-tooltip")).toContainText("ratio");
+  if ((await view.getByTestId("token-training-status").getAttribute("data-status")) === "trained") {
+    expect(await view.locator("[data-testid=token][data-trained=true]").count()).toBe(await sampled.count());
+    // Same weights sample and train: no token is outlined at the default threshold.
+    expect(await view.locator("[data-testid=token][data-flagged=true]").count()).toBe(0);
+    const corr = Number(await view.getByTestId("token-summary-corr").textContent());
+    expect(corr).toBeGreaterThan(0.99);
+  }
+  if (shots) await page.screenshot({ path: path.join(shots, "token-view-ratio.png"), fullPage: false });
+});

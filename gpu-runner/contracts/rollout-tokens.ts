@@ -1,0 +1,45 @@
+/**
+ * One rollout's tokens as the token view shows them (runner GET /runs/<run>/rollouts/<id>/tokens, the web's
+ * runs.rolloutTokens): each token's decoded text, whether the model sampled it and whether the step trained
+ * on it, its sampling logprob and — where the step trained on it — the trainer's first-pass logprob and the
+ * importance ratio exp(trainer − sampling), the inference–training mismatch GRPO's ratio corrects for.
+ */
+import { z } from "zod";
+
+export const RolloutToken = z.object({
+  id: z.number().int().min(0),
+  /** The piece as the engine's tokenizer decodes it (U+FFFD where it holds part of a UTF-8 character). */
+  text: z.string(),
+  /** mask = 1: the model sampled it (prompt, template and tool-result tokens are 0). */
+  sampled: z.boolean(),
+  /** Sampled, its group had reward variance (advantage ≠ 0) and the step trained. */
+  trained: z.boolean(),
+  /** The sampler's logprob; null for tokens the model did not sample. */
+  sampling_logprob: z.number().nullable(),
+  /** The trainer's logprob under the policy the step started from; null where the step did not train on it. */
+  trainer_logprob: z.number().nullable(),
+  /** exp(trainer_logprob − sampling_logprob); null where either is. */
+  ratio: z.number().nullable(),
+});
+export type RolloutToken = z.infer<typeof RolloutToken>;
+
+/**
+ * What training did with the rollout: "trained" (its step trained on it, with this advantage),
+ * "not_trained" (submitted, but its group's rewards were all equal, so its advantage was 0), or
+ * "no_record" (never submitted: an eval or dry-run rollout, a failed one, a group with fewer than 2 valid
+ * rollouts, a step still training, or a run from before trainer logprobs were recorded).
+ */
+export const RolloutTraining = z.object({
+  status: z.enum(["trained", "not_trained", "no_record"]),
+  step: z.number().int().nullable(),
+  advantage: z.number().nullable(),
+});
+export type RolloutTraining = z.infer<typeof RolloutTraining>;
+
+export const RolloutTokens = z.object({
+  trajectory_id: z.string(),
+  training: RolloutTraining,
+  /** One entry per token sequence the model saw (usually one; several when a chat template rewrote turns). */
+  sequences: z.array(z.object({ tokens: z.array(RolloutToken) })),
+});
+export type RolloutTokens = z.infer<typeof RolloutTokens>;
