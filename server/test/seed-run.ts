@@ -9,6 +9,7 @@
  */
 import pg from "pg";
 import { RunConfig, RunEvent, type Trajectory } from "@contracts";
+import { mulberry32 } from "@/gpu-runner/contracts/random";
 
 export interface SeedOptions {
   /** The user whose (first) workspace gets the run. */
@@ -26,17 +27,8 @@ export interface SeededRun {
   sample: { withToolCall: string; failed: string | null };
 }
 
-/** Deterministic pseudo-random numbers (mulberry32), so every seeding gives the same run. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic pseudo-random numbers, so every seeding gives the same run. */
+const rng = mulberry32;
 
 const WORDS = "so the sum is we add these two numbers carefully and check the result once more before answering with the final value".split(" ");
 
