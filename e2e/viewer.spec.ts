@@ -36,6 +36,8 @@ test("rollout viewer: filter, j/k, transcript with a tool call, group view acros
   await page.getByLabel("Search rollouts").fill("no such words anywhere");
   await expect(page.getByText("No rollout matches these filters")).toBeVisible();
   await page.getByLabel("Search rollouts").fill("");
+  // The search filters with a deferred value: wait until the list is whole again before moving through it.
+  await expect(list).toHaveAttribute("data-count", "48");
 
   // j / k move the cursor (newest first), Enter opens the transcript.
   await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
