@@ -21,8 +21,7 @@ import { promisify } from "node:util";
 import OpenAI from "openai";
 import * as tar from "tar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChatCompletionChunk, type RunEvent } from "@contracts";
-import { createRunnerClient } from "@/gpu-runner/src/client";
+import { ChatCompletionChunk } from "@contracts";
 import { loadEnv as loadRunnerEnv, REPO_ROOT } from "@/gpu-runner/src/env";
 import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { freePort } from "@/gpu-runner/src/test-support/net";
@@ -34,6 +33,7 @@ import { callerAs, callerFor, createTestDb, newWorkspace, templateFiles, userWit
 import { createApiToken, revokeApiToken } from "./api-tokens";
 import { ingestEvents } from "./ingest";
 import { ensureDefaultExperiment } from "./workspace";
+import { collectRunEvents } from "../test/collect-run-events";
 
 const TOKEN = "checkpoints-servertest-token-0123456789";
 const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENGINE_PYTHON;
@@ -82,22 +82,7 @@ function serveWeb(): Promise<http.Server> {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-/** The run's events from the runner, until it ends the stream after run.finished. */
-function collect(runId: string): Promise<RunEvent[]> {
-  const client = createRunnerClient(runner.url, TOKEN);
-  return new Promise((resolve, reject) => {
-    const events: RunEvent[] = [];
-    const timer = setTimeout(() => (sub.unsubscribe(), reject(new Error(`run ${runId} did not finish; ${events.length} events`))), 500_000);
-    const sub = client.events.subscribe(
-      { run_id: runId, after_seq: 0 },
-      {
-        onData: (t) => events.push(t.data as RunEvent),
-        onComplete: () => (clearTimeout(timer), resolve(events)),
-        onError: (err) => (clearTimeout(timer), reject(err)),
-      },
-    );
-  });
-}
+const collect = (runId: string) => collectRunEvents(runner.url, TOKEN, runId);
 
 describe.skipIf(!engineAvailable)("checkpoints (real runner, real engine, one 1-step train run)", () => {
   let ws: string;

@@ -9,8 +9,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RolloutTokens, RunEvent } from "@contracts";
-import { createRunnerClient } from "@/gpu-runner/src/client";
+import type { RolloutTokens } from "@contracts";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
 import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { freePort } from "@/gpu-runner/src/test-support/net";
@@ -18,6 +17,7 @@ import { registerRunner } from "../runner-client";
 import { callerAs, callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { ingestEvents } from "./ingest";
 import { ensureDefaultExperiment } from "./workspace";
+import { collectRunEvents } from "../test/collect-run-events";
 
 const TOKEN = "rollout-tokens-servertest-token-0123456789";
 const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENGINE_PYTHON;
@@ -42,21 +42,7 @@ let runsDir: string;
 const engineLogs: string[] = [];
 const db = () => tdb.handle.prisma;
 
-function collect(runId: string): Promise<RunEvent[]> {
-  const client = createRunnerClient(runner.url, TOKEN);
-  return new Promise((resolve, reject) => {
-    const events: RunEvent[] = [];
-    const timer = setTimeout(() => (sub.unsubscribe(), reject(new Error(`run ${runId} did not finish; ${events.length} events`))), 500_000);
-    const sub = client.events.subscribe(
-      { run_id: runId, after_seq: 0 },
-      {
-        onData: (t) => events.push(t.data as RunEvent),
-        onComplete: () => (clearTimeout(timer), resolve(events)),
-        onError: (err) => (clearTimeout(timer), reject(err)),
-      },
-    );
-  });
-}
+const collect = (runId: string) => collectRunEvents(runner.url, TOKEN, runId);
 
 describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine, one 1-step train run)", () => {
   let ws: string;
