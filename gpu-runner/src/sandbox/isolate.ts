@@ -59,7 +59,7 @@ export async function openSandbox(
     const jail = context.global;
     await jail.set("globalThis", jail.derefInto());
     for (const name of BRIDGE_FUNCTIONS) await jail.set(`${REF_GLOBAL_PREFIX}${name}`, refs[name]);
-    const cpu = { timeout: limits.cpu_timeout_ms };
+    const cpu = { timeout: backstopMs(limits, limits.cpu_timeout_ms) };
     watchdog.startPhase();
     const glue = await watchdog.guard(isolate.compileScript(bootstrapSource(limits), { filename: BOOTSTRAP_FILENAME }));
     await watchdog.guard(glue.run(context, cpu)).finally(() => glue.release());
@@ -92,9 +92,17 @@ export async function openSandbox(
     call: (fn, args, cpuMs = limits.cpu_timeout_ms) => {
       watchdog.startPhase(cpuMs);
       const ref = entry.get(fn)!;
-      return watchdog.guard(ref.apply(undefined, args, { timeout: cpuMs, arguments: { copy: true }, result: { promise: true, copy: true } }));
+      return watchdog.guard(ref.apply(undefined, args, { timeout: backstopMs(limits, cpuMs), arguments: { copy: true }, result: { promise: true, copy: true } }));
     },
     dispose,
   };
 }
 
+/**
+ * isolated-vm's own `timeout` for one synchronous run counts time inside the isolate, loaded machine or not
+ * (watchdog.ts, cpuNs): the CPU limit is the watchdog's, and this is only a backstop should its timer not
+ * run, at a time by which the wall-clock limit has passed anyway.
+ */
+function backstopMs(limits: LimitsConfig, cpuMs: number): number {
+  return Math.max(cpuMs, limits.rollout_timeout_ms);
+}

@@ -4,7 +4,7 @@
  * synchronous call into the isolate: code that runs after an `await` (a continuation) is not covered, and
  * time spent awaiting the host (ctx.chat) is not CPU time at all. So three limits are enforced here:
  * - wall clock: the whole rollout (scenario + reward, model calls included), limits.rollout_timeout_ms;
- * - CPU: isolate CPU time since the current phase began (continuations included), limits.cpu_timeout_ms;
+ * - CPU: CPU time since the current phase began (continuations included), limits.cpu_timeout_ms — see cpuNs;
  * - abort: the run was stopped (AbortSignal).
  * It also notices an isolate that V8 disposed by itself (heap limit) while no call was running. Stopping
  * disposes the isolate, which ends any execution in it at once, and rejects `stopped` so callers racing
@@ -31,7 +31,7 @@ export class Watchdog {
   private reject!: (err: StopError) => void;
   private readonly wallTimer: NodeJS.Timeout;
   private readonly cpuTimer: NodeJS.Timeout;
-  private phaseCpuStart: bigint | null = null;
+  private phaseCpuStart: { isolateNs: bigint; processUs: number } | null = null;
   private phaseCpuMs: number;
   private readonly onAbort = () => this.stop("abort");
 
@@ -52,7 +52,7 @@ export class Watchdog {
   /** Start counting CPU time for a new call into the isolate (scenario, then reward), against `cpuMs`. */
   startPhase(cpuMs = this.limits.cpu_timeout_ms): void {
     this.phaseCpuMs = cpuMs;
-    if (!this.isolate.isDisposed) this.phaseCpuStart = this.isolate.cpuTime;
+    if (!this.isolate.isDisposed) this.phaseCpuStart = { isolateNs: this.isolate.cpuTime, processUs: processCpuUs() };
   }
 
   stop(reason: StopReason): void {
@@ -95,10 +95,29 @@ export class Watchdog {
     if (this.isolate.isDisposed) return this.stop("memory");
     if (this.phaseCpuStart === null) return;
     try {
-      const usedNs = this.isolate.cpuTime - this.phaseCpuStart;
-      if (usedNs > BigInt(this.phaseCpuMs) * 1_000_000n) this.stop("cpu");
+      if (this.cpuNs(this.phaseCpuStart) > this.phaseCpuMs * 1e6) this.stop("cpu");
     } catch {
       // Disposed between the check and the read: the next poll sees it.
     }
   }
+
+  /**
+   * CPU time the current call has used. isolated-vm's `cpuTime` is the time its thread spent inside the
+   * isolate, whether or not the OS gave that thread a core: with four busy loops on two cores, a 3 s loop
+   * read 3.0 s of "CPU time" while the process got 1.2 s. On a loaded machine that turned memory attacks
+   * (which spend their time in GC near the heap limit) into CPU timeouts, and would stop an honest reward
+   * function for the machine's load. So the isolate's time counts only as far as this process really got
+   * the CPU (one sandbox per process, pool.ts, so the process's CPU is this rollout's); the wall-clock limit
+   * still bounds a rollout that the machine starves.
+   */
+  private cpuNs(start: { isolateNs: bigint; processUs: number }): number {
+    const isolateNs = Number(this.isolate.cpuTime - start.isolateNs);
+    const processNs = (processCpuUs() - start.processUs) * 1_000;
+    return Math.min(isolateNs, processNs);
+  }
+}
+
+function processCpuUs(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
 }
