@@ -1,3 +1,5 @@
+import os from "node:os";
+import path from "node:path";
 import { defineConfig } from "@playwright/test";
 
 // Browser tests drive Debian's Chromium (playwright's own browser download cannot work offline) against
@@ -7,6 +9,10 @@ const port = Number(process.env.E2E_PORT ?? 3100);
 // The stack's database name, chosen once here: workers inherit it, so a spec can seed rows into the same
 // database the stack serves (e2e/viewer.spec.ts seeds a finished run; see e2eDatabaseUrl in e2e/db.ts).
 process.env.E2E_DB_NAME ??= `rollbook_e2e_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+// The second web process (scripts/e2e-stack.sh) and where the stack writes the web processes' pids
+// (e2e/multi-web.spec.ts kills web 1); chosen here for the same reason.
+process.env.E2E_PORT2 ??= "3101";
+process.env.E2E_STACK_DIR ??= path.join(os.tmpdir(), process.env.E2E_DB_NAME);
 
 export default defineConfig({
   testDir: "e2e",

@@ -27,10 +27,30 @@ export const ServerEnv = z.object({
   /** Name of the registered runner, shown in errors ("runner 'local' at … unreachable"). */
   RUNNER_NAME: z.string().min(1).default("local"),
   /**
-   * A running run that sent nothing for this long is checked with its runner; a runner that does not answer
-   * makes it "runner lost" (status `lost`, not terminal) until it answers again (server/services/ingest.ts).
+   * A running run that sent nothing for this long is checked with its runner, and a runner that has not
+   * answered heartbeats for this long has its running runs marked "runner lost" (status `lost`, not terminal)
+   * until it answers again (server/services/ingest.ts, runner-monitor.ts).
    */
   RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
+  /** How often (ms) the web server asks every enabled runner for its status (health, "last seen" in settings). */
+  HEARTBEAT_MS: z.coerce.number().int().min(100, "HEARTBEAT_MS: a whole number of milliseconds, at least 100").default(2_000),
+  /** How often (ms) the dispatcher looks for runs other web processes queued (its own start them at once). */
+  DISPATCH_POLL_MS: z.coerce.number().int().min(50, "DISPATCH_POLL_MS: a whole number of milliseconds, at least 50").default(1_000),
+  /**
+   * How long a web process's lease on ingesting a run lasts unrenewed (renewed every third of it): with
+   * several web processes on one database, a killed one's runs are taken over by another within about this
+   * long (server/services/ingest-lease.ts).
+   */
+  INGEST_LEASE_MS: z.coerce.number().int().min(300, "INGEST_LEASE_MS: a whole number of milliseconds, at least 300").default(6_000),
+  /**
+   * Several web processes share live delivery through a socket.io adapter: Redis's pub/sub when this is set
+   * (redis://host:6379), otherwise Postgres's LISTEN/NOTIFY on DATABASE_URL (server/realtime/adapter.ts).
+   */
+  REDIS_URL: z
+    .string()
+    .url()
+    .refine((u) => /^rediss?:\/\//.test(u), "REDIS_URL must be a redis:// or rediss:// URL")
+    .optional(),
   /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
   STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
 

@@ -4,7 +4,7 @@
  * `next build` output; otherwise Next's dev server with HMR).
  *
  * Boot order: migrate the database → default workspace and experiment → register the configured runner →
- * Next → socket.io → ingestion (resumes every running run) → listen. The runner need not be up: runs are
+ * Next → socket.io → ingestion (resumes every running run) → runner heartbeats and the run dispatcher → listen. The runner need not be up: runs are
  * refused or failed with a clear reason until it is, and ingestion reconnects with backoff.
  */
 import http from "node:http";
@@ -13,12 +13,15 @@ import next from "next";
 import { Server } from "socket.io";
 import { closeDb, describeDb, getDb, migrateDatabase } from "./db";
 import { loadEnv } from "./env";
+import { attachAdapter } from "./realtime/adapter";
 import { setIo, type RollbookIo } from "./realtime/io";
 import { attachRealtime } from "./realtime/socket-server";
 import { originAllowed } from "./auth/origins";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
+import { dispatcherFor } from "./services/dispatcher";
+import { RunnerMonitor } from "./services/runner-monitor";
 import { AlertsWatcher } from "./services/alerts/watcher";
 import { postIngestSettled } from "./services/pathology/after-ingest";
 import { prewarmPages, waitForEngine } from "./startup/ready";
@@ -69,11 +72,20 @@ async function main(): Promise<void> {
     // A page on another origin may not open a socket (it would carry the user's cookie).
     allowRequest: (req, callback) => callback(null, originAllowed(req.headers.origin)),
   });
+  // Before any socket connects: with several web processes, emits reach every process's sockets.
+  const adapter = await attachAdapter(io, { databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL }, (m) => console.warn(`[realtime] ${m}`));
+  log(adapter.describe);
   setIo(io);
   attachRealtime(io, getDb);
 
-  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id), lostAfterMs: env.RUNNER_LOST_AFTER_MS });
+  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id), lostAfterMs: env.RUNNER_LOST_AFTER_MS, leaseMs: env.INGEST_LEASE_MS });
+  log(`ingest lease holder ${ingest.leases.holder} (INGEST_LEASE_MS ${env.INGEST_LEASE_MS})`);
   await ingest.start();
+  // The runner pool: heartbeats (health, "runner lost") and the run queue's dispatcher (services/dispatcher.ts).
+  const monitor = new RunnerMonitor(db, { heartbeatMs: env.HEARTBEAT_MS, lostAfterMs: env.RUNNER_LOST_AFTER_MS });
+  monitor.start();
+  const dispatcher = dispatcherFor(db, { pollMs: env.DISPATCH_POLL_MS });
+  dispatcher.start();
   const alerts = new AlertsWatcher(db, { stallMs: env.STALL_AFTER_MS });
   alerts.start();
 
@@ -104,9 +116,12 @@ async function main(): Promise<void> {
     force.unref();
     try {
       alerts.stop();
-      await ingest.stop(); // stores what is buffered
+      await monitor.stop();
+      await dispatcher.stop();
+      await ingest.stop(); // stores what is buffered, then releases the ingest leases
       await postIngestSettled(); // the flags and alerts of what was stored
       await new Promise<void>((resolve) => io.close(() => resolve())); // also closes the HTTP server
+      await adapter.close();
       await app.close();
       setIo(undefined);
       await closeDb();

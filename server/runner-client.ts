@@ -3,9 +3,8 @@
  * a Runner row's url and the token the web server holds for it, with timeouts, and every connection
  * failure turned into AppError RUNNER_UNAVAILABLE ("runner 'local' at http://… unreachable: …").
  *
- * The Runner row stores only a hash of the token. Tokens live in this process: registerRunner() remembers
- * them on globalThis (Next's route handlers are bundled apart from the custom server, so a module variable
- * would exist twice), and the configured runner's token (server/env.ts) is always known.
+ * The Runner row stores the token hashed (identity) and encrypted at rest (server/runner-secret.ts): any
+ * web process can present it. The configured runner's token (server/env.ts) is also always known.
  */
 import { createHash } from "node:crypto";
 import { TRPCClientError } from "@trpc/client";
@@ -15,6 +14,7 @@ import { createRunnerClient } from "@/gpu-runner/src/client";
 import { AppError, isAppError, rootMessage } from "./errors";
 import { env } from "./env";
 import { requireRunnerToken } from "./runner-token";
+import { decryptRunnerToken, encryptRunnerToken } from "./runner-secret";
 import type { DbOrTx } from "./services/types";
 
 /** A RunSpec as the caller writes it (defaults, like `resume`, may be left out). */
@@ -44,58 +44,72 @@ export interface RunnerHandle {
   validate(input: { files: ExperimentFiles; kind: RunKind }): Promise<Diagnostic[]>;
   start(spec: RunSpecInput): Promise<StartResult>;
   stop(runId: string): Promise<void>;
-  status(): Promise<RunnerStatus>;
+  /** timeoutMs: a heartbeat waits less than the default 5 s (it asks again soon anyway). */
+  status(opts?: { timeoutMs?: number }): Promise<RunnerStatus>;
   /** An (edited) reward over stored trajectories: a what-if, the runner writes nothing. */
   rescore(request: RescoreRequest): Promise<RescoreResponse>;
   /** Events of one run with seq > afterSeq, stored ones first, then live ones (onEvent once per event). */
   events(runId: string, afterSeq: number, handlers: RunnerEventHandlers): RunnerSubscription;
 }
 
-type RunnerRow = { id: string; name: string; url: string; tokenHash: string };
+export type RunnerRow = { id: string; name: string; url: string; tokenHash: string; tokenCipher: string | null };
+export const RUNNER_ROW_SELECT = { id: true, name: true, url: true, tokenHash: true, tokenCipher: true } as const;
 
-const TOKENS = Symbol.for("rollbook.runnerTokens");
-function tokenMap(): Map<string, string> {
-  const g = globalThis as { [TOKENS]?: Map<string, string> };
-  g[TOKENS] ??= new Map();
-  return g[TOKENS];
-}
+export const normalizeRunnerUrl = (url: string) => url.trim().replace(/\/+$/, "");
 
-/** Upserts the Runner row (url, token hash) and remembers the token in this process. */
+/**
+ * Upserts a Runner row (url, token hashed + encrypted). `workspaceId` null/absent = an instance runner,
+ * usable by every workspace (the configured one, and test runners). Capacity: the runner's own report
+ * until the monitor asks it, unless given.
+ */
 export async function registerRunner(
   db: DbOrTx,
-  input: { name: string; url: string; token: string },
+  input: { name: string; url: string; token: string; workspaceId?: string | null; capacity?: number },
 ): Promise<RunnerRow> {
-  const url = input.url.replace(/\/+$/, "");
-  const hash = tokenHash(input.token);
-  tokenMap().set(input.name, input.token);
-  return db.runner.upsert({
-    where: { name: input.name },
-    update: { url, tokenHash: hash },
-    create: { name: input.name, url, tokenHash: hash },
-    select: { id: true, name: true, url: true, tokenHash: true },
-  });
+  const url = normalizeRunnerUrl(input.url);
+  const workspaceId = input.workspaceId ?? null;
+  const data = {
+    url,
+    tokenHash: tokenHash(input.token),
+    tokenCipher: encryptRunnerToken(input.token),
+    ...(input.capacity ? { capacity: input.capacity, capacityOverride: input.capacity } : {}),
+  };
+  // Not prisma's upsert: a compound unique key with a null part cannot be named in `where`.
+  const existing = await db.runner.findFirst({ where: { name: input.name, workspaceId }, select: { id: true } });
+  if (existing) return db.runner.update({ where: { id: existing.id }, data, select: RUNNER_ROW_SELECT });
+  return db.runner.create({ data: { ...data, name: input.name, workspaceId }, select: RUNNER_ROW_SELECT });
 }
 
-function tokenFor(row: RunnerRow): string {
-  const known = tokenMap().get(row.name);
-  if (known && tokenHash(known) === row.tokenHash) return known;
+export function tokenFor(row: RunnerRow): string {
+  const stored = row.tokenCipher ? decryptRunnerToken(row.tokenCipher) : null;
+  if (stored && tokenHash(stored) === row.tokenHash) return stored;
   const e = env();
   if (row.name === e.RUNNER_NAME && e.RUNNER_TOKEN && tokenHash(e.RUNNER_TOKEN) === row.tokenHash) return e.RUNNER_TOKEN;
-  throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url}: this web server holds no token for it`);
+  throw new AppError(
+    "RUNNER_UNAVAILABLE",
+    `runner '${row.name}' at ${row.url}: this web server cannot read its token (registered under another AUTH_SECRET?) — register it again`,
+  );
 }
 
-/** The runner named `name` (default: the configured one, registered on first use). */
-export async function resolveRunner(db: DbOrTx, name?: string): Promise<RunnerHandle> {
+/**
+ * The runner named `name` that `workspaceId` may use (its own first, then instance runners); default: the
+ * configured one, registered on first use.
+ */
+export async function resolveRunner(db: DbOrTx, name?: string, workspaceId?: string): Promise<RunnerHandle> {
   const e = env();
   const wanted = name ?? e.RUNNER_NAME;
-  let row = await db.runner.findUnique({ where: { name: wanted }, select: { id: true, name: true, url: true, tokenHash: true } });
+  const rows = await db.runner.findMany({
+    where: { name: wanted, OR: [{ workspaceId: null }, ...(workspaceId ? [{ workspaceId }] : [])] },
+    select: { ...RUNNER_ROW_SELECT, workspaceId: true },
+  });
+  let row: RunnerRow | undefined = rows.find((r) => r.workspaceId !== null) ?? rows[0];
   if (!row && wanted === e.RUNNER_NAME) row = await registerRunner(db, { name: wanted, url: e.RUNNER_URL, token: requireRunnerToken(e) });
   if (!row) throw new AppError("RUNNER_UNAVAILABLE", `no runner named '${wanted}' is registered`);
   return runnerHandle(row);
 }
 
 export async function runnerById(db: DbOrTx, id: string): Promise<RunnerHandle> {
-  const row = await db.runner.findUnique({ where: { id }, select: { id: true, name: true, url: true, tokenHash: true } });
+  const row = await db.runner.findUnique({ where: { id }, select: RUNNER_ROW_SELECT });
   if (!row) throw new AppError("RUNNER_UNAVAILABLE", `runner ${id} is not registered`);
   return runnerHandle(row);
 }
@@ -106,7 +120,7 @@ export async function runnerById(db: DbOrTx, id: string): Promise<RunnerHandle> 
  * no reply at all is RUNNER_UNAVAILABLE. A caller's abort (or timeout) is rethrown as it is.
  */
 export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string, init: RequestInit = {}): Promise<Response> {
-  const row = await db.runner.findUnique({ where: { id: runnerId }, select: { id: true, name: true, url: true, tokenHash: true } });
+  const row = await db.runner.findUnique({ where: { id: runnerId }, select: RUNNER_ROW_SELECT });
   if (!row) throw new AppError("RUNNER_UNAVAILABLE", `runner ${runnerId} is not registered`);
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${tokenFor(row)}`);
@@ -142,8 +156,8 @@ async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (sig
   }
 }
 
-export function runnerHandle(row: RunnerRow): RunnerHandle {
-  const client = createRunnerClient(row.url, tokenFor(row));
+export function runnerHandle(row: RunnerRow, token: string = tokenFor(row)): RunnerHandle {
+  const client = createRunnerClient(row.url, token);
   return {
     id: row.id,
     name: row.name,
@@ -159,8 +173,8 @@ export function runnerHandle(row: RunnerRow): RunnerHandle {
     async stop(runId) {
       await withTimeout(row, "stop", TIMEOUTS_MS.stop, (signal) => client.stop.mutate({ run_id: runId }, { signal }));
     },
-    async status() {
-      const res = await withTimeout(row, "status", TIMEOUTS_MS.status, (signal) => client.status.query(undefined, { signal }));
+    async status(opts) {
+      const res = await withTimeout(row, "status", opts?.timeoutMs ?? TIMEOUTS_MS.status, (signal) => client.status.query(undefined, { signal }));
       return RunnerStatus.parse(res);
     },
     async rescore(request) {

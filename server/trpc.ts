@@ -144,7 +144,7 @@ function roleProcedure(needed: Role) {
           workspaceId,
           role,
           /** The runner new runs go to. */
-          getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName),
+          getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName, workspaceId),
           runnerById: (id: string): Promise<RunnerHandle> => runnerById(ctx.db, id),
         },
       });

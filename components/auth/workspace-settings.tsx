@@ -1,5 +1,5 @@
 "use client";
-/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, alert webhook. */
+/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, runners, alert webhook. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { grantableRoles, roleAtLeast, type Role } from "@/server/auth/roles";
@@ -7,6 +7,7 @@ import { useTRPC } from "../trpc";
 import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import { fmtAgo, fmtDateTime } from "../ui/format";
 import { WebhookSettings } from "./webhook-settings";
+import { RunnersSettings } from "../settings/runners-settings";
 
 function InviteLinks({ role }: { role: Role }) {
   const trpc = useTRPC();
@@ -193,6 +194,7 @@ export function WorkspaceSettings() {
         </table>
       </section>
       {admin && <InviteLinks role={role} />}
+      <RunnersSettings admin={admin} />
       {admin && <WebhookSettings />}
     </div>
   );

@@ -5,7 +5,7 @@
  * rollouts failed or its log has warnings — visible in the header, not only in the Logs tab.
  */
 import type { RunKind, RunStatus } from "@contracts";
-import { fmtAgo, fmtDateTime, fmtInt } from "../ui/format";
+import { fmtAgo, fmtDateTime, fmtInt, ordinal } from "../ui/format";
 import type { RunLogLine } from "./run-state";
 
 /** At most this many distinct warnings are quoted in the header (the Logs tab has them all). */
@@ -15,6 +15,7 @@ export function RunHealthNotes({
   status,
   kind,
   lostSince,
+  queuePosition = null,
   rolloutCount,
   errorCount,
   logs,
@@ -22,10 +23,21 @@ export function RunHealthNotes({
   status: RunStatus | string;
   kind: RunKind;
   lostSince: Date | string | null;
+  /** A waiting queued run's place (1 = next); null while a runner is starting it. */
+  queuePosition?: number | null;
   rolloutCount: number;
   errorCount: number;
   logs: readonly RunLogLine[];
 }) {
+  if (status === "queued") {
+    return (
+      <div data-testid="run-queued" className="mt-2 rounded border border-zinc-700 bg-zinc-900 px-2.5 py-1.5 text-[12px] text-zinc-300">
+        {queuePosition
+          ? `${ordinal(queuePosition)} in queue: it starts when a runner that fits it has room (Settings → Runners).`
+          : "Starting on a runner…"}
+      </div>
+    );
+  }
   if (status === "lost") {
     return (
       <div data-testid="run-lost" className="mt-2 rounded border border-amber-800 bg-amber-950/40 px-2.5 py-1.5 text-[12px] text-amber-200">

@@ -56,7 +56,8 @@ export function RunView({ id }: { id: string }) {
   const run = useQuery(
     trpc.runs.get.queryOptions(
       { id },
-      { refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status as never) ? false : 5_000) },
+      // Queued: its place moves as runs ahead of it start, so it is asked for more often.
+      { refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status as never) ? false : q.state.data?.status === "queued" ? 2_000 : 5_000) },
     ),
   );
   const { state, phase, loadError } = useRunStream(id, run.data?.lastSeq ?? 0);
@@ -181,8 +182,16 @@ export function RunView({ id }: { id: string }) {
                 steps={r.checkpoints.map((c) => c.step)}
               />
             )}
-            {canWrite && r && r.kind === "train" && (state.status === "stopped" || state.status === "failed") && (
-              <Button onClick={() => resume.mutate({ id })} disabled={resume.isPending} title="Continue from the newest checkpoint">
+            {canWrite && r && r.kind === "train" && (state.status === "stopped" || state.status === "failed" || state.status === "lost") && (
+              <Button
+                onClick={() => resume.mutate({ id })}
+                disabled={resume.isPending}
+                title={
+                  state.status === "lost"
+                    ? "Continue from the newest checkpoint; on the configured runner when this run's runner still does not answer"
+                    : "Continue from the newest checkpoint"
+                }
+              >
                 {resume.isPending ? "Resuming…" : "Resume"}
               </Button>
             )}
@@ -234,7 +243,7 @@ export function RunView({ id }: { id: string }) {
           </div>
         )}
         {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
-        <RunHealthNotes status={status} kind={kind} lostSince={r?.lostSince ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
+        <RunHealthNotes status={status} kind={kind} lostSince={r?.lostSince ?? null} queuePosition={r?.queuePosition ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
         {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
         {resumeError && <div className="mt-2 text-[12px] text-red-300">Resume failed: {resumeError}</div>}
         {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}

@@ -99,6 +99,11 @@ export const ChatCompletionRequest = z.object({
     .optional(),
   return_token_ids: z.boolean().optional().describe("vLLM extension: return prompt and completion token ids."),
   continue_from: ContinueFrom.optional(),
+  user: z
+    .string()
+    .max(256)
+    .optional()
+    .describe("OpenAI's end-user id. The engine shares batch slots fairly between users; the runner sends the run id."),
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 

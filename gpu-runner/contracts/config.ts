@@ -101,6 +101,10 @@ export const RunConfig = z
   .object({
     /** A Hugging Face id or local path the engine can load, or the bundled default. */
     model: z.string().min(1).default(DEFAULT_MODEL),
+    device: z
+      .enum(["cpu", "cuda"])
+      .optional()
+      .describe('Only a runner whose engine computes on this device takes the run ("cuda" for a GPU box); absent = any runner.'),
     seed: z.number().int().min(0).default(42),
     /** Training steps; a dry run does one step of rollouts without training. */
     num_steps: z.number().int().min(1).max(100_000).default(12),

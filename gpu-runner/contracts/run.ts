@@ -185,5 +185,9 @@ export const RunnerStatus = z.object({
       .describe('Why the runner last restarted its engine, e.g. "engine killed by SIGKILL — likely out of memory; last output: …".'),
   }),
   runs: z.array(z.object({ run_id: z.string(), status: RunStatus, last_seq: z.number().int(), step: z.number().int() })),
+  // Optional so that a web server still parses an older runner's status (the pool then treats it as unknown).
+  device: z.string().nullable().optional().describe('Where the engine computes, e.g. "cpu" or "cuda: NVIDIA H100"; null while the engine has not said.'),
+  models: z.array(z.string()).optional().describe("Base models this runner's engine serves (config.json \"model\" must be one of them)."),
+  capacity: z.number().int().min(1).optional().describe("How many runs this runner takes at once (RUNNER_CAPACITY); the web server's dispatcher never sends more."),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

@@ -45,8 +45,20 @@ export const RunnerEnv = z.object({
    * engine it spawns. Required with ENGINE_URL: it must be the token that engine was started with.
    */
   ENGINE_TOKEN: z.string().min(16, "ENGINE_TOKEN must be at least 16 characters (32 random ones recommended)").optional(),
+  /**
+   * How many runs this runner takes at once, reported in status() for the web server's dispatcher (which
+   * never sends more). 2 by default: runs share one engine, whose batching serves concurrent runs together.
+   */
+  RUNNER_CAPACITY: z.coerce.number().int().min(1, "RUNNER_CAPACITY is a whole number, at least 1").max(1000).default(2),
   /** Where run folders live: runs/<run>/events.jsonl here; the engine writes checkpoints beside them. */
   ROLLBOOK_RUNS_DIR: z.string().min(1).default(path.join(REPO_ROOT, "runs")),
+  /**
+   * A folder every runner of the pool mounts at the same path (NFS, a shared volume). Set: each checkpoint
+   * is copied there once the engine saved it, and a run resumed on this runner after its own runner was
+   * lost takes its checkpoints from there (loop/shared-checkpoints.ts). Unset: a run can only move to this
+   * runner while its old runner still answers (the web server copies the checkpoint through both APIs).
+   */
+  ROLLBOOK_SHARED_CHECKPOINT_DIR: z.string().min(1).optional(),
   /** Shown in status(); several runners can register with one web tier. */
   RUNNER_NAME: z.string().min(1).default(os.hostname()),
   /**

@@ -48,7 +48,10 @@ export const runnerRouter = router({
     // goes away aborts the re-scores still running.
     .mutation(({ ctx, input, signal }) => ctx.manager.rescore(input, signal)),
 
-  status: authedProcedure.output(RunnerStatus).query(({ ctx }) => ctx.manager.status()),
+  status: authedProcedure.output(RunnerStatus).query(({ ctx }) => {
+    const status = ctx.manager.status();
+    return { ...status, device: engineDevice(status.engine.health), models: ctx.pool.models, capacity: ctx.pool.capacity };
+  }),
 
   events: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {
     if (!ctx.manager.exists(input.run_id)) {
@@ -74,3 +77,11 @@ export const runnerRouter = router({
 });
 
 export type RunnerRouter = typeof runnerRouter;
+
+/** The engine's device from its health body ("cpu", "cuda:0"), with the GPU's name when it gives one. */
+function engineDevice(health: unknown): string | null {
+  if (!health || typeof health !== "object") return null;
+  const h = health as { device?: unknown; gpu_name?: unknown };
+  if (typeof h.device !== "string") return null;
+  return typeof h.gpu_name === "string" ? `${h.device}: ${h.gpu_name}` : h.device;
+}

@@ -77,6 +77,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     },
     env.RUNNER_NAME,
     { allowStdio: env.MCP_ALLOW_STDIO, secrets: mcpSecrets(env) },
+    env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
   );
   manager.recoverInterrupted();
 
@@ -87,6 +88,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     createContext: ({ req }): RunnerContext => ({
       manager,
       authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),
+      pool: { models: [env.ENGINE_MODEL], capacity: env.RUNNER_CAPACITY },
     }),
   });
   // Checkpoint archives and the chat pass-through are byte streams, served beside tRPC (http/routes.ts).
@@ -95,6 +97,12 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     token: env.RUNNER_TOKEN,
     engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
     detokenize: (ids) => supervisor.client.detokenize(ids),
+    imports: {
+      sharedDir: env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
+      runnerName: env.RUNNER_NAME,
+      isRunning: (runId) => manager.isRunning(runId),
+      forgetLog: (runId) => events.forget(runId),
+    },
   };
   const server = http.createServer((req, res) => {
     if (isRunnerHttpRoute(req.url)) void handleRunnerHttp(req, res, httpDeps);

@@ -12,6 +12,8 @@ import { type RunManager } from "./loop/run-manager";
 export interface RunnerContext {
   manager: RunManager;
   authorized: boolean;
+  /** What status() tells the web server's pool about this runner besides its runs. */
+  pool: { models: string[]; capacity: number };
 }
 
 /** Constant-time token check (hashing first makes the lengths equal, so length leaks nothing). */

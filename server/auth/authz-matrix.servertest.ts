@@ -110,6 +110,11 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "runs.lineage": ["viewer", (s) => ({ id: s.runId })],
   "runs.rescore": ["member", (s) => ({ runId: s.runId, files: { "reward.ts": "export default function reward() { return 1; }\n" } })],
   "runners.status": ["viewer", () => undefined],
+  "runners.list": ["viewer", () => undefined],
+  // A closed port: an allowed caller gets "url: no runner answered" (BAD_GATEWAY), and nothing is saved.
+  "runners.register": ["admin", (s) => ({ name: `matrix-${s.marker}`, url: "http://127.0.0.1:9", token: "matrix-token-123456" })],
+  "runners.update": ["admin", () => ({ id: "no-such-runner", enabled: false })],
+  "runners.remove": ["admin", () => ({ id: "no-such-runner" })],
   "templates.list": ["viewer", () => undefined],
   "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
   "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],

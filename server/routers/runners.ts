@@ -1,5 +1,9 @@
-import { createTRPCRouter, viewerProcedure } from "../trpc";
+import { z } from "zod";
+import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
 import { isAppError } from "../errors";
+import { listRunners, registerWorkspaceRunner, removeRunner, updateRunner } from "../services/runner-pool";
+
+const RunnerId = z.string().min(1).max(100);
 
 export const runnersRouter = createTRPCRouter({
   /** The configured runner and whether it answers (for a status badge); never throws when it is down. */
@@ -14,4 +18,27 @@ export const runnersRouter = createTRPCRouter({
       return { name: runner.name, url: runner.url, reachable: false as const, status: null, error: e.message };
     }
   }),
+
+  /** The runners this workspace may use (its own and the instance's), with health and live run counts. */
+  list: viewerProcedure.query(({ ctx }) => listRunners(ctx.db, ctx.workspaceId)),
+
+  /** Registers a runner of this workspace; the URL must answer and accept the token first (nothing saved otherwise). */
+  register: adminProcedure
+    .input(
+      z.object({
+        name: z.string().trim().min(1, "name: give the runner a name").max(60, "name: at most 60 characters"),
+        url: z.string().trim().min(1, "url: the runner's address, e.g. http://gpu-box:4100").max(500),
+        token: z.string().min(8, "token: the runner's RUNNER_TOKEN (at least 8 characters)").max(500),
+        capacity: z.number().int().min(1).max(1000).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => registerWorkspaceRunner(ctx.db, ctx.workspaceId, input)),
+
+  /** Capacity (null = what the runner reports) and enabled (a disabled runner gets no new runs). */
+  update: adminProcedure
+    .input(z.object({ id: RunnerId, capacity: z.number().int().min(1).max(1000).nullable().optional(), enabled: z.boolean().optional() }))
+    .mutation(({ ctx, input }) => updateRunner(ctx.db, ctx.workspaceId, input)),
+
+  /** Forgets a runner of this workspace; refused while it has active runs. */
+  remove: adminProcedure.input(z.object({ id: RunnerId })).mutation(({ ctx, input }) => removeRunner(ctx.db, ctx.workspaceId, input.id)),
 });

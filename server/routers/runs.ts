@@ -94,10 +94,10 @@ export const runsRouter = createTRPCRouter({
     .input(z.object({ id: z.string().min(1) }))
     .mutation(({ ctx, input }) => runs.stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
 
-  /** Continue a stopped or failed train run from its newest checkpoint. */
+  /** Continue a stopped, failed or lost train run from its newest checkpoint (on another runner when its own is gone). */
   resume: memberProcedure
     .input(z.object({ id: z.string().min(1) }))
-    .mutation(({ ctx, input }) => resumeRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
+    .mutation(({ ctx, input }) => resumeRun(ctx.db, ctx.workspaceId, input.id, { byId: ctx.runnerById, fallback: ctx.getRunner })),
 
   /** Run an edited reward over the run's stored trajectories: old vs new rewards and advantages (writes nothing). */
   rescore: memberProcedure

@@ -13,8 +13,11 @@ import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
 import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./ingest-sql";
-import { fromDbKind } from "./run-convert";
+import { IngestLeases, newHolderId } from "./ingest-lease";
+import { fromDbKind, rowToEvent } from "./run-convert";
 import { schedulePostIngest } from "./pathology/after-ingest";
+import { markRunLost } from "./run-lost";
+import { kickDispatch } from "./dispatcher";
 import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
 import { summaryPatch, type RunSummary } from "./run-summary";
 import { failRun, STOPPED_UNREACHABLE } from "./runs";
@@ -27,6 +30,8 @@ export type IngestResult = {
   status: RunStatus;
   error: string | null;
   statusChanged: boolean;
+  /** The batch came from a runner the run has since moved away from: nothing was stored. */
+  superseded?: boolean;
 };
 
 
@@ -70,9 +75,11 @@ const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, "g");
 
 /**
  * Stores one batch of a run's events in one transaction (see the file comment). Events must belong to
- * `runId`; their order in the array does not matter.
+ * `runId`; their order in the array does not matter. `fromRunnerId`: the runner the batch was read from;
+ * when the run has since been resumed on another runner the batch is dropped whole (superseded), so a
+ * runner that comes back still running a moved run never writes into its record.
  */
-export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): Promise<IngestResult> {
+export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
   const sorted = events.map(storableStrings).sort((a, b) => a.seq - b.seq);
   for (const e of sorted) {
     if (e.run_id !== runId) throw new AppError("BAD_INPUT", `event seq ${e.seq} belongs to run ${e.run_id}, not ${runId}`);
@@ -81,11 +88,14 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[]): P
     async (tx) => {
       // The row lock serialises concurrent batches of one run, so "seq > lastSeq" is decided once.
       const locked = await tx.$queryRaw<
-        { lastSeq: number; status: RunStatus; error: string | null; kind: "train" | "dry_run" | "eval"; currentStep: number; startedAt: Date | null }[]
-      >`SELECT "lastSeq", "status"::text AS "status", "error", "kind"::text AS "kind", "currentStep", "startedAt"
+        { lastSeq: number; status: RunStatus; error: string | null; kind: "train" | "dry_run" | "eval"; currentStep: number; startedAt: Date | null; runnerId: string | null }[]
+      >`SELECT "lastSeq", "status"::text AS "status", "error", "kind"::text AS "kind", "currentStep", "startedAt", "runnerId"
         FROM "Run" WHERE "id" = ${runId} FOR UPDATE`;
       const run = locked[0];
       if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
+      if (fromRunnerId !== undefined && run.runnerId !== fromRunnerId) {
+        return { fresh: [], lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false, superseded: true };
+      }
 
       if (sorted.length > 0) await insertEvents(tx, runId, sorted);
       const seen = new Set<number>();
@@ -231,10 +241,11 @@ async function storeTrajectories(
 }
 
 /** Ingest a batch and tell socket subscribers about what was new. */
-export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[]): Promise<IngestResult> {
-  const res = await ingestEvents(db, runId, events);
+export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
+  const res = await ingestEvents(db, runId, events, fromRunnerId);
   if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
   if (res.statusChanged) emitRunStatus({ runId, status: res.status, error: res.error, lastSeq: res.lastSeq });
+  if (res.statusChanged && isTerminalStatus(res.status)) kickDispatch(db); // its runner has a free slot
   if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
   return res;
 }
@@ -268,9 +279,20 @@ export type IngestOptions = {
    */
   lostAfterMs?: number;
   maxBackoffMs?: number;
+  /**
+   * INGEST_LEASE_MS: how long this process's lease on a run lasts without renewal (renewed every third of
+   * it). A killed process's runs are taken over by another one within about this long (ingest-lease.ts).
+   */
+  leaseMs?: number;
+  /** This process's lease holder id (default: host, pid and a random part). */
+  holder?: string;
   runnerFor: (runnerId: string) => Promise<RunnerHandle>;
   log?: (msg: string) => void;
+  /** Called after each batch this process stored (tests count who ingested what). */
+  onStored?: (runId: string, batch: RunEvent[], res: IngestResult) => void;
 };
+
+type FollowerOptions = Required<Omit<IngestOptions, "log" | "onStored" | "holder">> & Pick<IngestOptions, "onStored"> & { log: (msg: string) => void };
 
 /**
  * Follows one run's event stream and stores it by group commit: an event that arrives while no store is
@@ -288,6 +310,8 @@ class RunFollower {
   private chain: Promise<void> = Promise.resolve();
   private backoffMs = 1_000;
   private generation = 0;
+  /** The runner the current stream reads from (batches are stored only while the run is still on it). */
+  private runnerId: string | undefined;
   closed = false;
   finished = false;
   /** When the last event arrived (0 = none yet: connecting is not a sign of life). */
@@ -296,8 +320,10 @@ class RunFollower {
   constructor(
     readonly runId: string,
     private readonly db: Db,
-    private readonly opts: Required<Omit<IngestOptions, "log">> & { log: (msg: string) => void },
+    private readonly opts: FollowerOptions,
     private readonly onDone: (f: RunFollower) => void,
+    /** The highest seq sent to the run's room so far (by this process or, before it took the lease, others). */
+    public emittedSeq: number,
   ) {}
 
   async connect(): Promise<void> {
@@ -308,6 +334,7 @@ class RunFollower {
       if (!run || !run.runnerId || isTerminalStatus(run.status)) return this.close();
       const runner = await this.opts.runnerFor(run.runnerId);
       if (this.closed || gen !== this.generation) return;
+      this.runnerId = run.runnerId;
       this.sub = runner.events(this.runId, run.lastSeq, {
         onEvent: (raw) => gen === this.generation && this.receive(raw),
         onError: (err) => gen === this.generation && this.dropped(`stream error: ${err.message}`),
@@ -345,8 +372,16 @@ class RunFollower {
     this.storing = true;
     this.chain = (async () => {
       try {
-        const res = await ingestAndEmit(this.db, this.runId, batch);
-        if (isTerminalStatus(res.status)) {
+        const res = await ingestAndEmit(this.db, this.runId, batch, this.runnerId);
+        if (res.superseded) {
+          this.buffer = [];
+          this.dropped("the run was resumed on another runner");
+        } else {
+          // Everything up to the stored lastSeq has now reached the room (this batch's fresh events just now).
+          this.emittedSeq = Math.max(this.emittedSeq, res.lastSeq);
+          this.opts.onStored?.(this.runId, batch, res);
+        }
+        if (!res.superseded && isTerminalStatus(res.status)) {
           this.finished = true;
           this.close();
         }
@@ -390,6 +425,23 @@ class RunFollower {
     });
   }
 
+  /** The runner the current stream reads from (undefined before the first connect). */
+  get streamRunnerId(): string | undefined {
+    return this.runnerId;
+  }
+
+  /** The run moved to another runner (a resume): leave the old stream now and follow the run's runner. */
+  restart(): void {
+    if (this.closed) return;
+    this.generation++;
+    this.sub?.unsubscribe();
+    this.sub = undefined;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.backoffMs = 1_000;
+    void this.flush().then(() => this.connect());
+  }
+
   /** The runner answers again: reconnect now instead of waiting out the backoff. */
   kick(): void {
     if (this.closed || this.sub || !this.reconnectTimer) return;
@@ -415,46 +467,173 @@ class RunFollower {
   }
 }
 
+/** Re-sent to a room per read when a lease is taken over (see resend). */
+const RESEND_PAGE = 1_000;
+
+/**
+ * Every active run is followed by exactly one web process: the holder of its ingest lease
+ * (ingest-lease.ts). Each process renews its leases every leaseMs / 3 and, on the same tick, takes the
+ * leases of active runs nobody holds (new ones, a dead process's once expired) — so with one process it
+ * follows everything, with several they share the runs, and a killed one's runs move within about leaseMs.
+ * The runner checks (lost / back / gone) are made by the holder only.
+ */
 export class IngestService {
   private followers = new Map<string, RunFollower>();
+  /** Runs whose lease is being taken right now (not followed yet). */
+  private acquiring = new Set<string>();
   private scanTimer: NodeJS.Timeout | undefined;
+  private leaseTimer: NodeJS.Timeout | undefined;
   private scanning = false;
-  private readonly opts: Required<Omit<IngestOptions, "log">> & { log: (msg: string) => void };
+  private leaseTicking = false;
+  private lastRenewOk = Date.now();
+  private readonly opts: FollowerOptions;
   private stopped = false;
+  readonly leases: IngestLeases;
 
   constructor(
     private readonly db: Db,
     opts: IngestOptions,
   ) {
+    const { holder, ...rest } = opts;
     this.opts = {
       maxBatch: 2_000,
       scanMs: 5_000,
       lostAfterMs: 15_000,
       maxBackoffMs: 30_000,
+      leaseMs: 6_000,
       log: (m) => console.warn(`[ingest] ${m}`),
-      ...opts,
+      ...rest,
     };
+    this.leases = new IngestLeases(db, holder ?? newHolderId(), this.opts.leaseMs);
   }
 
-  /** Resume every run the database says is running, and keep scanning. */
+  /** Resume every run the database says is running (whose lease is free), and keep scanning. */
   async start(): Promise<void> {
     setIngestHook(this);
     await this.scan();
     this.scanTimer = setInterval(() => void this.scan(), this.opts.scanMs);
     this.scanTimer.unref();
+    this.leaseTimer = setInterval(() => void this.leaseTick(), Math.max(100, Math.floor(this.opts.leaseMs / 3)));
+    this.leaseTimer.unref();
   }
 
+  /** Follow a run if this process can take its lease (a run another process holds is left to it). */
   follow(runId: string): void {
-    if (this.stopped || this.followers.has(runId)) return;
-    const f = new RunFollower(runId, this.db, this.opts, (done) => {
-      if (this.followers.get(done.runId) === done) this.followers.delete(done.runId);
-    });
-    this.followers.set(runId, f);
-    void f.connect();
+    void this.acquire([runId]);
+  }
+
+  /**
+   * Follow the run on the runner the database now names (after a resume moved it), dropping any old stream.
+   * Where another process holds the run's lease, that process notices the move at its next lease tick.
+   */
+  refollow(runId: string): void {
+    const f = this.followers.get(runId);
+    if (f) f.restart();
+    else this.follow(runId);
   }
 
   isFollowing(runId: string): boolean {
     return this.followers.has(runId);
+  }
+
+  /** Takes the free leases among these runs and follows those runs. */
+  private async acquire(runIds: string[]): Promise<void> {
+    const wanted = runIds.filter((id) => !this.followers.has(id) && !this.acquiring.has(id));
+    if (this.stopped || wanted.length === 0) return;
+    for (const id of wanted) this.acquiring.add(id);
+    try {
+      for (const lease of await this.leases.take(wanted)) {
+        if (this.stopped) break;
+        const emitted = await this.resend(lease.runId, lease.emittedSeq);
+        if (this.stopped || this.followers.has(lease.runId)) continue;
+        const f = new RunFollower(lease.runId, this.db, this.opts, (done) => this.followerDone(done), emitted);
+        this.followers.set(lease.runId, f);
+        void f.connect();
+      }
+    } catch (e) {
+      this.opts.log(`taking ingest leases failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      for (const id of wanted) this.acquiring.delete(id);
+    }
+  }
+
+  /**
+   * A lease taken over: the previous holder may have stored events it never sent to the run's room (killed
+   * between the two). Send the stored events after what it recorded as emitted, so open pages have no gap
+   * (they drop duplicates by seq). Returns the seq emitted up to.
+   */
+  private async resend(runId: string, emittedSeq: number): Promise<number> {
+    let after = emittedSeq;
+    for (;;) {
+      const rows = await this.db.runEvent.findMany({ where: { runId, seq: { gt: after } }, orderBy: { seq: "asc" }, take: RESEND_PAGE });
+      if (rows.length === 0) return after;
+      emitRunEvents(runId, rows.map(rowToEvent));
+      after = rows.at(-1)!.seq;
+      if (rows.length < RESEND_PAGE) return after;
+    }
+  }
+
+  private followerDone(done: RunFollower): void {
+    if (this.followers.get(done.runId) !== done) return;
+    this.followers.delete(done.runId);
+    // Let another process have it at once (a no-op if someone else holds it already); stop() releases in bulk.
+    if (!this.stopped) {
+      this.leases.release(new Map([[done.runId, done.emittedSeq]])).catch((e: unknown) => {
+        this.opts.log(`run ${done.runId}: releasing the ingest lease failed: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }
+  }
+
+  /** Active runs worth following: queued ones only once their start call has had time to finish. */
+  private followable(active: Pick<ActiveRunRow, "id" | "status" | "runnerId" | "createdAt">[]): string[] {
+    const now = Date.now();
+    return active.filter((r) => r.status !== "queued" || (r.runnerId && now - r.createdAt.getTime() > QUEUED_FOLLOW_AFTER_MS)).map((r) => r.id);
+  }
+
+  /**
+   * Every leaseMs / 3: renew this process's leases (a run whose lease was taken over is no longer followed
+   * here), then take the leases of active runs nobody holds.
+   */
+  private async leaseTick(): Promise<void> {
+    if (this.leaseTicking || this.stopped) return;
+    this.leaseTicking = true;
+    try {
+      if (this.followers.size > 0) {
+        try {
+          const held = await this.leases.renew(new Map([...this.followers].map(([id, f]) => [id, f.emittedSeq])));
+          this.lastRenewOk = Date.now();
+          for (const [id, f] of this.followers) {
+            if (held.has(id)) continue;
+            this.opts.log(`run ${id}: ingest lease held by another process now; no longer following it here`);
+            f.close();
+          }
+        } catch (e) {
+          this.opts.log(`renewing ingest leases failed: ${e instanceof Error ? e.message : String(e)}`);
+          // Unrenewed for a whole TTL: another process may hold them now. Stop; the next tick takes them back if free.
+          if (Date.now() - this.lastRenewOk > this.opts.leaseMs) {
+            this.opts.log(`ingest leases not renewed for ${this.opts.leaseMs} ms; no longer following ${this.followers.size} run(s)`);
+            for (const f of [...this.followers.values()]) f.close();
+          }
+          return;
+        }
+      } else {
+        this.lastRenewOk = Date.now();
+      }
+      const active = await this.db.run.findMany({
+        where: { status: { in: [...ACTIVE_RUN_STATUSES] } },
+        select: { id: true, status: true, runnerId: true, createdAt: true },
+      });
+      // A run resumed on another runner through another web process: follow it there now.
+      for (const r of active) {
+        const f = this.followers.get(r.id);
+        if (f?.streamRunnerId && r.runnerId && r.runnerId !== f.streamRunnerId) f.restart();
+      }
+      await this.acquire(this.followable(active));
+    } catch (e) {
+      this.opts.log(`ingest lease tick failed: ${e instanceof Error ? e.message : String(e)}`);
+    } finally {
+      this.leaseTicking = false;
+    }
   }
 
   /**
@@ -471,11 +650,12 @@ export class IngestService {
       });
       // Queued runs too, once their start call has had time to finish: a start the runner accepted whose
       // "running" update was lost still gets its events (run.started makes it running).
-      const now = Date.now();
-      for (const r of active) {
-        if (r.status !== "queued" || (r.runnerId && now - r.createdAt.getTime() > QUEUED_FOLLOW_AFTER_MS)) this.follow(r.id);
-      }
-      await this.checkRunners(active);
+      await this.acquire(this.followable(active));
+      // The runner checks belong to each run's lease holder: N processes must not each ask the runner and
+      // mark the run. A run with no runner has no follower (and no holder): failing it is one conditional
+      // update, the same whoever makes it.
+      await this.checkRunners(active.filter((r) => !r.runnerId || this.followers.has(r.id)));
+      await this.leases.prune();
     } catch (e) {
       this.opts.log(`scan failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
@@ -494,6 +674,8 @@ export class IngestService {
     });
     const byRunner = new Map<string, ActiveRunRow[]>();
     for (const r of quiet) {
+      // A queued run without a runner is waiting in the queue (server/services/dispatcher.ts): not lost.
+      if (r.status === "queued" && !r.runnerId) continue;
       if (!r.runnerId) {
         await failRun(this.db, r.id, "no runner was assigned to the run");
         continue;
@@ -506,6 +688,9 @@ export class IngestService {
       select: { id: true, runnerId: true },
     });
     for (const r of stoppedUnreachable) if (!byRunner.has(r.runnerId!)) byRunner.set(r.runnerId!, []);
+    // Runners a resume moved runs away from: one that comes back may still be running them.
+    const movedAway = await this.db.run.findMany({ where: { movedFromRunnerId: { not: null } }, select: { id: true, movedFromRunnerId: true } });
+    for (const r of movedAway) if (!byRunner.has(r.movedFromRunnerId!)) byRunner.set(r.movedFromRunnerId!, []);
 
     for (const [runnerId, runs] of byRunner) {
       let runner: RunnerHandle;
@@ -539,6 +724,27 @@ export class IngestService {
         this.opts.log(`run ${r.id}: stopped while its runner was unreachable; telling the runner to stop it`);
         await runner.stop(r.id).catch((e: unknown) => this.opts.log(`run ${r.id}: stop failed: ${e instanceof Error ? e.message : String(e)}`));
       }
+      await this.stopMovedAway(runner, known, movedAway);
+    }
+  }
+
+  /**
+   * The runner answers: runs moved off it that it still runs are stopped there (their events are not
+   * ingested anyway: ingestion reads only from the run's current runner), then it is forgotten as theirs.
+   */
+  private async stopMovedAway(runner: RunnerHandle, known: Map<string, RunnerStatus["runs"][number]>, movedAway: { id: string; movedFromRunnerId: string | null }[]): Promise<void> {
+    for (const r of movedAway) {
+      if (r.movedFromRunnerId !== runner.id) continue;
+      if (known.get(r.id)?.status === "running") {
+        this.opts.log(`run ${r.id}: was resumed on another runner; telling runner '${runner.name}' to stop its old copy`);
+        try {
+          await runner.stop(r.id);
+        } catch (e) {
+          this.opts.log(`run ${r.id}: stop failed: ${e instanceof Error ? e.message : String(e)}`);
+          continue; // asked again next scan
+        }
+      }
+      await this.db.run.updateMany({ where: { id: r.id, movedFromRunnerId: runner.id }, data: { movedFromRunnerId: null } });
     }
   }
 
@@ -550,12 +756,7 @@ export class IngestService {
   /** The runner did not answer: the run is `lost` since its last sign of life (kept if already lost). */
   private async markLost(r: ActiveRunRow, why: string): Promise<void> {
     if (r.status === "lost" || r.status === "queued") return; // a queued run that never started is failed by start
-    const since = new Date(this.lastSignOfLife(r));
-    const res = await this.db.run.updateMany({ where: { id: r.id, status: "running" }, data: { status: "lost", lostSince: since } });
-    if (res.count === 0) return;
-    this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
-    const row = await this.db.run.findUnique({ where: { id: r.id }, select: { lastSeq: true, error: true } });
-    emitRunStatus({ runId: r.id, status: "lost", error: row?.error ?? null, lastSeq: row?.lastSeq ?? 0, lostSince: since.getTime() });
+    if (await markRunLost(this.db, r.id, new Date(this.lastSignOfLife(r)))) this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
   }
 
   /** The runner answered and still has the run: it is alive (running again if it was lost). */
@@ -574,12 +775,17 @@ export class IngestService {
     this.followers.get(r.id)?.kick();
   }
 
-  /** Stop scanning and following; buffered events are stored first. */
+  /** Stop scanning and following; buffered events are stored first, then the leases are released. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.scanTimer) clearInterval(this.scanTimer);
+    if (this.leaseTimer) clearInterval(this.leaseTimer);
     setIngestHook(undefined);
-    await Promise.all([...this.followers.values()].map((f) => f.shutdown()));
+    const followers = [...this.followers.values()];
+    await Promise.all(followers.map((f) => f.shutdown()));
     this.followers.clear();
+    await this.leases.release(new Map(followers.map((f) => [f.runId, f.emittedSeq]))).catch((e: unknown) => {
+      this.opts.log(`releasing ingest leases failed (they expire in ${this.opts.leaseMs} ms): ${e instanceof Error ? e.message : String(e)}`);
+    });
   }
 }

@@ -160,14 +160,21 @@ describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and inge
     );
     expect((await api.runs.lineage({ id: forked.runId })).parent).toEqual({ id: parentId, number: parentRow.number, kind: "train", step: 1 });
 
-    // A checkpoint the runner no longer has (cleaned up): the runner refuses, and no run row is left.
-    const before = await db().run.count({ where: { workspaceId: ws } });
+    // A checkpoint the runner no longer has (cleaned up): the start is queued (the files are fine), and the
+    // runner refuses it when it is dispatched — the run is failed with the runner's reason, never left queued.
     fs.rmSync(parentCkpt.path, { recursive: true, force: true });
     const gone = await api.runs.start({ experimentId, files: forkFiles, kind: "train", fork: { parentRunId: parentId, parentStep: 1 } });
-    expect(gone.ok).toBe(false);
-    if (gone.ok) throw new Error("unreachable");
-    expect(gone.error).toMatch(/init_from\.step: run \S+ has no checkpoint at step 1 on this runner/);
-    expect(await db().run.count({ where: { workspaceId: ws } })).toBe(before);
+    if (!gone.ok || !gone.runId) throw new Error(`expected the fork to be queued: ${JSON.stringify(gone)}`);
+    const goneId = gone.runId;
+    const deadline = Date.now() + 60_000;
+    let row = await db().run.findUniqueOrThrow({ where: { id: goneId }, select: { status: true, error: true, startedAt: true } });
+    while (row.status === "queued" && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 100));
+      row = await db().run.findUniqueOrThrow({ where: { id: goneId }, select: { status: true, error: true, startedAt: true } });
+    }
+    expect(row.status).toBe("failed");
+    expect(row.error).toMatch(/init_from\.step: run \S+ has no checkpoint at step 1 on this runner/);
+    expect(row.startedAt).toBeNull();
   });
 
   it("refuses what cannot be forked: another workspace's run, a missing step, a viewer, another base model", async () => {
@@ -176,7 +183,7 @@ describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and inge
     const { id: experimentId } = await ensureDefaultExperiment(db(), ws);
     // A finished train run with checkpoint 1, written directly (no engine needed for refusals).
     const exp = await db().experiment.findUniqueOrThrow({ where: { id: experimentId }, select: { versions: { select: { id: true } } } });
-    const runner = await db().runner.findUniqueOrThrow({ where: { name: RUNNER_NAME } });
+    const runner = await db().runner.findFirstOrThrow({ where: { name: RUNNER_NAME } });
     const parent = await db().run.create({
       data: {
         number: 1, workspaceId: ws, experimentId, versionId: exp.versions[0]!.id, runnerId: runner.id, kind: "train", status: "completed",

@@ -12,6 +12,8 @@ const INGEST = Symbol.for("rollbook.ingest");
 
 export interface IngestHook {
   follow(runId: string): void;
+  /** Follow the run from the runner the database now names, dropping a stream from the one it left. */
+  refollow(runId: string): void;
 }
 
 export function setIngestHook(hook: IngestHook | undefined): void {
@@ -20,6 +22,11 @@ export function setIngestHook(hook: IngestHook | undefined): void {
 
 export function notifyRunStarted(runId: string): void {
   (globalThis as { [INGEST]?: IngestHook })[INGEST]?.follow(runId);
+}
+
+/** A resume moved the run to another runner: ingestion reads from the new one from now on. */
+export function notifyRunMoved(runId: string): void {
+  (globalThis as { [INGEST]?: IngestHook })[INGEST]?.refollow(runId);
 }
 
 export function emitRunStatus(msg: RunStatusMessage): void {

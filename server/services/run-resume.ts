@@ -1,48 +1,95 @@
 /**
- * Resume a stopped or failed train run from its newest checkpoint (ART's "the step is the newest
- * checkpoint"). The runner continues the same run id and event log: numbering goes on after the stored
- * seq, no step is repeated or skipped, and ingestion picks the stream up again once the run is running.
+ * Resume a stopped, failed or lost train run from its newest checkpoint (ART's "the step is the newest
+ * checkpoint"). On the run's own runner it continues the same run id and event log: numbering goes on after
+ * the stored seq, no step is repeated or skipped, and ingestion picks the stream up again once the run is
+ * running. On ANOTHER runner (its own was lost, or the caller picks one) run-move.ts first hands that runner
+ * the newest recorded checkpoint and the stored event log; the run then belongs to the new runner
+ * (runnerId), ingestion reads only from it, and the old runner is remembered (movedFromRunnerId) so the
+ * ingest scan tells it to stop the run if it comes back still running it.
  */
-import { AppError } from "../errors";
+import { AppError, isAppError } from "../errors";
 import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
-import { emitRunStatus, notifyRunStarted } from "./run-hooks";
+import { emitRunStatus, notifyRunMoved, notifyRunStarted } from "./run-hooks";
+import { moveRunTo } from "./run-move";
 import type { Db } from "./types";
-import { InitFrom, type Diagnostic } from "@contracts";
+import { InitFrom, type Diagnostic, type RunStatus } from "@contracts";
 
-export type ResumeRunResult = { ok: true; runId: string } | { ok: false; error: string; diagnostics: Diagnostic[] };
+export type ResumeRunResult =
+  | { ok: true; runId: string; runnerId: string; moved: boolean }
+  | { ok: false; error: string; diagnostics: Diagnostic[] };
 
-export async function resumeRun(
-  db: Db,
-  workspaceId: string,
-  id: string,
-  runnerById: (runnerId: string) => Promise<RunnerHandle>,
-): Promise<ResumeRunResult> {
+export interface ResumeRunners {
+  byId: (runnerId: string) => Promise<RunnerHandle>;
+  /** The configured runner: where a run goes when no target is given and its own runner does not answer. */
+  fallback: () => Promise<RunnerHandle>;
+}
+
+export interface ResumeOptions {
+  /** The runner to continue on (the dispatcher's choice). Absent: the run's own if it answers, else the fallback. */
+  target?: RunnerHandle;
+}
+
+const RESUMABLE: readonly RunStatus[] = ["stopped", "failed", "lost"];
+
+/** The run's own runner when it answers, else the configured one. */
+async function defaultTarget(ownId: string, runners: ResumeRunners): Promise<RunnerHandle> {
+  const own = await runners.byId(ownId).catch(() => null);
+  if (own) {
+    try {
+      await own.status();
+      return own;
+    } catch (e) {
+      if (!isAppError(e)) throw e;
+    }
+  }
+  const fallback = await runners.fallback();
+  return fallback.id === ownId && own ? own : fallback;
+}
+
+export async function resumeRun(db: Db, workspaceId: string, id: string, runners: ResumeRunners, opts: ResumeOptions = {}): Promise<ResumeRunResult> {
   const run = await db.run.findFirst({
     where: { id, workspaceId },
     select: { id: true, kind: true, status: true, runnerId: true, lastSeq: true, parentRunId: true, parentStep: true, version: { select: { files: true } } },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
   if (run.kind !== "train") throw new AppError("BAD_INPUT", "only train runs can be resumed (they have checkpoints)");
-  if (run.status !== "stopped" && run.status !== "failed") {
-    throw new AppError("CONFLICT", `run is ${run.status}: only a stopped or failed run can be resumed`);
+  if (!RESUMABLE.includes(run.status)) {
+    throw new AppError("CONFLICT", `run is ${run.status}: only a stopped, failed or lost run can be resumed`);
   }
   if (!run.runnerId) throw new AppError("BAD_INPUT", "the run never reached a runner, so there is nothing to resume");
 
-  const runner = await runnerById(run.runnerId);
+  const runner = opts.target ?? (await defaultTarget(run.runnerId, runners));
+  const moved = runner.id !== run.runnerId;
+  if (moved) await moveRunTo(db, run, runner);
+
   const files = parseStoredFiles(run.version.files);
   const initFrom = await forkStart(db, run);
   const res = await runner.start({ run_id: run.id, kind: "train", files, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
   const now = new Date();
-  await db.run.updateMany({
-    where: { id: run.id, status: { in: ["stopped", "failed"] } },
-    data: { status: "running", error: null, finishedAt: null, lastHeartbeatAt: now },
+  const updated = await db.run.updateMany({
+    // Still on the runner it was read with: two resumes at once cannot both move it.
+    where: { id: run.id, status: { in: [...RESUMABLE] }, runnerId: run.runnerId },
+    data: {
+      status: "running",
+      error: null,
+      finishedAt: null,
+      lostSince: null,
+      lastHeartbeatAt: now,
+      ...(moved ? { runnerId: runner.id, movedFromRunnerId: run.runnerId } : {}),
+    },
   });
+  if (updated.count === 0) {
+    // Someone else resumed (or stopped) it meanwhile: this copy must not run beside theirs.
+    if (moved) await runner.stop(run.id).catch(() => undefined);
+    throw new AppError("CONFLICT", "the run changed while it was being resumed (resumed or stopped elsewhere); reload and try again");
+  }
   emitRunStatus({ runId: run.id, status: "running", error: null, lastSeq: run.lastSeq });
-  notifyRunStarted(run.id);
-  return { ok: true, runId: run.id };
+  if (moved) notifyRunMoved(run.id);
+  else notifyRunStarted(run.id);
+  return { ok: true, runId: run.id, runnerId: runner.id, moved };
 }
 
 /**

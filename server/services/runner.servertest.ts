@@ -86,7 +86,7 @@ describe("with the real runner", () => {
     expect(status).toMatchObject({ reachable: true, url: runner.url, status: { runner: "servertest" } });
   });
 
-  it("resume: only stopped/failed train runs; accepted → running, refused → left as it was", async () => {
+  it("resume: only stopped/failed/lost train runs; accepted → running, refused → left as it was", async () => {
     const { ws, api, runnerId } = await setup();
     const runId = await createRunningRun(db(), ws);
     await db().run.update({ where: { id: runId }, data: { runnerId } });
@@ -95,7 +95,8 @@ describe("with the real runner", () => {
 
     // A stopped train run goes back to the runner with resume: true and is running again.
     await db().run.update({ where: { id: runId }, data: { status: "stopped", finishedAt: new Date(), error: "x" } });
-    expect(await api.runs.resume({ id: runId })).toEqual({ ok: true, runId });
+    // Its own runner answers: it continues there (nothing moves).
+    expect(await api.runs.resume({ id: runId })).toEqual({ ok: true, runId, runnerId, moved: false });
     expect(await db().run.findUnique({ where: { id: runId }, select: { status: true, error: true, finishedAt: true } })).toEqual({
       status: "running",
       error: null,

@@ -1,8 +1,7 @@
 /**
- * Runs: freeze an immutable snapshot (version + parsed config + hashes) into a Run, hand it to a runner,
- * and read runs back (list, detail, trajectories, the event log). A run refused before it started
- * (diagnostics) leaves no row; a row whose runner cannot be reached is failed in the same call, so no run is
- * ever left queued or running by a failed start.
+ * Runs: freeze an immutable snapshot (version + parsed config + hashes) into a Run, queue it for the
+ * runner pool (dispatcher.ts), and read runs back (list, detail, trajectories, the event log). A run
+ * refused before it started (diagnostics) leaves no row.
  */
 import { randomUUID } from "node:crypto";
 import {
@@ -22,12 +21,14 @@ import {
   type StepMetrics,
 } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
-import { AppError, isAppError, rootMessage } from "../errors";
-import { type RunnerHandle } from "../runner-client";
+import { AppError, isAppError } from "../errors";
+import { runnerById, type RunnerHandle } from "../runner-client";
+import { kickDispatch, queuePosition } from "./dispatcher";
+import { runnersOf } from "./runner-pool";
 import { checkFresh, codeHash, latestIfSame, parseStoredFiles, tasksHash, withNumberRetry, writeVersion } from "./experiments";
 import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "./run-convert";
 import type { Db, DbOrTx } from "./types";
-import { notifyRunStarted, emitRunStatus } from "./run-hooks";
+import { emitRunStatus } from "./run-hooks";
 import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
 import { listRunsTable } from "./runs-table";
 
@@ -87,11 +88,12 @@ export async function failRun(db: DbOrTx, runId: string, error: string, diagnost
 
 /**
  * Start a run: a stale tab (`baseVersion` older than a latest version with other files) is refused first;
- * config.json is checked here (the shared parser: a broken config needs no runner to be refused); then the
- * runner validates and type-checks everything once and starts it, or refuses with diagnostics — and then
- * neither a run row nor a version exists. Only an accepted start writes: the files become (or match) an
- * immutable version and the run row points at it, in one transaction. A runner that cannot be reached is
- * never left a queued or running row (see failedStart).
+ * config.json is checked here (the shared parser: a broken config needs no runner to be refused); then a
+ * runner validates and type-checks everything once, or refuses with diagnostics — and then neither a run
+ * row nor a version exists. An accepted start writes the files as (or matches them to) an immutable
+ * version and a `queued` run row pointing at it, in one transaction, and returns at once: the dispatcher
+ * (dispatcher.ts) gives it to a runner with room. Forks and evals of a checkpoint are pinned to the runner
+ * that holds it. No runner answering at all is a failed start (see failedStart).
  */
 export async function startRun(
   db: Db,
@@ -122,56 +124,86 @@ export async function startRun(
   const config = parsed.config;
   const forkProblems = fork ? forkConfigDiagnostics(fork, input.kind, config, input.files["config.json"]) : [];
   if (forkProblems.length > 0) return { ok: false, diagnostics: forkProblems, error: summarize(forkProblems) };
+  let pinnedEval: string | null = null;
   if (input.kind === "eval" && input.evalModel && !fork) {
     const target = await resolveEvalModel(db, workspaceId, input.evalModel, config.model);
     input = { ...input, evalModel: target.model };
     const byId = opts.runnerById;
-    // The checkpoint lives on the runner of the run that saved it: the eval goes there.
+    // The checkpoint lives on the runner of the run that saved it: the eval goes there (and only there).
     if (target.runnerId && byId) {
       const runnerId = target.runnerId;
+      pinnedEval = runnerId;
       getRunner = () => byId(runnerId);
     }
   }
   const runId = newRunId();
+  const pinnedRunnerId = fork?.runnerId ?? pinnedEval;
 
-  const createRow = (runnerId: string | null, status: "running" | "failed", error: string | null, versionId: string | null) =>
-    createRunRow(db, { id: runId, workspaceId, input, versionId, runnerId, config, status, error, createdById: opts.createdById ?? null, fork });
-  // A start that never reached a run writes no version. Its failed row (why the runner could not take it)
+  const createRow = (status: "queued" | "failed", error: string | null, versionId: string | null, runnerId: string | null = null, preferredRunnerId: string | null = null) =>
+    createRunRow(db, { id: runId, workspaceId, input, versionId, runnerId, pinnedRunnerId, preferredRunnerId, config, status, error, createdById: opts.createdById ?? null, fork });
+  // A start that never reached a runner writes no version. Its failed row (why no runner could check it)
   // is kept only when the files already are the latest version; otherwise the editor shows the reason and
   // the user's text stays unsaved there, as it was.
   const failedStart = async (runnerId: string | null, error: string): Promise<StartRunResult> => {
     const same = await latestIfSame(db, input.experimentId, input.files);
     if (!same) return { ok: false, diagnostics: [], error };
-    await createRow(runnerId, "failed", error, same.versionId);
+    await createRow("failed", error, same.versionId, runnerId);
     return { ok: false, runId, diagnostics: [], error };
   };
 
-  let runner: RunnerHandle;
+  // Checked (compiled, type-checked, tasks parsed) by a runner now, so a broken start is refused with no
+  // row; the dispatcher then gives the run to whichever runner has room.
+  let checked: { diagnostics: Diagnostic[]; runnerId: string };
   try {
-    runner = await getRunner();
+    checked = await validateOnAnyRunner(db, workspaceId, getRunner, input, pinnedRunnerId !== null);
   } catch (e) {
     if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
     return failedStart(null, e.message);
   }
-  try {
-    const res = await runner.start({ run_id: runId, kind: input.kind, files: input.files, eval_model: input.evalModel, init_from: fork?.initFrom });
-    if (!res.ok) return { ok: false, diagnostics: res.diagnostics, error: res.diagnostics.some(isError) ? summarize(res.diagnostics) : res.error };
-  } catch (e) {
-    const error = isAppError(e) ? e.message : `runner '${runner.name}' at ${runner.url} failed to start the run: ${rootMessage(e)}`;
-    return failedStart(runner.id, error);
-  }
-  let versionNumber: number;
-  try {
-    // Accepted: the version (new, or the latest when equal) and the run row in one transaction.
-    versionNumber = await createRow(runner.id, "running", null, null);
-  } catch (e) {
-    // The runner is running a run the history cannot hold: stop it rather than let it run unseen.
-    await runner.stop(runId).catch(() => undefined);
-    throw e;
-  }
-  emitRunStatus({ runId, status: "running", error: null, lastSeq: 0 });
-  notifyRunStarted(runId);
+  const { diagnostics } = checked;
+  if (diagnostics.some(isError)) return { ok: false, diagnostics, error: summarize(diagnostics) };
+
+  // Accepted: the version (new, or the latest when equal) and the queued run row in one transaction.
+  const versionNumber = await createRow("queued", null, null, null, checked.runnerId);
+  emitRunStatus({ runId, status: "queued", error: null, lastSeq: 0 });
+  kickDispatch(db);
   return { ok: true, runId, versionNumber };
+}
+
+/**
+ * The runner the start names (a checkpoint's runner for forks and evals of it, else the context's) checks
+ * the files; when it does not answer, any other healthy runner the workspace may use (never for a pinned
+ * run: only its runner has the checkpoint). Throws RUNNER_UNAVAILABLE when none answers.
+ */
+async function validateOnAnyRunner(
+  db: Db,
+  workspaceId: string,
+  first: () => Promise<RunnerHandle>,
+  input: StartRunInput,
+  pinned: boolean,
+): Promise<{ diagnostics: Diagnostic[]; runnerId: string }> {
+  let firstError: unknown;
+  let tried: string | null = null;
+  try {
+    const runner = await first();
+    tried = runner.id;
+    return { diagnostics: await runner.validate({ files: input.files, kind: input.kind }), runnerId: runner.id };
+  } catch (e) {
+    if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE" || pinned) throw e;
+    firstError = e;
+  }
+  const others = await db.runner.findMany({
+    where: { enabled: true, health: "healthy", ...(tried ? { id: { not: tried } } : {}), ...runnersOf(workspaceId) },
+    select: { id: true },
+  });
+  for (const o of others) {
+    try {
+      return { diagnostics: await (await runnerById(db, o.id)).validate({ files: input.files, kind: input.kind }), runnerId: o.id };
+    } catch (e) {
+      if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
+    }
+  }
+  throw firstError;
 }
 
 /**
@@ -220,8 +252,10 @@ async function createRunRow(
     input: StartRunInput;
     versionId: string | null;
     runnerId: string | null;
+    pinnedRunnerId: string | null;
+    preferredRunnerId: string | null;
     config: RunConfig;
-    status: "running" | "failed";
+    status: "queued" | "failed";
     error: string | null;
     createdById: string | null;
     fork: ResolvedFork | null;
@@ -246,6 +280,9 @@ async function createRunRow(
           experimentId: r.input.experimentId,
           versionId: version.id,
           runnerId: r.runnerId,
+          pinnedRunnerId: r.pinnedRunnerId,
+          preferredRunnerId: r.preferredRunnerId,
+          initFrom: r.fork?.initFrom ? (r.fork.initFrom as unknown as Prisma.InputJsonValue) : undefined,
           createdById: r.createdById,
           kind: toDbKind(r.input.kind),
           status: r.status,
@@ -258,8 +295,6 @@ async function createRunRow(
           parentStep: r.fork?.parentStep ?? null,
           codeHash: codeHash(r.input.files),
           tasksHash: tasksHash(r.input.files),
-          startedAt: r.status === "running" ? now : null,
-          lastHeartbeatAt: r.status === "running" ? now : null,
           finishedAt: r.status === "failed" ? now : null,
         },
       });
@@ -310,6 +345,7 @@ async function markStopped(db: Db, id: string, note: string | null = null) {
   if (res.count > 0) {
     const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true, error: true } });
     emitRunStatus({ runId: id, status: "stopped", error: run?.error ?? null, lastSeq: run?.lastSeq ?? 0 });
+    kickDispatch(db); // a slot may be free
   }
 }
 
@@ -342,6 +378,8 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     number: run.number,
     kind: fromDbKind(run.kind),
     status: run.status,
+    /** A waiting queued run's place (1 = next); null otherwise. */
+    queuePosition: run.status === "queued" ? await queuePosition(db, run.id) : null,
     error: run.error,
     diagnostics: (Array.isArray(run.diagnostics) ? run.diagnostics : []) as Diagnostic[],
     config: run.config as unknown as RunConfig,

@@ -16,8 +16,11 @@ export interface Child {
   waitFor: (pattern: RegExp, ms?: number) => Promise<string>;
 }
 
-/** A TypeScript entry point as a child process; resolves once it prints `ready` (with its port). */
-export async function spawnTs(script: string, env: Record<string, string>, ready: RegExp): Promise<Child> {
+/**
+ * A TypeScript entry point as a child process; resolves once it prints `ready` (with its port) within
+ * readyMs, else kills it (no orphan left holding ports or database connections) and rejects.
+ */
+export async function spawnTs(script: string, env: Record<string, string>, ready: RegExp, readyMs = 60_000): Promise<Child> {
   const proc = spawn(process.execPath, ["--no-node-snapshot", "--import", "tsx", script], {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -48,12 +51,16 @@ export async function spawnTs(script: string, env: Record<string, string>, ready
       if (!check()) listeners.add(check);
       proc.once("exit", (code) => reject(new Error(`${script} exited (${code}):\n${lines.slice(-30).join("\n")}`)));
     });
-  const line = await waitFor(ready);
+  const line = await waitFor(ready, readyMs).catch((e: unknown) => {
+    proc.kill("SIGKILL");
+    throw e;
+  });
   return { proc, port: Number(line.split(" ").at(-1)), lines, waitFor };
 }
 
 export async function stopChild(child: Child | undefined): Promise<void> {
-  if (!child || child.proc.exitCode !== null) return;
+  // Already gone: exited, or killed by a signal (a SIGKILLed child has signalCode set and exitCode null).
+  if (!child || child.proc.exitCode !== null || child.proc.signalCode !== null) return;
   const exited = new Promise((r) => child.proc.once("exit", r));
   child.proc.kill("SIGTERM");
   await exited;

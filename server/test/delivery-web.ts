@@ -6,7 +6,12 @@
  *
  *   DATABASE_URL=… PORT=… RUNNER_NAME=… RUNNER_URL=… RUNNER_TOKEN=… node --no-node-snapshot --import tsx server/test/delivery-web.ts
  *
- * Optional: INGEST_SCAN_MS (how often ingestion looks for running runs; default 500), STATIC_DIR (files
+ * Several of them on one database share the runs (the ingest lease) and live delivery (the socket.io
+ * adapter: REDIS_URL, else Postgres), as server/index.ts does.
+ *
+ * Optional: INGEST_SCAN_MS (how often ingestion looks for running runs; default 500), INGEST_LEASE_MS,
+ * INGEST_TRACE=1 (prints `INGESTED <runId> <first seq> <last seq> <fresh>` for every batch this process
+ * stored, and `LEASE HOLDER <id>`: the multi-process tests count who ingested what), STATIC_DIR (files
  * served at /static/<name>: the browser test's page) and POLL_ENDPOINT=1 (GET /poll?run=&after=: the
  * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only).
  * Prints `DELIVERY WEB READY <port>`.
@@ -18,6 +23,7 @@ import { Server } from "socket.io";
 import { closeDb, getDb } from "../db";
 import { env } from "../env";
 import { originAllowed } from "../auth/origins";
+import { attachAdapter } from "../realtime/adapter";
 import { setIo, type RollbookIo } from "../realtime/io";
 import { attachRealtime } from "../realtime/socket-server";
 import { registerRunner, runnerById } from "../runner-client";
@@ -56,13 +62,22 @@ async function main(): Promise<void> {
     pingInterval: 20_000,
     allowRequest: (req, callback) => callback(null, originAllowed(req.headers.origin)),
   });
+  const adapter = await attachAdapter(io, { databaseUrl: e.DATABASE_URL, redisUrl: e.REDIS_URL }, (m) => console.warn(`[realtime] ${m}`));
+  console.log(`ADAPTER ${adapter.kind}`);
   setIo(io);
   attachRealtime(io, getDb);
+  const trace = process.env.INGEST_TRACE === "1";
   const ingest = new IngestService(db, {
     runnerFor: (id) => runnerById(db, id),
     scanMs: Number(process.env.INGEST_SCAN_MS ?? 500),
+    leaseMs: e.INGEST_LEASE_MS,
+    lostAfterMs: e.RUNNER_LOST_AFTER_MS,
     log: (m) => console.warn(`[ingest] ${m}`),
+    onStored: trace
+      ? (runId, batch, res) => console.log(`INGESTED ${runId} ${Math.min(...batch.map((x) => x.seq))} ${Math.max(...batch.map((x) => x.seq))} ${res.fresh.length}`)
+      : undefined,
   });
+  if (trace) console.log(`LEASE HOLDER ${ingest.leases.holder}`);
   await ingest.start();
   await new Promise<void>((resolve) => server.listen(e.PORT, e.HOST, () => resolve()));
   console.log(`DELIVERY WEB READY ${e.PORT}`);
@@ -70,6 +85,7 @@ async function main(): Promise<void> {
   const shutdown = async () => {
     await ingest.stop();
     await new Promise<void>((resolve) => io.close(() => resolve()));
+    await adapter.close();
     setIo(undefined);
     await closeDb();
     process.exit(0);

@@ -14,10 +14,13 @@ export interface EnginelessRunner {
   server: RunnerServer;
   url: string;
   token: string;
+  /** Its ROLLBOOK_RUNS_DIR (a temp folder, removed on close). */
+  runsDir: string;
   close(): Promise<void>;
 }
 
-export async function startEnginelessRunner(name: string): Promise<EnginelessRunner> {
+/** `env`: more runner settings (e.g. ROLLBOOK_SHARED_CHECKPOINT_DIR). */
+export async function startEnginelessRunner(name: string, env: Record<string, string> = {}): Promise<EnginelessRunner> {
   const token = `${name}-token-0123456789`;
   const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${name}-`));
   const server = await startRunnerServer({
@@ -28,6 +31,7 @@ export async function startEnginelessRunner(name: string): Promise<EnginelessRun
       ENGINE_TOKEN: `${name}-engine-token`,
       ROLLBOOK_RUNS_DIR: runsDir,
       RUNNER_NAME: name,
+      ...env,
     } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv),
     onEngineLog: () => {},
   });
@@ -35,6 +39,7 @@ export async function startEnginelessRunner(name: string): Promise<EnginelessRun
     server,
     url: server.url,
     token,
+    runsDir,
     close: async () => {
       await server.close();
       fs.rmSync(runsDir, { recursive: true, force: true });

@@ -2,8 +2,11 @@
 import { RunConfig, RunEvent } from "@contracts";
 import type { RunEventInput } from "@/gpu-runner/src/events/event-log";
 
-/** A rollout about the size of a short real one (a prompt, a completion, timings). */
-export function syntheticTrajectory(i: number) {
+/**
+ * A rollout about the size of a short real one (a prompt, a completion, timings); `padChars` makes the
+ * completion that long instead (a long rollout: over Postgres NOTIFY's 8,000 bytes, for the adapter tests).
+ */
+export function syntheticTrajectory(i: number, padChars = 0) {
   return {
     id: `rollout-${i}`,
     step: Math.floor(i / 16),
@@ -14,7 +17,10 @@ export function syntheticTrajectory(i: number) {
     messages: [
       { role: "system" as const, content: "You answer with exactly one word, and nothing else. ".repeat(3) },
       { role: "user" as const, content: `Say the word "word-${i}".` },
-      { role: "assistant" as const, content: i % 3 === 0 ? `word-${i}` : `I think the word is word-${i}, right?` },
+      {
+        role: "assistant" as const,
+        content: padChars > 0 ? `word-${i} `.repeat(Math.ceil(padChars / `word-${i} `.length)) : i % 3 === 0 ? `word-${i}` : `I think the word is word-${i}, right?`,
+      },
     ],
     reward: i % 3 === 0 ? 1 : 0.25,
     metrics: { exact: i % 3 === 0 ? 1 : 0 },

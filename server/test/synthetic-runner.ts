@@ -7,9 +7,10 @@
  *   RUNNER_TOKEN=… ROLLBOOK_RUNS_DIR=… node --no-node-snapshot --import tsx server/test/synthetic-runner.ts
  *
  * Prints `SYNTHETIC RUNNER READY <port>`. Reads JSON commands, one a line, on stdin:
- *   {"cmd":"emit","runId":"…","count":100,"perSecond":20,"finish":true}
+ *   {"cmd":"emit","runId":"…","count":100,"perSecond":20,"finish":true,"padEvery":0}
  *     → appends run.started (if the log is empty), `count` rollout.finished events, and run.finished if
- *       `finish`; prints `EMITTED <runId> <lastSeq>` when done.
+ *       `finish`; prints `EMITTED <runId> <lastSeq>` when done. padEvery n > 0: every n-th rollout has a
+ *       20,000-character completion.
  *   {"cmd":"bulk","runId":"…","rollouts":20000}
  *     → appends a whole run at once (synthetic-events.ts: step.finished every 16 rollouts), then EMITTED.
  */
@@ -42,7 +43,7 @@ async function main(): Promise<void> {
   const log = server.manager.events;
   console.log(`SYNTHETIC RUNNER READY ${server.port}`);
 
-  const emit = async (runId: string, count: number, perSecond: number, finish: boolean) => {
+  const emit = async (runId: string, count: number, perSecond: number, finish: boolean, padEvery: number) => {
     log.begin(runId);
     if (log.lastSeq(runId) === 0) {
       log.append(runId, { type: "run.started", payload: { kind: "train", config: RunConfig.parse({}), model: "SmolLM2-135M-Instruct", resumed_from_step: 0 } });
@@ -53,7 +54,8 @@ async function main(): Promise<void> {
       const due = t0 + (i * 1000) / perSecond;
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      log.append(runId, { type: "rollout.finished", payload: syntheticTrajectory(log.lastSeq(runId)) });
+      const seq = log.lastSeq(runId);
+      log.append(runId, { type: "rollout.finished", payload: syntheticTrajectory(seq, padEvery > 0 && seq % padEvery === 0 ? 20_000 : 0) });
     }
     if (finish) log.append(runId, { type: "run.finished", payload: { status: "completed", error: null, diagnostics: [] } });
     console.log(`EMITTED ${runId} ${log.lastSeq(runId)}`);
@@ -61,8 +63,8 @@ async function main(): Promise<void> {
 
   const rl = readline.createInterface({ input: process.stdin });
   rl.on("line", (line) => {
-    const cmd = JSON.parse(line) as { cmd: string; runId: string; count?: number; perSecond?: number; finish?: boolean; rollouts?: number };
-    if (cmd.cmd === "emit") void emit(cmd.runId, cmd.count ?? 0, cmd.perSecond ?? 20, cmd.finish ?? false);
+    const cmd = JSON.parse(line) as { cmd: string; runId: string; count?: number; perSecond?: number; finish?: boolean; rollouts?: number; padEvery?: number };
+    if (cmd.cmd === "emit") void emit(cmd.runId, cmd.count ?? 0, cmd.perSecond ?? 20, cmd.finish ?? false, cmd.padEvery ?? 0);
     if (cmd.cmd === "bulk") {
       log.begin(cmd.runId);
       for (const e of syntheticRunEvents(cmd.rollouts ?? 0)) log.append(cmd.runId, e);

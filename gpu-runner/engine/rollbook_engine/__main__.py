@@ -24,7 +24,7 @@ from .parent_watch import exit_with_parent
 from .server import create_app
 
 
-async def serve(host: str, port: int, model: str) -> int:
+async def serve(host: str, port: int, model: str, store_factory=None) -> int:
     loaded = asyncio.Event()
     failed: list[str] = []
 
@@ -33,7 +33,7 @@ async def serve(host: str, port: int, model: str) -> int:
         failed.append(message)
         server.should_exit = True
 
-    app = create_app(model, on_ready=loaded.set, on_error=on_error)
+    app = create_app(model, store_factory=store_factory, on_ready=loaded.set, on_error=on_error)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False))
 
     async def announce() -> None:
@@ -62,20 +62,35 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rollbook_engine")
+def parse_args(prog: str, argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog=prog)
     parser.add_argument("--host", default=os.environ.get("ROLLBOOK_ENGINE_HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("ROLLBOOK_ENGINE_PORT", "8100")))
     parser.add_argument("--model", default=os.environ.get("ROLLBOOK_MODEL", DEFAULT_MODEL))
-    args = parser.parse_args(argv)
-    if not _loopback(args.host) and not os.environ.get("ENGINE_TOKEN"):
+    return parser.parse_args(argv)
+
+
+def refuse_open_host(host: str) -> bool:
+    """True (after printing why) when --host reaches beyond this machine without ENGINE_TOKEN."""
+    if not _loopback(host) and not os.environ.get("ENGINE_TOKEN"):
         # Beyond this machine an open engine would serve every run's checkpoints and train for anyone.
-        print(f"ENGINE FAILED --host {args.host} reaches beyond this machine: set ENGINE_TOKEN (and give the "
+        print(f"ENGINE FAILED --host {host} reaches beyond this machine: set ENGINE_TOKEN (and give the "
               "runner the same value) or bind 127.0.0.1", file=sys.stderr, flush=True)
-        return 2
+        return True
+    return False
+
+
+def setup_process() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
     exit_with_parent()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args("python -m rollbook_engine", argv)
+    if refuse_open_host(args.host):
+        return 2
+    setup_process()
     return asyncio.run(serve(args.host, args.port, args.model))
 
 

@@ -7,11 +7,14 @@ ones (the same role as vLLM's sleep/wake around training on a shared GPU).
 Adapter names used on `store.model`:
 - `rollbook-placeholder`: a zero-effect LoRA created only because a PeftModel needs one adapter; never active
   for generation (the base model is served with adapters disabled).
-- `ckpt:<run>@<step>`: checkpoints loaded for serving by `resolve_adapter`, kept in a small LRU.
+- `ckpt:<run>@<step>`: checkpoints loaded for serving by `resolve_adapter`, kept in a small LRU. An adapter
+  pinned by a running mixed-adapter batch (`serving()`) is never deleted under it: its eviction waits for the
+  batch to end (a reload meanwhile gets a fresh name, `ckpt:<run>@<step>~<n>`).
 - `train:<run>`: the trainer's own adapters (the trainer adds and owns them).
-Generation calls `model.set_adapter(name, inference_mode=True)` per batch, which (PEFT semantics) also sets
-requires_grad=False on every other adapter: the trainer must call `set_adapter("train:<run>")` at the start
-of each step.
+Generation (the transformers backend) names each row's adapter in the forward (PEFT's mixed adapter batches,
+`adapter_names`) and never changes the active adapter; `use_adapter()` (set_adapter with inference_mode=True,
+which also sets requires_grad=False on every other adapter) is still there for one-adapter callers: the
+trainer calls `set_adapter("train:<run>")` at the start of each step either way.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import logging
 import os
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -30,6 +33,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
 from . import model_loader
+from .adapter_ledger import AdapterLedger, default_budget_bytes, tensor_bytes
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,7 @@ class ModelStore:
         runs_dir: Path | None = None,
         max_loaded_adapters: int | None = None,
         max_context_tokens: int | None = None,
+        adapter_memory_mb: int | None = None,
     ) -> None:
         self.base_model_name = base_model_name
         self.device = device or default_device()
@@ -75,6 +80,12 @@ class ModelStore:
         placeholder = LoraConfig(r=1, lora_alpha=1, target_modules=_first_linear_target(base), lora_dropout=0.0)
         self.model: PeftModel = get_peft_model(base, placeholder, adapter_name=PLACEHOLDER_ADAPTER)
         self.model.eval()
+        # Per-run state (training LoRA + optimizer, serving adapters) in one ledger under one memory budget.
+        if adapter_memory_mb is None:
+            from .settings import EngineSettings
+
+            adapter_memory_mb = EngineSettings.from_env().adapter_memory_mb
+        self.ledger = AdapterLedger(adapter_memory_mb * 1024 * 1024 if adapter_memory_mb else default_budget_bytes(base))
 
         # _model_lock: held by a generation batch for its whole loop and by adapter loads/deletes, so PEFT
         # modules never change under a running forward. _meta_lock: the LRU bookkeeping only (never slow).
@@ -82,6 +93,7 @@ class ModelStore:
         self._meta_lock = threading.Lock()
         self._loaded: OrderedDict[str, str] = OrderedDict()  # "<run>@<step>" -> adapter name, LRU order
         self._pending_delete: set[str] = set()
+        self._in_use: Counter[str] = Counter()  # adapter name -> running batches that pinned it (serving())
         self._cond: asyncio.Condition | None = None
         self._cond_loop: asyncio.AbstractEventLoop | None = None
         self._active_batches = 0
@@ -129,12 +141,32 @@ class ModelStore:
         key = f"{run}@{step}"
         with self._model_lock:
             with self._meta_lock:
-                if key in self._loaded:
+                cached = self._loaded.get(key)
+                if cached is not None:
                     self._loaded.move_to_end(key)
-                    return self._loaded[key]
+            if cached is not None:
+                self.ledger.touch(cached)  # outside _meta_lock: the ledger's evictions take it
+                return cached
             self._flush_deletes()  # may hold a stale copy under the same name
-            name = f"ckpt:{run}@{step}".replace(".", "_")  # module names may not contain "."
-            self.model.load_adapter(str(self.checkpoint_dir(run, step)), adapter_name=name, is_trainable=False)
+            name = base_name = f"ckpt:{run}@{step}".replace(".", "_")  # module names may not contain "."
+            copies = 0
+            while name in self.model.peft_config:  # an evicted copy still pinned by the running batch
+                copies += 1
+                name = f"{base_name}~{copies}"
+            folder = self.checkpoint_dir(run, step)
+            # Reserve before loading (the weights file's size ~ the fp32 tensors), measure after.
+            self.ledger.reserve(name, "serve", (folder / "adapter_model.safetensors").stat().st_size,
+                                evict=lambda: self._evict_serving(key, name), pin=True)
+            try:
+                # Never create adapter weights as inference tensors (a batch may call this inside inference_mode).
+                with torch.inference_mode(False):
+                    self.model.load_adapter(str(folder), adapter_name=name, is_trainable=False)
+            except BaseException:
+                self.ledger.release(name)
+                raise
+            token = f".{name}."
+            self.ledger.resize(name, tensor_bytes(p for n, p in self.model.named_parameters() if token in n))
+            self.ledger.unpin(name)
             with self._meta_lock:
                 self._loaded[key] = name
                 while len(self._loaded) > self.max_loaded_adapters:
@@ -157,14 +189,54 @@ class ModelStore:
                 self._model_lock.release()
 
     def _flush_deletes(self) -> None:
-        # Caller holds _model_lock; a batch holds it for its whole loop, so nothing in use is deleted.
+        # Caller holds _model_lock; a batch holds it for its whole loop, and names a running batch pinned
+        # (serving()) stay pending until it ends, so nothing in use is deleted.
         with self._meta_lock:
-            names, self._pending_delete = self._pending_delete, set()
+            names = {n for n in self._pending_delete if not self._in_use[n]}
+            self._pending_delete -= names
         for name in names:
             if name in self.model.peft_config:
                 if self.model.active_adapter == name:
                     self.model.set_adapter(PLACEHOLDER_ADAPTER, inference_mode=True)
                 self.model.delete_adapter(name)
+            self.ledger.release(name)
+
+    def _evict_serving(self, key: str, name: str) -> None:
+        # Called by the ledger (under _model_lock, see resolve_adapter and the trainer): delete it now.
+        with self._meta_lock:
+            if self._loaded.get(key) == name:
+                del self._loaded[key]
+            self._pending_delete.add(name)
+        self._flush_deletes()
+
+    @contextlib.contextmanager
+    def serving(self):
+        """Hold the store for one mixed-adapter generation batch (PEFT `adapter_names` per row). Yields
+        `pin(model_name) -> adapter name or None (base)`: resolves the model and keeps its adapter loaded
+        until the batch ends, whatever the LRU evicts meanwhile. Call from the batch's worker thread."""
+        pinned: list[str] = []
+
+        def pin(model_name: str) -> str | None:
+            name = self.resolve_adapter(model_name)
+            if name is not None:
+                with self._meta_lock:
+                    self._in_use[name] += 1
+                # Pinned in the memory ledger too, so no one evicts (and under-counts) what this batch uses.
+                self.ledger.pin(name)
+                pinned.append(name)
+            return name
+
+        with self._model_lock:
+            self._flush_deletes()  # deletions deferred by invalidate_run while a batch ran
+            try:
+                yield pin
+            finally:
+                with self._meta_lock:
+                    self._in_use.subtract(pinned)
+                    self._in_use += Counter()  # drop zero counts
+                for name in pinned:
+                    self.ledger.unpin(name)
+                self._flush_deletes()  # evictions deferred while this batch used them
 
     @contextlib.contextmanager
     def use_adapter(self, adapter: str | None):

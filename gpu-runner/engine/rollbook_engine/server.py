@@ -39,13 +39,17 @@ from .streaming import sse_events
 log = logging.getLogger(__name__)
 
 
-def select_backend(store: ModelStore) -> InferenceBackend:
+def select_backend_name() -> str:
     """ROLLBOOK_BACKEND=auto|transformers|vllm; auto takes vLLM only with CUDA and vllm importable."""
     choice = os.environ.get("ROLLBOOK_BACKEND", "auto")
     use_vllm = choice == "vllm" or (
         choice == "auto" and torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
     )
-    if use_vllm:
+    return "vllm" if use_vllm else "transformers"
+
+
+def select_backend(store: ModelStore) -> InferenceBackend:
+    if select_backend_name() == "vllm":
         from .backends.vllm_backend import VllmBackend  # imported only here: vllm is optional
 
         return VllmBackend(store)
@@ -127,6 +131,11 @@ def create_app(
         ).model_dump()
         # Extra key (ignored by the zod schema): batching statistics, e.g. how many batches served how many rows.
         body["stats"] = app.state.backend.health() if app.state.backend else {}
+        # The per-run memory ledger in brief (GET /tenants has every entry).
+        if store is not None:
+            snap = store.ledger.snapshot()
+            body["tenancy"] = {k: snap[k] for k in ("budget_bytes", "used_bytes", "peak_bytes", "evictions",
+                                                    "spills", "restores")} | {"resident": len(snap["resident"])}
         return body
 
     @app.get("/v1/models")
@@ -166,6 +175,7 @@ def create_app(
             top_p=1.0 if req.top_p is None else req.top_p,
             n=req.n or 1, seed=req.seed, stop=[s for s in stop if s],
             top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0,
+            user=req.user,
         )
         if req.stream:
             return StreamingResponse(sse_events(backend, gen, req, prompt, store.vocab, store.tokenizer),

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from .contracts.train import ErrorLine, ProgressLine, TrainRequest
 from .trainer.batch import BadRequest
 from .trainer.checkpoints import list_checkpoints
+from .trainer.tenancy import tenants as tenants_report
 from .trainer.trainer import RUN_ID_RE, StepConflict, TrainFailure, check_request, train_step
 
 log = logging.getLogger(__name__)
@@ -100,6 +101,17 @@ async def train(request: Request):
             yield _line(ErrorLine(message=f"training failed ({type(e).__name__}): {e}"))
 
     return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+
+@router.get("/tenants")
+async def tenants(request: Request):
+    """The per-run memory ledger: resident training states and serving adapters (bytes each, most recently
+    used first), the budget, the peak, evictions / spills / restores, and the train queue. Token-protected like
+    every route but /health."""
+    store = getattr(request.app.state, "store", None)
+    if store is None:
+        return _loading()
+    return tenants_report(store)
 
 
 @router.get("/runs/{run_id}/checkpoints")

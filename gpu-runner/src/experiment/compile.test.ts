@@ -144,4 +144,18 @@ export default async function rollout() { return 1; }
     expect(r.diagnostics).toContainEqual(expect.objectContaining({ file: "reward.ts", message: expect.stringContaining("default export") }));
   });
 
+  it("reuses a compile of exactly the same files and compiles again after any change, failures never cached", async () => {
+    const first = await compileExperiment({ ...template });
+    const again = await compileExperiment({ ...template });
+    expect(first.ok && again.ok).toBe(true);
+    if (!first.ok || !again.ok) return;
+    expect(again.compiled).toBe(first.compiled); // the memo's entry, not a second bundle
+    const edited = await compileExperiment({ ...template, "reward.ts": `${template["reward.ts"]}\n// edited\n` });
+    expect(edited.ok).toBe(true);
+    if (!edited.ok) return;
+    expect(edited.compiled).not.toBe(first.compiled);
+    const broken = { ...template, "reward.ts": "export default 42 as unknown as string; const x: number = 'no';" };
+    expect((await compileExperiment(broken)).ok).toBe(false);
+    expect((await compileExperiment(broken)).ok).toBe(false);
+  });
 });

@@ -18,7 +18,41 @@ export interface CompiledExperiment {
 
 export type CompileResult = { ok: true; compiled: CompiledExperiment } | { ok: false; diagnostics: Diagnostic[] };
 
+/**
+ * The last few successful compiles, by the files' content. Compiling is a pure function of the files (the
+ * SDK runtime and zod are fixed for the process's life), and its result is two immutable strings, so a hit
+ * is exactly what a fresh compile returns and nothing is shared between runs that one could change. It is
+ * what keeps dispatch cheap: the web server validates a start before queueing it and the runner's start then
+ * checks the same files again — the bundle (~200 ms warm) was most of that second check. Inspection (the
+ * sandbox loading the bundle, every task row against taskSchema) still runs on every start. A Map in
+ * insertion order is the LRU; 16 entries of a few hundred kB each bound it.
+ */
+const COMPILED = new Map<string, CompiledExperiment>();
+const COMPILED_MAX = 16;
+
+function filesKey(files: Record<string, string>): string {
+  const h = createHash("sha256");
+  for (const name of Object.keys(files).sort()) h.update(name).update("\0").update(files[name] ?? "").update("\0");
+  return h.digest("hex");
+}
+
 export async function compileExperiment(files: Record<string, string>): Promise<CompileResult> {
+  const key = filesKey(files);
+  const hit = COMPILED.get(key);
+  if (hit) {
+    COMPILED.delete(key);
+    COMPILED.set(key, hit); // most recently used last
+    return { ok: true, compiled: hit };
+  }
+  const result = await compileUncached(files);
+  if (result.ok) {
+    COMPILED.set(key, result.compiled);
+    while (COMPILED.size > COMPILED_MAX) COMPILED.delete(COMPILED.keys().next().value!);
+  }
+  return result;
+}
+
+async function compileUncached(files: Record<string, string>): Promise<CompileResult> {
   const diagnostics = typecheckExperiment(files);
   if (diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
   const bundle = await bundleExperiment(files);

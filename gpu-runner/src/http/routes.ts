@@ -5,6 +5,10 @@
  *   GET  /runs/<run>/tokens.jsonl                   each rollout's exact token sequences (events/token-log.ts)
  *   GET  /runs/<run>/rollouts/<id>/tokens           one rollout's tokens with text, sampling and trainer
  *                                                   logprobs, for the token view (rollout-tokens.ts)
+ *   GET  /checkpoints/<run>/<step>/state.tar.gz   \
+ *   PUT  /runs/<run>/checkpoints/<step>/state.tar.gz  > moving a run between runners (run-import.ts)
+ *   GET|PUT /runs/<run>/logs/<name>                 |
+ *   PUT  /runs/<run>/events.jsonl                   /
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
  *                                                   (plain JSON or server-sent events, status and body as is)
  *
@@ -23,6 +27,19 @@ import { EngineError } from "../engine/client";
 import { bearerToken, tokenMatches } from "../trpc";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
 import { RolloutTokensNotFound, rolloutTokens } from "./rollout-tokens";
+import {
+  ImportRefused,
+  importCheckpoint,
+  importEvents,
+  importSideLog,
+  PUT_EVENTS_ROUTE,
+  PUT_STATE_ROUTE,
+  SIDE_LOG_ROUTE,
+  sideLogStream,
+  STATE_ARCHIVE_ROUTE,
+  stateArchive,
+  type RunImportDeps,
+} from "./run-import";
 
 export interface RunnerHttpDeps {
   /** ROLLBOOK_RUNS_DIR: where checkpoints live (runs/<run>/checkpoints/<step:04d>). */
@@ -33,6 +50,8 @@ export interface RunnerHttpDeps {
   engineFetch: (pathname: string, init: RequestInit) => Promise<Response>;
   /** The engine's POST /detokenize (throws when the engine is unreachable or still loading). */
   detokenize: (tokenIds: number[]) => Promise<string[]>;
+  /** What moving a run here needs (the shared checkpoint folder, whether a run is running). */
+  imports: Omit<RunImportDeps, "runsDir">;
 }
 
 /** A chat request body bigger than this is refused (413): a prompt this size is far past any context. */
@@ -53,6 +72,7 @@ function sendError(res: ServerResponse, status: number, message: string, param: 
 /** True when the path is one of these routes (the caller hands everything else to tRPC). */
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
+  if (STATE_ARCHIVE_ROUTE.test(pathname) || PUT_STATE_ROUTE.test(pathname) || PUT_EVENTS_ROUTE.test(pathname) || SIDE_LOG_ROUTE.test(pathname)) return true;
   return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
 }
 
@@ -65,6 +85,8 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
       if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, 405, `${req.method} is not allowed here: GET`);
       return await sendArchive(req, res, deps, decodeURIComponent(archive[1]!), decodeURIComponent(archive[2]!));
     }
+    const moved = await handleRunMove(req, res, deps, pathname);
+    if (moved) return;
     const tokens = TOKENS_ROUTE.exec(pathname);
     if (tokens) {
       if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
@@ -81,6 +103,55 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     if (!res.headersSent) return sendError(res, 500, `runner: ${(e as Error).message}`);
     res.destroy(e as Error);
   }
+}
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
+}
+
+/** The run-move routes (run-import.ts); false when the path is none of them. */
+async function handleRunMove(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps, pathname: string): Promise<boolean> {
+  const imports: RunImportDeps = { runsDir: deps.runsDir, ...deps.imports };
+  const state = STATE_ARCHIVE_ROUTE.exec(pathname);
+  const putState = PUT_STATE_ROUTE.exec(pathname);
+  const putEvents = PUT_EVENTS_ROUTE.exec(pathname);
+  const sideLog = SIDE_LOG_ROUTE.exec(pathname);
+  if (!state && !putState && !putEvents && !sideLog) return false;
+  const wanted = state ? ["GET"] : sideLog ? ["GET", "PUT"] : ["PUT"];
+  if (!wanted.includes(req.method ?? "")) {
+    sendError(res, 405, `${req.method} is not allowed here: ${wanted.join(" or ")}`);
+    return true;
+  }
+  try {
+    if (state) {
+      const runId = decodeURIComponent(state[1]!);
+      const step = decodeURIComponent(state[2]!);
+      const archive = await stateArchive(deps.runsDir, runId, step);
+      res.writeHead(200, { "content-type": "application/gzip" });
+      archive.on("error", (err: Error) => res.destroy(err)); // the importer sees a broken archive, never a good one
+      archive.pipe(res);
+    } else if (putState) {
+      sendJson(res, 200, await importCheckpoint(req, imports, decodeURIComponent(putState[1]!), decodeURIComponent(putState[2]!)));
+    } else if (sideLog && req.method === "GET") {
+      const stream = sideLogStream(deps.runsDir, decodeURIComponent(sideLog[1]!), decodeURIComponent(sideLog[2]!));
+      res.writeHead(200, { "content-type": "application/x-ndjson" });
+      stream.on("error", (err) => res.destroy(err));
+      stream.pipe(res);
+    } else if (sideLog) {
+      sendJson(res, 200, await importSideLog(req, imports, decodeURIComponent(sideLog[1]!), decodeURIComponent(sideLog[2]!)));
+    } else if (putEvents) {
+      const query = new URLSearchParams((req.url ?? "").split("?")[1] ?? "");
+      sendJson(res, 200, await importEvents(req, imports, decodeURIComponent(putEvents[1]!), query));
+    }
+  } catch (e) {
+    if (e instanceof CheckpointNotFound) sendError(res, 404, e.message);
+    else if (e instanceof ImportRefused) {
+      sendError(res, e.status, e.message);
+      req.resume(); // drain what the client still sends
+    } else throw e;
+  }
+  return true;
 }
 
 async function sendArchive(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps, runId: string, stepText: string): Promise<void> {

@@ -75,6 +75,11 @@ export interface RunContext {
   onStep?: (step: number) => void;
   /** Keeps a finished rollout's exact token sequences (runs/<run>/tokens.jsonl) for exports. */
   recordTokens?: (trajectoryId: string, sequences: TokenSequence[]) => void;
+  /**
+   * Copies checkpoint <step> to the shared checkpoint folder (ROLLBOOK_SHARED_CHECKPOINT_DIR), before its
+   * checkpoint.saved is logged: a checkpoint the web server has recorded is one another runner can reach.
+   */
+  publishCheckpoint?: (step: number) => Promise<void>;
   /** Keeps what a training step did with each submitted rollout (runs/<run>/train-logprobs.jsonl) for the token view. */
   recordTrainLogprobs?: (step: number, groups: readonly TrainGroup[], trained: Record<string, TrainedTokens>) => void;
 }
@@ -315,6 +320,12 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
     const t1 = performance.now();
     const { metrics, checkpoint } = await trainStep(ctx, step, groups);
     const trainS = (performance.now() - t1) / 1000;
+    if (ctx.publishCheckpoint) {
+      // A failed copy does not stop training (the checkpoint is safe here); it only limits where the run can move.
+      await ctx.publishCheckpoint(step).catch((err: unknown) =>
+        ctx.emit({ type: "run.log", payload: { level: "warn", message: `checkpoint ${step}: copying it to the shared checkpoint folder failed: ${err instanceof Error ? err.message : String(err)}` } }),
+      );
+    }
     ctx.emit({ type: "checkpoint.saved", payload: checkpoint });
     const trajectories = groups.map((g) => g.map((d) => d.trajectory));
     ctx.emit({

@@ -26,6 +26,7 @@ import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
 import { executeRun, type RunEngine } from "./run-loop";
+import { publishCheckpoint } from "./shared-checkpoints";
 
 export interface EngineAccess {
   engine: RunEngine;
@@ -66,6 +67,8 @@ export class RunManager {
     readonly runnerName: string,
     /** How this runner connects experiments' MCP servers (stdio allowed, secrets it may share). */
     private readonly mcp: RunnerMcpSettings = { allowStdio: true, secrets: NO_SECRETS },
+    /** ROLLBOOK_SHARED_CHECKPOINT_DIR: every checkpoint is copied there as soon as it is saved. */
+    private readonly sharedCheckpointDir?: string,
   ) {}
 
   /**
@@ -186,6 +189,9 @@ export class RunManager {
           appendTokenLine(this.events.runsDir, runId, { trajectory_id: trajectoryId, sequences }, (message) =>
             this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
           ),
+        publishCheckpoint: this.sharedCheckpointDir
+          ? (step) => publishCheckpoint(this.events.runsDir, this.sharedCheckpointDir!, runId, step, this.runnerName)
+          : undefined,
         recordTrainLogprobs: (step, groups, trained) =>
           appendTrainLogprobs(this.events.runsDir, runId, trainLogprobLines(step, groups, trained), (message) =>
             this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
@@ -228,6 +234,11 @@ export class RunManager {
         process.stderr.write(`run ${runId}: could not log "${message}": ${(err as Error).message}\n`);
       }
     }
+  }
+
+  /** Whether this runner is running the run now, or starting it (a move must not replace its files then). */
+  isRunning(runId: string): boolean {
+    return this.active.has(runId) || this.starting.has(runId);
   }
 
   exists(runId: string): boolean {

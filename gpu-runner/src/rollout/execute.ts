@@ -144,6 +144,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
       logprobs: true,
       return_token_ids: true,
+      // The engine shares its batches fairly between runs by this key (many runs on one engine).
+      user: input.runId,
     };
     if (options.stop !== undefined) request.stop = options.stop;
     if (options.tools !== undefined && options.tools.length > 0) {

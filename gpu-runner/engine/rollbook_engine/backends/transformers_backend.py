@@ -1,11 +1,25 @@
 """Batched sampling on the store's PeftModel with plain transformers (CPU or CUDA).
 
-Concurrent requests are expanded into rows (one per sample of `n`) and queued. A single worker takes every
-pending row for the same model (base or one checkpoint adapter), up to `max_batch`, after a few-ms gather
-window, and runs one left-padded sampling loop over them with a KV cache. Rows leave the batch (and the
-cache) as they finish and their result is returned at once; rows for the same model that arrive meanwhile
-join the running batch between decode steps (their prefill is spliced into the cache), unless a trainer
-is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off).
+Concurrent requests are expanded into rows (one per sample of `n`) and queued. A single worker takes up to
+`max_batch` pending rows after a few-ms gather window and runs one left-padded sampling loop over them with a
+KV cache. Rows leave the batch (and the cache) as they finish and their result is returned at once; rows that
+arrive meanwhile join the running batch between decode steps (their prefill is spliced into the cache),
+unless a trainer is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off).
+
+Many runs on one engine: a batch mixes rows of different models (the base model and any `<run>@<step>` LoRA
+checkpoints) in ONE forward pass per decode step, through PEFT's mixed adapter batches (`adapter_names`, one
+per row, "__base__" for the base model): the base weights run once for every row and each adapter's LoRA
+delta only on its own rows. The adapters a batch uses are pinned in the store (`ModelStore.serving()`), so the
+LRU never deletes one under it, and a batch holds at most `max_loaded_adapters` distinct adapters.
+Fair share: rows are taken by water-filling over tenants (the request's OpenAI `user`, which the runner sets
+to the run id, else the model), so each tenant gets an equal share of the batch's slots before any gets
+more; a run with 100 queued rows cannot starve one with 4.
+
+The model side (prefill, join, leave, one decode step) is a DecodeRunner (backends/decode_step.py): on CPU
+the lean Llama-family forward of backends/decode_llama.py (same weights, in-place KV cache, LoRA deltas per
+row; the transformers forward is bound by Python overhead at these sizes, see docs/benchmarks.md),
+else the transformers forward with a DynamicCache (CUDA, other architectures, adapters the lean path does
+not model, or ROLLBOOK_LEAN_DECODE=0).
 
 Our own loop rather than `generate()`: per-row temperature / top_p / seed / stop / max_tokens, and the exact
 logprob of each sampled token under the raw (temperature-1) distribution, see backends/base.py.
@@ -23,16 +37,15 @@ import os
 import secrets
 import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
-from transformers import DynamicCache
-from transformers.cache_utils import DynamicLayer
-
 from ..model_store import ModelStore
 from .base import GenerationRequest, GenerationResult, SampledToken
+from .decode_llama import LeanLlama, unsupported_reason
+from .decode_step import DecodeRunner, HFRunner, LeanRunner
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +53,7 @@ log = logging.getLogger(__name__)
 @dataclass(eq=False)
 class _Row:
     model: str
+    tenant: str  # fair-share key: the request's `user` (the runner sends the run id), else the model
     prompt: list[int]
     max_tokens: int
     temperature: float
@@ -68,6 +82,12 @@ class TransformersBackend:
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self.eos_ids = store.eos_token_ids
+        # The lean Llama forward (backends/decode_llama.py): on by default on CPU, where the transformers
+        # forward is bound by Python overhead; ROLLBOOK_LEAN_DECODE=0 / =1 forces it off / on.
+        lean_env = os.environ.get("ROLLBOOK_LEAN_DECODE")
+        self.lean_decode = lean_env == "1" if lean_env in ("0", "1") else store.device.type == "cpu"
+        self._lean: LeanLlama | None = None
+        self._lean_reason: str | None = None
         # running_rows: rows in the batch being sampled now; cancelled_rows: rows dropped for a gone client.
         self.stats = {"batches": 0, "rows": 0, "prompt_tokens": 0, "completion_tokens": 0, "busy_s": 0.0,
                       "largest_batch": 0, "joined_rows": 0, "running_rows": 0, "cancelled_rows": 0}
@@ -84,8 +104,8 @@ class TransformersBackend:
                 futures = []
                 for i in range(req.n):
                     seed = secrets.randbits(62) if req.seed is None else req.seed + i
-                    row = _Row(req.model, list(req.prompt_token_ids), req.max_tokens, req.temperature, req.top_p,
-                               seed, list(req.stop), loop.create_future(), req.top_logprobs,
+                    row = _Row(req.model, req.user or req.model, list(req.prompt_token_ids), req.max_tokens,
+                               req.temperature, req.top_p, seed, list(req.stop), loop.create_future(), req.top_logprobs,
                                _bind(req.on_token, i), _bind(req.on_finish, i))
                     row.future.add_done_callback(lambda f, row=row: self._forget_if_cancelled(row, f))
                     self._pending.append(row)
@@ -128,7 +148,7 @@ class TransformersBackend:
             await asyncio.sleep(self.gather_s)  # let a burst of concurrent requests land in one batch
             while self._pending:
                 async with self.store.generating():
-                    batch = self._take(None, self.max_batch)
+                    batch = self._take(self.max_batch)
                     if not batch:
                         continue
                     try:
@@ -140,19 +160,39 @@ class TransformersBackend:
                             if not row.delivered and not row.future.done():
                                 row.future.set_exception(exc)
 
-    def _take(self, model: str | None, limit: int) -> list[_Row]:
-        """Up to `limit` pending rows for `model` (None: the oldest row's model); the rest keep their order.
-        Called from the event loop (a new batch) and from the worker thread (rows joining a running batch)."""
+    def _take(self, limit: int, running: Sequence[_Row] = (), models: set[str] | None = None) -> list[_Row]:
+        """Up to `limit` pending rows, shared fairly between tenants: each next slot goes to the tenant with the
+        fewest rows in the batch (`running` plus those taken so far), ties to the tenant whose oldest row
+        waited longest; each tenant's rows keep their order, and the rest stay queued in order. A row whose
+        model would take the batch past `max_loaded_adapters` distinct adapters (`models`: those the batch
+        already pinned) waits for a later batch.
+        Called from the event loop (a new batch) and from the worker thread (rows joining a running batch).
+        Hand-written rather than a library: it is a dozen lines over our own queue (vLLM's scheduler has no
+        notion of tenants either)."""
         with self._plock:
-            batch, rest = [], deque()
-            while self._pending:
-                row = self._pending.popleft()
-                if row.cancelled or row.future.done():  # cancelled before it ran
-                    continue
-                if model is None:
-                    model = row.model
-                (batch if row.model == model and len(batch) < limit else rest).append(row)
-            self._pending.extendleft(reversed(rest))
+            queues: dict[str, deque[_Row]] = {}
+            for row in self._pending:
+                if not (row.cancelled or row.future.done()):  # skip rows cancelled before they ran
+                    queues.setdefault(row.tenant, deque()).append(row)
+            share = Counter(r.tenant for r in running)
+            models = {m for m in (models or ()) if m != self.store.base_model_name}
+            batch: list[_Row] = []
+            while len(batch) < limit:
+                tenant = min(queues, key=lambda t: share[t], default=None)  # dicts keep first-seen order
+                if tenant is None:
+                    break
+                row = queues[tenant].popleft()
+                if not queues[tenant]:
+                    del queues[tenant]
+                if row.model != self.store.base_model_name and row.model not in models:
+                    if len(models) >= self.store.max_loaded_adapters:
+                        continue  # stays pending for a later batch
+                    models.add(row.model)
+                batch.append(row)
+                share[tenant] += 1
+            taken = set(batch)
+            self._pending = deque(r for r in self._pending
+                                  if r not in taken and not (r.cancelled or r.future.done()))
             return batch
 
     # ---- worker-thread side ---------------------------------------------------------------------------
@@ -173,41 +213,63 @@ class TransformersBackend:
             if row.on_token is not None:
                 loop.call_soon_threadsafe(_call_unless_cancelled, row, row.on_token, token)
 
-        # Load the adapter OUTSIDE inference_mode: weights created inside it are inference tensors, and the
-        # trainer can no longer make them trainable (requires_grad) for the next step.
-        adapter = self.store.resolve_adapter(rows[0].model)
         try:
-            with torch.inference_mode():
-                with self.store.use_adapter(adapter) as model:
-                    self._sample(model, rows, deliver, emit)
+            with self.store.serving() as pin, torch.inference_mode():
+                self._sample(self.store.model, rows, lambda new_rows: self._adapter_names(pin, new_rows, loop),
+                             deliver, emit)
         finally:
             self.stats["running_rows"] = 0
             self.stats["busy_s"] += time.perf_counter() - started
 
-    def _prefill(self, model: torch.nn.Module, rows: list[_Row]):
-        """Left-padded prefill: every row's next token sits in the last column. Returns the last logits, the
-        cache, the attention mask and each row's next position."""
-        dev = self.store.device
+    def _adapter_names(self, pin, rows: list[_Row], loop: asyncio.AbstractEventLoop) -> list[str]:
+        """PEFT's adapter name for each row ("__base__" for the base model), pinning each adapter for the
+        batch; removes from `rows` (in place) those whose model cannot be loaded, failing only their futures."""
+        names: dict[str, str | Exception] = {}
+        for model in dict.fromkeys(r.model for r in rows):
+            try:
+                names[model] = pin(model) or "__base__"
+            except Exception as exc:  # noqa: BLE001 - e.g. a checkpoint deleted since the request was checked
+                if not isinstance(exc, LookupError):
+                    log.exception("loading adapter for %s failed", model)
+                names[model] = exc
+        failed = [r for r in rows if isinstance(names[r.model], Exception)]
+        for row in failed:
+            row.delivered = True
+            loop.call_soon_threadsafe(_fail, row, names[row.model])
+        rows[:] = [r for r in rows if not isinstance(names[r.model], Exception)]
+        return [names[r.model] for r in rows]  # type: ignore[misc]
+
+    def _runner(self, model: torch.nn.Module, names: list[str], rows: list[_Row]) -> DecodeRunner:
+        """The lean Llama path where it models this model and these adapters, else the transformers forward."""
+        pad_id, dev = self.store.tokenizer.pad_token_id, self.store.device
+        if self.lean_decode and self._lean is None and self._lean_reason is None:
+            self._lean_reason = unsupported_reason(model)
+            if self._lean_reason is None:
+                self._lean = LeanLlama(model)
+            else:
+                log.info("lean decode off for this model (%s): transformers forward", self._lean_reason)
+        if self.lean_decode and self._lean is not None:
+            runner = LeanRunner(self._lean, pad_id, dev, headroom=min(max(r.max_tokens for r in rows), 256))
+            if runner.accepts(names):
+                return runner
+            log.info("transformers forward for a batch with adapters %s", sorted(set(names)))
+        return HFRunner(model, pad_id, dev, self.join_inflight)
+
+    def _count_prefill(self, rows: list[_Row]) -> None:
         self.stats["rows"] += len(rows)
         self.stats["prompt_tokens"] += sum(len(r.prompt) for r in rows)
-        width = max(len(r.prompt) for r in rows)
-        ids = torch.full((len(rows), width), self.store.tokenizer.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, r in enumerate(rows):
-            ids[i, width - len(r.prompt):] = torch.tensor(r.prompt)
-            mask[i, width - len(r.prompt):] = 1
-        ids, mask = ids.to(dev), mask.to(dev)
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        cache = DynamicCache()
-        out = model(input_ids=ids, attention_mask=mask, position_ids=pos, past_key_values=cache, use_cache=True,
-                    logits_to_keep=1)
-        return out.logits[:, -1, :].float(), cache, mask, pos[:, -1:] + 1
 
-    def _sample(self, model: torch.nn.Module, rows: list[_Row], deliver, emit) -> None:
+    def _sample(self, model: torch.nn.Module, rows: list[_Row], adapter_names, deliver, emit) -> None:
+        """`adapter_names(rows)`: pins and returns each row's PEFT adapter name, dropping rows whose model
+        failed to load; `names[i]` stays aligned with `rows[i]` as rows join."""
         tok, dev = self.store.tokenizer, self.store.device
-        logits, cache, mask, next_pos = self._prefill(model, rows)
-        # Joining a running batch means splicing KV caches; only plain DynamicLayers are spliced safely.
-        can_join = self.join_inflight and all(type(layer) is DynamicLayer for layer in cache.layers)
+        names = adapter_names(rows)
+        if not rows:
+            return
+        runner = self._runner(model, names, rows)
+        self._count_prefill(rows)
+        logits = runner.start([r.prompt for r in rows], names)
+        can_join = self.join_inflight and runner.can_join
         gens = [torch.Generator(device=dev).manual_seed(r.seed) for r in rows]
         temps = torch.tensor([r.temperature for r in rows], device=dev)
         top_ps = torch.tensor([r.top_p for r in rows], device=dev)
@@ -220,28 +282,37 @@ class TransformersBackend:
             self.stats["running_rows"] = len(alive)
             room = self.max_batch - len(alive)
             if can_join and room > 0 and self._pending and not self.store.exclusive_pending:
-                more = self._take(rows[0].model, room)
-                if more:
+                more = self._take(room, [rows[i] for i in alive], {r.model for r in rows})
+                more_names = adapter_names(more) if more else []
+                if more and not runner.accepts(more_names):
+                    # An adapter this runner cannot model (e.g. DoRA on the lean path): those rows go back to
+                    # the queue's front and start the next batch, which picks a runner that serves them.
+                    with self._plock:
+                        self._pending.extendleft(reversed(more))
+                    more, can_join = [], False
+                if more:  # every row that arrived since the last step: one prefill for all of them
                     self.stats["joined_rows"] += len(more)
-                    new_logits, new_cache, new_mask, new_pos = self._prefill(model, more)
-                    mask = _splice(cache, new_cache, mask, new_mask)
-                    logits = torch.cat([logits, new_logits])
-                    next_pos = torch.cat([next_pos, new_pos])
+                    self._count_prefill(more)
+                    logits = torch.cat([logits, runner.add([r.prompt for r in more], more_names)])
                     alive += range(len(rows), len(rows) + len(more))
                     rows += more
+                    names += more_names
                     gens += [torch.Generator(device=dev).manual_seed(r.seed) for r in more]
                     temps = torch.cat([temps, torch.tensor([r.temperature for r in more], device=dev)])
                     top_ps = torch.cat([top_ps, torch.tensor([r.top_p for r in more], device=dev)])
                     token_ids += [[] for _ in more]
                     logprobs += [[] for _ in more]
                     tops += [[] for _ in more]
-            raw_logp = torch.log_softmax(logits, dim=-1)
             chosen = _sample_tokens(logits, temps[alive], top_ps[alive], [gens[i] for i in alive])
-            chosen_logp = raw_logp.gather(1, chosen[:, None])[:, 0]
+            # log p(token) = logit - logsumexp(logits): the raw (temperature-1) distribution, without a
+            # full-vocabulary log_softmax copy for every row and step.
+            lse = torch.logsumexp(logits, dim=-1)
+            chosen_logp = logits.gather(1, chosen[:, None])[:, 0] - lse
             k = max(rows[i].top_logprobs for i in alive)
-            top_lp, top_ids = (raw_logp.topk(k, dim=-1) if k else (None, None))
-            top_lp = top_lp.tolist() if top_lp is not None else None
-            top_ids = top_ids.tolist() if top_ids is not None else None
+            top_lp = top_ids = None
+            if k:
+                top_logits, top_idx = logits.topk(k, dim=-1)
+                top_lp, top_ids = (top_logits - lse[:, None]).tolist(), top_idx.tolist()
             keep: list[int] = []
             for j, (tid, lp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist())):
                 i, row = alive[j], rows[alive[j]]
@@ -270,14 +341,10 @@ class TransformersBackend:
                 break
             if len(keep) < len(alive):  # drop finished rows from the cache rather than padding them along
                 sel = torch.tensor(keep, device=dev)
-                cache.batch_select_indices(sel)
-                mask, next_pos, chosen = mask[sel], next_pos[sel], chosen[sel]
+                runner.keep(sel)
+                chosen = chosen[sel]
                 alive = [alive[j] for j in keep]
-            mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=1)
-            out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=next_pos,
-                        past_key_values=cache, use_cache=True)
-            logits = out.logits[:, -1, :].float()
-            next_pos = next_pos + 1
+            logits = runner.step(chosen)
 
     def _find_stop(self, ids: list[int], stops: list[str]) -> int | None:
         """Offset of the earliest stop string in the decoded text, looking only where the last token could
@@ -297,6 +364,11 @@ def _call_unless_cancelled(row: _Row, callback, value) -> None:
         callback(value)
 
 
+def _fail(row: _Row, exc: BaseException) -> None:
+    if not row.future.done():
+        row.future.set_exception(exc)
+
+
 def _resolve(row: _Row, result: GenerationResult) -> None:
     if row.future.done():  # the client went away
         return
@@ -307,24 +379,6 @@ def _resolve(row: _Row, result: GenerationResult) -> None:
         row.future.set_result(result)
 
 
-def _splice(cache: DynamicCache, new: DynamicCache, mask: torch.Tensor, new_mask: torch.Tensor) -> torch.Tensor:
-    """Append `new`'s rows to `cache`, left-padding the shorter side with masked-out zeros; returns the mask."""
-    width = max(mask.shape[1], new_mask.shape[1])
-
-    def lpad(t: torch.Tensor, dim: int) -> torch.Tensor:
-        short = width - t.shape[dim]
-        if short == 0:
-            return t
-        shape = list(t.shape)
-        shape[dim] = short
-        return torch.cat([t.new_zeros(shape), t], dim=dim)
-
-    for layer, extra in zip(cache.layers, new.layers):
-        layer.keys = torch.cat([lpad(layer.keys, 2), lpad(extra.keys, 2)])
-        layer.values = torch.cat([lpad(layer.values, 2), lpad(extra.values, 2)])
-    return torch.cat([lpad(mask, 1), lpad(new_mask, 1)])
-
-
 def _sample_tokens(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch.Tensor,
                    gens: list[torch.Generator]) -> torch.Tensor:
     """One token per row: greedy where temperature is 0, else nucleus sampling with the row's generator."""
@@ -332,14 +386,26 @@ def _sample_tokens(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch.Tens
     sampled_rows = (temps > 0).nonzero()[:, 0].tolist()
     if not sampled_rows:
         return greedy
-    probs = torch.softmax(logits / temps.clamp(min=1e-5)[:, None], dim=-1)
-    if bool((top_ps < 1).any()):
-        sorted_p, order = probs.sort(dim=-1, descending=True)
-        # Keep the smallest prefix whose mass reaches top_p (the top token always stays).
-        drop = (sorted_p.cumsum(-1) - sorted_p) >= top_ps[:, None]
-        sorted_p = sorted_p.masked_fill(drop, 0.0)
-        probs = torch.zeros_like(probs).scatter(1, order, sorted_p)
     out = greedy.clone()
     for r in sampled_rows:  # per-row generator: a row's samples depend only on its own seed
-        out[r] = torch.multinomial(probs[r], 1, generator=gens[r])[0]
+        probs = torch.softmax(logits[r] / max(float(temps[r]), 1e-5), dim=-1)
+        top_p = float(top_ps[r])
+        if top_p < 1:
+            probs = _nucleus(probs, top_p)
+        out[r] = torch.multinomial(probs, 1, generator=gens[r])[0]
     return out
+
+
+_NUCLEUS_FIRST_K = 256
+
+
+def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
+    """`probs` (one row) restricted to the smallest top set whose mass reaches top_p (the top token always
+    stays). Tries the top 256 first (a partial sort) and sorts the whole vocabulary only when those 256 do
+    not reach top_p: the same set either way."""
+    k = min(_NUCLEUS_FIRST_K, probs.shape[-1])
+    sorted_p, order = probs.topk(k)
+    if k < probs.shape[-1] and float(sorted_p.sum()) < top_p:
+        sorted_p, order = probs.sort(descending=True)
+    drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p
+    return torch.zeros_like(probs).scatter(0, order, sorted_p.masked_fill(drop, 0.0))

@@ -17,7 +17,6 @@ is never imported otherwise. Untested on the project's machines (no vllm there):
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from typing import Any, Sequence
 
@@ -27,25 +26,20 @@ from vllm.lora.request import LoRARequest
 
 from ..model_loader import ensure_local
 from ..model_store import ModelStore
+from ..settings import EngineSettings
 from .base import GenerationRequest, GenerationResult, SampledToken
+from .vllm_args import vllm_engine_args
 
 
 class VllmBackend:
     name = "vllm"
 
-    def __init__(self, store: ModelStore) -> None:
+    def __init__(self, store: ModelStore, settings: EngineSettings | None = None) -> None:
         self.store = store
-        args = AsyncEngineArgs(
-            model=ensure_local(store.base_model_name),
-            dtype="bfloat16",
-            max_model_len=store.max_context_tokens,
-            # The trainer's copy of the model lives on the same GPU: leave it room.
-            gpu_memory_utilization=float(os.environ.get("ROLLBOOK_VLLM_GPU_MEMORY", "0.5")),
-            enable_lora=True,
-            max_lora_rank=int(os.environ.get("ROLLBOOK_VLLM_MAX_LORA_RANK", "64")),
-            max_loras=store.max_loaded_adapters,
-            enable_sleep_mode=True,
-        )
+        settings = settings or EngineSettings.from_env()
+        args = AsyncEngineArgs(**vllm_engine_args(
+            ensure_local(store.base_model_name), store.max_context_tokens, store.max_loaded_adapters, settings,
+        ))
         self.engine = AsyncLLMEngine.from_engine_args(args)
         self._lora_ids: dict[str, tuple[int, float]] = {}  # "<run>@<step>" -> (vLLM LoRA id, mtime)
         self._next_lora_id = 1
@@ -121,6 +115,11 @@ class VllmBackend:
     def health(self) -> dict[str, Any]:
         return dict(self.stats)
 
+    async def close(self) -> None:
+        shutdown = getattr(self.engine, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
+
 
 def _top(step: dict, k: int) -> list[tuple[int, float]]:
     """The k most likely of one step's logprobs (vLLM adds the sampled token, ranked wherever it is)."""
@@ -128,8 +127,3 @@ def _top(step: dict, k: int) -> list[tuple[int, float]]:
         return []
     ranked = sorted(((lp.rank, tid, lp.logprob) for tid, lp in step.items() if lp.rank is not None and lp.rank <= k))
     return [(tid, logprob) for _rank, tid, logprob in ranked]
-
-    async def close(self) -> None:
-        shutdown = getattr(self.engine, "shutdown", None)
-        if shutdown is not None:
-            shutdown()

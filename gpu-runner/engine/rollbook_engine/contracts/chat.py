@@ -109,6 +109,8 @@ class ChatCompletionRequest(_Model):
     stream_options: StreamOptions | None = None
     return_token_ids: bool | None = None
     continue_from: ContinueFrom | None = None
+    # OpenAI's end-user id. The engine shares batch slots fairly between users (the runner sends the run id).
+    user: str | None = Field(default=None, max_length=256)
 
     # Field validators run in declaration order, so each sees the fields declared above it in info.data.
     @field_validator("top_logprobs")

@@ -35,8 +35,10 @@ from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 
 from ..contracts.train import ProgressLine, ResultLine, TrainedTokens, TrainerConfig, TrainMetrics, TrainRequest
 from . import checkpoints as ck
+from . import tenancy
 from .advantages import compute_advantages
 from .batch import BadRequest, MicroBatch, Row, build_rows, micro_batches, validate_sequences
+from .distributed import announce, data_parallel, micro_batch_seed
 from .loss import grpo_loss, pearson, token_logprobs
 
 ADAPTER_PREFIX = "train:"
@@ -78,8 +80,21 @@ def _same_model(requested: str, served: str) -> bool:
     return requested == served or requested.rstrip("/").split("/")[-1] == served.rstrip("/").split("/")[-1]
 
 
-def _module_leaf_names(model) -> set[str]:
-    return {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+_leaf_names: "weakref.WeakKeyDictionary[object, frozenset[str]]" = weakref.WeakKeyDictionary()
+
+
+def _module_leaf_names(model) -> frozenset[str]:
+    """The base model's module names, once per model: /train checks them outside the model lock while another
+    run's step may add or delete adapters (which would change the module dicts mid-iteration), and adapters
+    never add a name a request may target."""
+    names = _leaf_names.get(model)
+    while names is None:
+        try:
+            names = frozenset(name.rsplit(".", 1)[-1] for name, _ in model.named_modules())
+        except RuntimeError:  # "dictionary changed size during iteration": an adapter came or went; again
+            continue
+        _leaf_names[model] = names
+    return names
 
 
 def check_request(store, req: TrainRequest) -> None:
@@ -155,6 +170,9 @@ class _RunState:
     params: list[tuple[str, torch.nn.Parameter]]
     optimizer: torch.optim.AdamW
     step: int  # the checkpoint step this in-memory adapter and optimizer equal
+    # The files of checkpoint `step` as this engine wrote/read them (tenancy.fingerprint); None when the state
+    # came from a spill, i.e. it may differ from what is on disk and must be spilled again if evicted.
+    on_disk: tuple | None = None
 
 
 _states: "weakref.WeakKeyDictionary[object, dict[str, _RunState]]" = weakref.WeakKeyDictionary()
@@ -191,7 +209,8 @@ def _drop_adapter(model, name: str) -> None:
         others = [a for a in model.peft_config if a != name]
         if not others:
             raise RuntimeError(f"cannot remove {name}: it is the model's only adapter")
-        model.set_adapter(others[0])
+        # The placeholder when there is one: set_adapter makes the new active adapter trainable.
+        model.set_adapter(next((a for a in others if not a.startswith(ADAPTER_PREFIX)), others[0]))
     model.delete_adapter(name)
 
 
@@ -240,8 +259,9 @@ def _ensure_state(store, req: TrainRequest) -> _RunState:
     if state is not None and state.step == newest and name in model.peft_config:
         _check_lora_matches(model.peft_config[name].to_dict(), req.config, Path(f"{newest:04d}"))
         _apply_hyperparams(state.optimizer, req.config)
+        store.ledger.pin(name)  # a step is using it: never evicted until _train_step_locked unpins
         return state
-    states.pop(req.run_id, None)
+    forget_run(store, req.run_id)  # out of date (or absent): its memory goes before the new state's
 
     ckpt = store.checkpoint_dir(req.run_id, newest) if newest > 0 else None
     # The optimizer state comes with the adapter when it is this run's own checkpoint (resume: exact
@@ -250,13 +270,27 @@ def _ensure_state(store, req: TrainRequest) -> _RunState:
     load_optimizer = ckpt is not None
     if ckpt is None and (src := _init_source(store, req)) is not None:
         ckpt, load_optimizer = src, req.init_from.load_optimizer
-    saved_cfg = saved_weights = None
-    if ckpt is not None:
+    saved_cfg = saved_weights = spilled_optimizer = None
+    # An evicted state that differed from its checkpoint was spilled: it is what this run continues from.
+    spill = tenancy.read_spill(store, req.run_id, newest) if newest > 0 else None
+    if spill is not None:
+        saved_cfg, saved_weights, spilled_optimizer = spill
+        _check_lora_matches(saved_cfg, req.config, tenancy.spill_dir(store, req.run_id))
+    elif ckpt is not None:
         saved_cfg, saved_weights = ck.read_adapter(ckpt)
         _check_lora_matches(saved_cfg, req.config, ckpt)
-    _drop_adapter(model, name)
+    # Room in the memory budget first (evicting least recently used runs), then allocate.
+    store.ledger.reserve(
+        name, "train",
+        tenancy.estimate_state_bytes(model.get_base_model(), req.config.lora_rank, req.config.lora_target_modules),
+        evict=lambda: _evict_state(store, req.run_id), pin=True,
+    )
     # autocast_adapter_dtype keeps LoRA weights in fp32 on a bf16 base: fp32 master weights for AdamW.
-    model.add_adapter(name, _lora_config(store, req.config), autocast_adapter_dtype=True)
+    # Its random LoRA init is overwritten when weights are loaded: then it must not consume the step's RNG
+    # stream (seeded before), or a restored run would draw other dropout masks than one kept in memory.
+    rng = torch.random.fork_rng(devices=[store.device] if store.device.type == "cuda" else [])
+    with rng if saved_weights is not None else contextlib.nullcontext():
+        model.add_adapter(name, _lora_config(store, req.config), autocast_adapter_dtype=True)
     params = _adapter_params(model, name)
     for _, p in params:
         p.data = p.data.float()
@@ -266,17 +300,46 @@ def _ensure_state(store, req: TrainRequest) -> _RunState:
         if unexpected:
             raise TrainFailure(f"checkpoint {ckpt} has weights this adapter lacks: {unexpected[:3]}")
     optimizer = _new_optimizer(params, req.config)
-    if load_optimizer:
+    if spilled_optimizer is not None:
+        optimizer.load_state_dict(spilled_optimizer)
+        _apply_hyperparams(optimizer, req.config)
+    elif load_optimizer:
         optimizer.load_state_dict(ck.read_optimizer(ckpt))
         _apply_hyperparams(optimizer, req.config)
-    state = _RunState(adapter=name, params=params, optimizer=optimizer, step=newest)
+    own_ckpt = spill is None and newest > 0
+    state = _RunState(adapter=name, params=params, optimizer=optimizer, step=newest,
+                      on_disk=tenancy.fingerprint(Path(ckpt)) if own_ckpt else None)
     states[req.run_id] = state
+    store.ledger.resize(name, tenancy.state_bytes(params, optimizer))
+    if newest > 0:
+        tenancy.note_restored(store, req.run_id, "spill" if spill is not None else "checkpoint")
     return state
 
 
+def _evict_state(store, run_id: str) -> None:
+    """The ledger's eviction of a run's training state (under the model lock, never while its step runs):
+    spill it when it is not what its newest checkpoint holds, then delete the adapter so its memory is freed."""
+    state = _run_states(store).get(run_id)
+    if state is None:
+        return
+    if not tenancy.equals_newest_checkpoint(store, run_id, state.step, state.on_disk):
+        tenancy.write_spill(
+            store, run_id, state.step,
+            get_peft_model_state_dict(store.model, adapter_name=state.adapter, save_embedding_layers=False),
+            store.model.peft_config[state.adapter].to_dict(),
+            state.optimizer.state_dict(),
+        )
+        store.ledger.spills += 1
+    _run_states(store).pop(run_id, None)
+    _drop_adapter(store.model, state.adapter)
+    tenancy.mark_evicted(store, run_id)
+
+
 def forget_run(store, run_id: str) -> None:
-    """Drop the cached adapter/optimizer (after a failure, or when a run is deleted); the next step reloads."""
+    """Drop the cached adapter/optimizer (after a failure, or when a run is deleted); the next step reloads
+    (from the run's spill if it has one for its step, else from its newest checkpoint)."""
     state = _run_states(store).pop(run_id, None)
+    store.ledger.release(adapter_name(run_id))
     if state is not None:
         try:
             _drop_adapter(store.model, state.adapter)
@@ -324,21 +387,31 @@ def _zero_metrics(groups_submitted: int, groups_trainable: int, started: float) 
 
 
 def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch], on_progress: ProgressFn | None):
-    """Mini-epochs × micro-batches with accumulation; returns the metric pieces."""
+    """Mini-epochs × micro-batches with accumulation; returns the metric pieces.
+
+    Under torchrun (distributed.py) this rank runs only its share of the micro-batches; the gradients are
+    summed over ranks before clipping and the metric sums gathered after, so every rank ends the step with
+    the single-process adapter and optimizer state.
+    """
     cfg = req.config
     model = store.model
     device = torch.device(store.device)
     params = [p for _, p in state.params]
-    total_mb = cfg.mini_epochs * len(mbs)
+    dp = data_parallel()
+    mine = dp.share(mbs)
+    total_mb = cfg.mini_epochs * len(mine)
+    base_seed = torch.initial_seed()
     losses, norms = [], []
     clipped = tokens = 0
     kl_sum = ent_sum = 0.0
-    first_old, first_new = [], []
+    first_old, first_new = {}, {}
     done = 0
     for epoch in range(cfg.mini_epochs):
         state.optimizer.zero_grad(set_to_none=True)
         epoch_loss = 0.0
-        for mb in mbs:
+        failure = None
+        for index, mb in mine:
+            torch.manual_seed(micro_batch_seed(base_seed, epoch, -1 if index is None else index))
             ref_lp = None
             if cfg.beta > 0:
                 with torch.no_grad(), model.disable_adapter(), _autocast(device, store.dtype):
@@ -352,8 +425,14 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
                 importance_sampling_level=cfg.importance_sampling_level,
                 seq_index=mb.seq_index, num_seqs=mb.num_seqs, ref_lp=ref_lp, beta=cfg.beta,
             )
-            if not torch.isfinite(terms.loss):
-                raise TrainFailure(f"non-finite loss in mini-epoch {epoch + 1}; nothing was saved")
+            if index is None or not torch.isfinite(terms.loss):
+                if index is not None:
+                    failure = f"non-finite loss in mini-epoch {epoch + 1}; nothing was saved"
+                # An FSDP lockstep filler, or a failed micro-batch: still one backward, so every rank runs the
+                # same collectives (sharded layers gather in backward too); nothing is learnt from it, and a
+                # failure is raised on every rank below.
+                (terms.loss * 0.0).backward()
+                continue
             terms.loss.backward()
             mb_loss = terms.loss.item()
             epoch_loss += mb_loss
@@ -362,12 +441,15 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
             kl_sum += float(terms.kl.sum())
             ent_sum += float(entropy.sum())
             if epoch == 0:
-                first_old.append(mb.old_lp.detach().cpu())
-                first_new.append(new_lp.detach().cpu())
+                first_old[index] = mb.old_lp.detach().cpu()
+                first_new[index] = new_lp.detach().cpu()
             done += 1
             if on_progress is not None:
                 w = float(mb.weight.sum())
                 on_progress(ProgressLine(micro_batch=done, micro_batches=total_mb, loss=mb_loss / w if w else 0.0))
+        if dp.any(failure is not None):
+            raise TrainFailure(failure or f"non-finite loss on another rank in mini-epoch {epoch + 1}; nothing was saved")
+        dp.sum_grads(params)
         norm = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
         if not torch.isfinite(norm):
             raise TrainFailure(f"non-finite gradient norm in mini-epoch {epoch + 1}; nothing was saved")
@@ -375,6 +457,13 @@ def _optimise(store, req: TrainRequest, state: _RunState, mbs: list[MicroBatch],
         state.optimizer.zero_grad(set_to_none=True)
         losses.append(epoch_loss)
         norms.append(float(norm))
+    # Metric sums over every rank's micro-batches (identity with one process).
+    parts = dp.gather((losses, clipped, tokens, kl_sum, ent_sum, first_old, first_new))
+    losses = [sum(p[0][e] for p in parts) for e in range(len(losses))]
+    clipped, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
+    kl_sum, ent_sum = sum(p[3] for p in parts), sum(p[4] for p in parts)
+    first_old = [t for _, t in sorted((kv for p in parts for kv in p[5].items()), key=lambda kv: kv[0])]
+    first_new = [t for _, t in sorted((kv for p in parts for kv in p[6].items()), key=lambda kv: kv[0])]
     probs_corr = pearson(torch.cat(first_old).exp(), torch.cat(first_new).exp())
     first_pass = _per_row(mbs, first_new)
     return first_pass, dict(
@@ -419,12 +508,16 @@ def trained_tokens_by_sample(req: TrainRequest, rows: list[Row], per_row: dict[i
     return out
 
 
-def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine:
-    """The blocking step. Call only while holding `store.exclusive()` (train_step does).
+def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = None) -> ResultLine | None:
+    """The blocking step. Call only while holding `store.exclusive()` (train_step does). Returns None only on
+    ranks > 0 of a distributed worker group, which do not write the checkpoint.
 
     Also takes the store's model lock where it has one (ModelStore._model_lock, held by adapter loads and
     generation batches), so an adapter load outside a generation batch cannot change PEFT modules mid-step.
     """
+    # Rank 0 of a distributed worker group (distributed_worker.py) hands the request to the other ranks,
+    # which run this same function on it; a no-op in a single process.
+    announce(req)
     lock = getattr(store, "_model_lock", None)
     with lock if lock is not None else contextlib.nullcontext():
         result = _train_step_locked(store, req, on_progress)
@@ -433,10 +526,12 @@ def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = N
     return result
 
 
-def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None) -> ResultLine:
+def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None) -> ResultLine | None:
     started = time.perf_counter()
     check_request(store, req)
-    ck.sweep_temp(store, req.run_id)
+    dp = data_parallel()
+    if dp.writes_checkpoints:
+        ck.sweep_temp(store, req.run_id)
     seed = step_seed(req.seed, req.step)
     torch.manual_seed(seed)
 
@@ -470,6 +565,10 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
                 groups_trainable=adv.groups_trainable, skipped=False, duration_s=time.perf_counter() - started,
             )
 
+        if not dp.writes_checkpoints:
+            # Another rank of a distributed step: same adapter and optimizer in memory, rank 0 saves them.
+            state.step = req.step
+            return None
         peft_cfg = model.peft_config[state.adapter]
         saving = time.perf_counter()
         info = ck.write_checkpoint(
@@ -493,6 +592,9 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
             },
         )
         state.step = req.step
+        state.on_disk = tenancy.fingerprint(Path(info.path))
+        tenancy.discard_spill(store, req.run_id)  # the new checkpoint supersedes it
+        store.ledger.resize(state.adapter, tenancy.state_bytes(state.params, state.optimizer))
         # duration_s includes the save, which is part of what the step costs the run.
         metrics.duration_s = time.perf_counter() - started
         metrics.checkpoint_s = time.perf_counter() - saving
@@ -500,6 +602,7 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         forget_run(store, req.run_id)  # in-memory adapter may be half-updated; reload from disk next time
         raise
     finally:
+        store.ledger.unpin(adapter_name(req.run_id))
         if prev_active in model.peft_config:
             model.set_adapter(prev_active)
         for n, p in model.named_parameters():
@@ -534,8 +637,10 @@ async def train_step(store, req: TrainRequest, on_progress: ProgressFn | None = 
     """Run one step in a worker thread while holding the store's exclusive lock; immune to cancellation."""
 
     async def locked() -> ResultLine:
-        async with store.exclusive():
-            return await asyncio.to_thread(train_step_sync, store, req, on_progress)
+        # One first-come-first-served queue for all runs' steps (tenancy.FifoTurns), then the model.
+        async with tenancy.train_turns(store).turn():
+            async with store.exclusive():
+                return await asyncio.to_thread(train_step_sync, store, req, on_progress)
 
     task = asyncio.create_task(locked())
     _running.add(task)

@@ -1,0 +1,40 @@
+"""ROLLBOOK_VLLM_* settings reach vLLM's engine arguments (checked without vllm, which is not installed here)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from rollbook_engine.backends.vllm_args import vllm_engine_args
+from rollbook_engine.settings import EngineSettings
+
+
+def test_tensor_parallel_and_memory_settings_reach_the_engine_args():
+    settings = EngineSettings.from_env({
+        "ROLLBOOK_VLLM_TENSOR_PARALLEL": "4", "ROLLBOOK_VLLM_GPU_MEMORY": "0.8", "ROLLBOOK_VLLM_MAX_LORA_RANK": "32",
+    })
+    args = vllm_engine_args("/models/SmolLM2-135M-Instruct", 8192, 4, settings)
+    assert args["tensor_parallel_size"] == 4
+    assert args["gpu_memory_utilization"] == 0.8
+    assert args["max_lora_rank"] == 32
+    assert args["model"] == "/models/SmolLM2-135M-Instruct" and args["max_model_len"] == 8192 and args["max_loras"] == 4
+    assert args["enable_lora"] and args["enable_sleep_mode"]
+    # The mapping never needs vLLM itself.
+    assert "vllm" not in sys.modules
+
+
+def test_defaults_keep_one_gpu():
+    args = vllm_engine_args("m", 2048, 2, EngineSettings.from_env({}))
+    assert args["tensor_parallel_size"] == 1 and args["gpu_memory_utilization"] == 0.5
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_tensor_parallel_value_names_the_variable(value):
+    with pytest.raises(ValueError, match=f"ROLLBOOK_VLLM_TENSOR_PARALLEL='{value}'"):
+        EngineSettings.from_env({"ROLLBOOK_VLLM_TENSOR_PARALLEL": value})
+
+
+def test_a_bad_train_parallel_value_names_the_variable():
+    with pytest.raises(ValueError, match="ROLLBOOK_TRAIN_PARALLEL='zero'.*'ddp' or 'fsdp'"):
+        EngineSettings.from_env({"ROLLBOOK_TRAIN_PARALLEL": "zero"})

@@ -1,0 +1,161 @@
+/**
+ * The runner registry of a workspace: list (with live running/queued counts), register (the URL must
+ * answer and accept the token BEFORE anything is saved), update (capacity, enabled), remove (refused while
+ * it has active runs), and how a runner's answer or silence is recorded on its row (health, lastSeenAt,
+ * device, models, capacity) — shared by the heartbeat monitor and the dispatcher.
+ */
+import { TRPCClientError } from "@trpc/client";
+import { type RunnerStatus } from "@contracts";
+import { AppError, isAppError, rootMessage } from "../errors";
+import { normalizeRunnerUrl, registerRunner, runnerHandle, tokenHash, type RunnerHandle } from "../runner-client";
+import type { DbOrTx } from "./types";
+
+export const RUNNER_HEALTH = ["unknown", "healthy", "unreachable", "unauthorized", "error"] as const;
+export type RunnerHealth = (typeof RUNNER_HEALTH)[number];
+
+/** Runs that occupy a runner: running, lost (it may still run them), and queued ones claimed for it. */
+export const OCCUPYING_STATUSES = ["running", "lost", "queued"] as const;
+
+/** How a failed call reads as health: the runner refused our token, did not answer, or answered with an error. */
+export function healthOfError(e: unknown): RunnerHealth {
+  const msg = e instanceof Error ? e.message : String(e);
+  if (/missing or wrong runner token|cannot read its token/.test(msg)) return "unauthorized";
+  if (isAppError(e) && e.code === "RUNNER_UNAVAILABLE") return "unreachable";
+  return "error";
+}
+
+/** The runner answered: it is healthy; what it says about itself is stored (an admin's capacity wins). */
+export async function recordRunnerAnswer(db: DbOrTx, runnerId: string, status: RunnerStatus): Promise<void> {
+  const row = await db.runner.findUnique({ where: { id: runnerId }, select: { capacityOverride: true } });
+  if (!row) return;
+  await db.runner.update({
+    where: { id: runnerId },
+    data: {
+      health: "healthy",
+      lastError: null,
+      lastSeenAt: new Date(),
+      ...(status.device !== undefined ? { device: status.device } : {}),
+      ...(status.models ? { models: status.models } : {}),
+      ...(row.capacityOverride == null && status.capacity ? { capacity: status.capacity } : {}),
+    },
+  });
+}
+
+export async function recordRunnerFailure(db: DbOrTx, runnerId: string, e: unknown): Promise<RunnerHealth> {
+  const health = healthOfError(e);
+  await db.runner.updateMany({ where: { id: runnerId }, data: { health, lastError: e instanceof Error ? e.message : String(e) } });
+  return health;
+}
+
+/** The runners a workspace may use: its own and the instance's (workspaceId null). */
+export const runnersOf = (workspaceId: string) => ({ OR: [{ workspaceId }, { workspaceId: null }] });
+
+export async function listRunners(db: DbOrTx, workspaceId: string) {
+  const rows = await db.runner.findMany({
+    where: runnersOf(workspaceId),
+    orderBy: [{ workspaceId: { sort: "asc", nulls: "first" } }, { name: "asc" }],
+    select: {
+      id: true,
+      name: true,
+      url: true,
+      workspaceId: true,
+      device: true,
+      models: true,
+      capacity: true,
+      enabled: true,
+      health: true,
+      lastSeenAt: true,
+      lastError: true,
+    },
+  });
+  const counts = await db.run.groupBy({
+    by: ["runnerId", "status"],
+    where: { runnerId: { in: rows.map((r) => r.id) }, status: { in: ["running", "lost"] } },
+    _count: { _all: true },
+  });
+  const pinned = await db.run.groupBy({
+    by: ["pinnedRunnerId"],
+    where: { pinnedRunnerId: { in: rows.map((r) => r.id) }, status: "queued" },
+    _count: { _all: true },
+  });
+  const waiting = await db.run.count({ where: { status: "queued", runnerId: null, pinnedRunnerId: null } });
+  return rows.map((r) => ({
+    ...r,
+    scope: r.workspaceId === null ? ("instance" as const) : ("workspace" as const),
+    running: counts.filter((c) => c.runnerId === r.id).reduce((n, c) => n + c._count._all, 0),
+    /** Runs waiting that must go here (forks/evals of its checkpoints), and the unpinned queue it may serve. */
+    queued: (pinned.find((p) => p.pinnedRunnerId === r.id)?._count._all ?? 0) + (r.enabled ? waiting : 0),
+  }));
+}
+
+/**
+ * Asks a runner at `url` with `token` for its status. A wrong URL and a wrong token are told apart (the
+ * runner answers a wrong token with UNAUTHORIZED) and named by field, for the register form.
+ */
+export async function probeRunner(url: string, token: string): Promise<RunnerStatus> {
+  const handle: RunnerHandle = runnerHandle({ id: "probe", name: "new runner", url, tokenHash: tokenHash(token), tokenCipher: null }, token);
+  try {
+    return await handle.status();
+  } catch (e) {
+    // The message starts with the field it is about: the register form shows it there.
+    if (healthOfError(e) === "unauthorized") throw new AppError("RUNNER_ERROR", `token: the runner at ${url} refused this token`);
+    if (isAppError(e) && e.code === "RUNNER_UNAVAILABLE") throw new AppError("RUNNER_UNAVAILABLE", `url: no runner answered at ${url} (${rootMessage(e)})`);
+    const why = e instanceof TRPCClientError ? e.message : rootMessage(e);
+    throw new AppError("RUNNER_ERROR", `url: ${url} answered, but not as a Rollbook runner (${why})`);
+  }
+}
+
+export async function registerWorkspaceRunner(
+  db: DbOrTx,
+  workspaceId: string,
+  input: { name: string; url: string; token: string; capacity?: number },
+) {
+  const url = normalizeRunnerUrl(input.url);
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new AppError("BAD_INPUT", `url: '${input.url}' is not a URL (e.g. http://gpu-box:4100)`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new AppError("BAD_INPUT", `url: use http:// or https:// (got ${parsed.protocol})`);
+  const clash = await db.runner.findFirst({ where: { name: input.name, ...runnersOf(workspaceId) }, select: { id: true } });
+  if (clash) throw new AppError("CONFLICT", `name: a runner named '${input.name}' is already registered`);
+  // Checked before anything is saved: nothing is ever queued to a runner that cannot take runs.
+  const status = await probeRunner(url, input.token);
+  const row = await registerRunner(db, { name: input.name, url, token: input.token, workspaceId, capacity: input.capacity });
+  await recordRunnerAnswer(db, row.id, status);
+  return { id: row.id, name: row.name, url: row.url };
+}
+
+async function workspaceRunner(db: DbOrTx, workspaceId: string, id: string) {
+  const row = await db.runner.findFirst({ where: { id, ...runnersOf(workspaceId) }, select: { id: true, workspaceId: true, name: true } });
+  if (!row) throw new AppError("NOT_FOUND", `runner ${id} not found`);
+  if (row.workspaceId === null) {
+    throw new AppError("FORBIDDEN", `runner '${row.name}' is the instance's runner (set in the web server's environment): it cannot be changed here`);
+  }
+  return row;
+}
+
+export async function updateRunner(db: DbOrTx, workspaceId: string, input: { id: string; capacity?: number | null; enabled?: boolean }) {
+  await workspaceRunner(db, workspaceId, input.id);
+  await db.runner.update({
+    where: { id: input.id },
+    data: {
+      ...(input.enabled !== undefined ? { enabled: input.enabled } : {}),
+      ...(input.capacity !== undefined ? { capacityOverride: input.capacity, ...(input.capacity ? { capacity: input.capacity } : {}) } : {}),
+    },
+  });
+  return { ok: true as const };
+}
+
+export async function removeRunner(db: DbOrTx, workspaceId: string, id: string) {
+  const row = await workspaceRunner(db, workspaceId, id);
+  const active = await db.run.count({
+    where: { OR: [{ runnerId: id }, { pinnedRunnerId: id }], status: { in: [...OCCUPYING_STATUSES] } },
+  });
+  if (active > 0) throw new AppError("CONFLICT", `runner '${row.name}' has ${active} active run${active === 1 ? "" : "s"}: stop them (or disable it and wait) first`);
+  // Finished runs keep their history; they just no longer name a runner.
+  await db.run.updateMany({ where: { runnerId: id }, data: { runnerId: null } });
+  await db.runner.delete({ where: { id } });
+  return { ok: true as const };
+}
