@@ -17,7 +17,7 @@ import { RunsFilterBar } from "./runs/runs-filter-bar";
 import { RunNotes, RunTags } from "./runs/run-tags-notes";
 import { useRunsView } from "./runs/use-runs-view";
 import { useTRPC } from "./trpc";
-import { fmtAgo, fmtDateTime, fmtInt, fmtNum, truncate } from "./ui/format";
+import { fmtAgo, fmtDateTime, fmtInt, fmtNum, ordinal, truncate } from "./ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, StatusBadge } from "./ui/primitives";
 
 const ACTIVE = new Set<string>(ACTIVE_RUN_STATUSES);
@@ -167,6 +167,11 @@ export function RunsTable() {
                   <td className="px-3 py-2">
                     <div className="flex items-center gap-2">
                       <StatusBadge status={r.status} />
+                      {r.queuePosition !== null && (
+                        <span className="text-[11px] whitespace-nowrap text-zinc-400" title="Starts when a runner that fits it has room (Settings → Runners)">
+                          {ordinal(r.queuePosition)} in queue
+                        </span>
+                      )}
                       {r.status === "failed" && r.error && (
                         <span className="max-w-48 truncate text-[11px] text-red-300/80" title={r.error}>
                           {truncate(r.error, 60)}

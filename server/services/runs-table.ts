@@ -15,6 +15,7 @@
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { meanRewardOf } from "@contracts";
+import { queuePositions } from "./dispatcher";
 import { fromDbKind } from "./run-convert";
 import type { z } from "zod";
 import { RunsListInput, RunUpdateInput, type RunsSort } from "./runs-table-query";
@@ -171,6 +172,7 @@ export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsLi
   const ids = page.slice(0, limit);
   const rows = await db.run.findMany({ where: { workspaceId, id: { in: ids.map((r) => r.id) } }, select: ROW_SELECT });
   const byId = new Map(rows.map((r) => [r.id, r]));
+  const queued = await queuePositions(db, rows.filter((r) => r.status === "queued").map((r) => r.id));
   const last = ids.at(-1);
   const toValue = (v: Date | number | null): SortValue => (v instanceof Date ? v.toISOString() : v === null ? null : Number(v));
   return {
@@ -183,6 +185,8 @@ export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsLi
           number: r.number,
           kind: fromDbKind(r.kind),
           status: r.status,
+          /** 1 = next to start; null unless the run waits for a runner. */
+          queuePosition: queued.get(r.id) ?? null,
           experimentId: r.experimentId,
           experimentName: r.experiment.name,
           versionNumber: r.version.number,
