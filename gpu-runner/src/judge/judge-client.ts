@@ -44,7 +44,8 @@ export function createJudgeClient(
   config: JudgeConfig,
   baseModel: string,
   engine: Pick<EngineClient, "chat">,
-  env: NodeJS.ProcessEnv = process.env,
+  /** `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it. */
+  { runId, env = process.env }: { runId?: string; env?: NodeJS.ProcessEnv } = {},
 ): JudgeClient {
   if (config.base_url === null) {
     const model = config.model ?? baseModel;
@@ -58,6 +59,8 @@ export function createJudgeClient(
             temperature: options.temperature ?? config.temperature,
             max_tokens: options.max_tokens ?? config.max_tokens,
             n: 1,
+            // A judge on the runner's engine competes with the runs' own sampling: it counts as its run's.
+            ...(runId ? { user: runId } : {}),
           },
           AbortSignal.any([signal, AbortSignal.timeout(config.timeout_ms)]),
         );

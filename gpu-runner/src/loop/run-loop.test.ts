@@ -126,7 +126,7 @@ async function run(
     tasks: { train: tasks.train, val: tasks.val },
     resume: false,
     engine,
-    judge: createJudgeClient(config.judge, config.model, engine),
+    judge: createJudgeClient(config.judge, config.model, engine, { runId: "r" }),
     waitForEngine: async () => {},
     signal: controller.signal,
     ...overrides,
@@ -370,7 +370,10 @@ export async function groupReward({ rollouts }: GroupRewardInput<{ word: string 
     const trained = engine.trains[0]!.groups.flatMap((g) => g.samples.map((s) => [s.trajectory_id, s.reward]));
     for (const [id, reward] of trained) expect(train.find((t) => t.id === id)?.reward).toBe(reward);
     // The judge (the local engine, base model) was asked once per group: 2 groups.
-    expect(engine.chats.filter((c) => c.messages[0]?.content === "rank these")).toHaveLength(2);
+    const judged = engine.chats.filter((c) => c.messages[0]?.content === "rank these");
+    expect(judged).toHaveLength(2);
+    // …as the run's own calls, for the engine's fair share between runs.
+    expect(judged.map((c) => c.user)).toEqual(["r", "r"]);
   });
 });
 

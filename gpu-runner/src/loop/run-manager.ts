@@ -165,7 +165,7 @@ export class RunManager {
         logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine),
+        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId }),
         connectMcp:
           Object.keys(checked.config.mcp.servers).length === 0
             ? undefined
