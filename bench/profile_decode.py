@@ -25,7 +25,7 @@ from rollbook_engine.backends.decode_step import BASE, HFRunner, LeanRunner  # n
 from rollbook_engine.backends.transformers_backend import _sample_tokens  # noqa: E402
 from rollbook_engine.model_store import ModelStore  # noqa: E402
 
-MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear"}
+MATMUL = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "mkldnn::_linear_pointwise"}
 ATTN = {"aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_attention_math",
         "aten::scaled_dot_product_attention"}
 

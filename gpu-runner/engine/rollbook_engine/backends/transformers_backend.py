@@ -391,21 +391,37 @@ def _sample_tokens(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch.Tens
         probs = torch.softmax(logits[r] / max(float(temps[r]), 1e-5), dim=-1)
         top_p = float(top_ps[r])
         if top_p < 1:
-            probs = _nucleus(probs, top_p)
-        out[r] = torch.multinomial(probs, 1, generator=gens[r])[0]
+            kept, order = _nucleus(probs, top_p)
+            out[r] = order[_draw(kept, gens[r])]
+        else:
+            out[r] = _draw(probs, gens[r])
     return out
+
+
+def _draw(probs: torch.Tensor, gen: torch.Generator) -> int:
+    """An index drawn with probability proportional to `probs` (1-D, ≥ 0), by inverting its running sum at one
+    uniform number from `gen`. Why not torch.multinomial: on CPU it took 1.0 ms for one draw from 49,152
+    tokens, against 0.06 ms for this (at 16 rows that was 16 ms of a 50 ms decode step); the distribution is
+    the same. right=True: a token with no mass (nucleus-dropped) is never chosen, even at u = 0."""
+    cum = probs.cumsum(-1)
+    at = torch.rand(1, generator=gen, dtype=cum.dtype) * cum[-1]
+    i = int(torch.searchsorted(cum, at, right=True)[0])
+    if i >= probs.shape[-1]:  # u·total rounded up to the total: the last token with mass
+        i = int((probs > 0).nonzero()[-1, 0])
+    return i
 
 
 _NUCLEUS_FIRST_K = 256
 
 
-def _nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
-    """`probs` (one row) restricted to the smallest top set whose mass reaches top_p (the top token always
-    stays). Tries the top 256 first (a partial sort) and sorts the whole vocabulary only when those 256 do
-    not reach top_p: the same set either way."""
+def _nucleus(probs: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The smallest top set of `probs` (one row) whose mass reaches top_p (the top token always stays), as
+    (probabilities in descending order, zero past the set; their token ids). Tries the top 256 first (a
+    partial sort) and sorts the whole vocabulary only when those 256 do not reach top_p: the same set either
+    way."""
     k = min(_NUCLEUS_FIRST_K, probs.shape[-1])
     sorted_p, order = probs.topk(k)
     if k < probs.shape[-1] and float(sorted_p.sum()) < top_p:
         sorted_p, order = probs.sort(descending=True)
     drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p
-    return torch.zeros_like(probs).scatter(0, order, sorted_p.masked_fill(drop, 0.0))
+    return sorted_p.masked_fill(drop, 0.0), order
