@@ -51,3 +51,15 @@ def test_rows_depend_only_on_their_own_generator():
     c = sample([4, 2, 3])
     assert [r[0] for r in c] != [r[0] for r in a]  # another seed, another row 0
     assert [r[2] for r in c] == [r[2] for r in a]
+
+
+def test_nucleus_set_is_the_same_whichever_partial_sort_reaches_top_p():
+    gen = torch.Generator().manual_seed(5)
+    # The sets: 1 token (the top 256 reach top_p), 736 (the top 4,096 do), 46,144 (only the full sort does).
+    for scale, top_p in ((8.0, 0.9), (3.0, 0.8), (0.1, 0.95)):
+        probs = torch.softmax(torch.randn(49_152, generator=gen) * scale, -1)
+        kept, order = _nucleus(probs, top_p)
+        full_p, full_order = probs.sort(descending=True)
+        n = int(((full_p.cumsum(-1) - full_p) < top_p).sum())
+        assert set(order[kept > 0].tolist()) == set(full_order[:n].tolist())
+        assert abs(float(kept.sum()) - float(full_p[:n].sum())) < 1e-5
