@@ -5,14 +5,13 @@
  * Needs the engine's venv (npm run setup); set ENGINE_URL to use an engine that is already running.
  */
 import fs from "node:fs";
-import { freePort } from "./test-support/net";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ExperimentFiles, type RunEvent, type RunSpec } from "../contracts";
 import { createRunnerClient, type RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
-import { startRunnerServer, type RunnerServer } from "./server";
+import type { RunnerServer } from "./server";
+import { startTestRunner, type TestRunner } from "./test-support/test-runner";
 import { descendants, startEverythingHttp, type EverythingHttp } from "./mcp/test-support";
 import { compileExperiment } from "./experiment/compile";
 import { executeRollout } from "./rollout/execute";
@@ -65,35 +64,18 @@ function collect(client: RunnerClient, input: { run_id: string; after_seq?: numb
 }
 
 describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", () => {
+  let testRunner: TestRunner | undefined;
   let runner: RunnerServer;
   let client: RunnerClient;
   let runsDir: string;
   const small = { groups_per_step: 2, rollouts_per_group: 2, sampling: { temperature: 1.0, max_tokens: 8 } };
 
   beforeAll(async () => {
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-runner-"));
-    const env = loadEnv({
-      ...process.env,
-      RUNNER_PORT: "0",
-      RUNNER_TOKEN: TOKEN,
-      ENGINE_PORT: String(await freePort()),
-      ROLLBOOK_RUNS_DIR: runsDir,
-      RUNNER_NAME: "servertest",
-    });
-    const logs: string[] = [];
-    runner = await startRunnerServer({ env, onEngineLog: (l) => logs.push(l) });
-    client = createRunnerClient(runner.url, TOKEN);
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
+    testRunner = await startTestRunner({ name: "servertest", token: TOKEN });
+    ({ server: runner, client, runsDir } = testRunner);
   }, 600_000);
 
-  afterAll(async () => {
-    await runner?.close();
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
-  }, 60_000);
+  afterAll(() => testRunner?.close(), 60_000);
 
   it("refuses calls without the right bearer token", async () => {
     const wrong = createRunnerClient(runner.url, "not-the-token");

@@ -6,14 +6,12 @@
  *   npx vitest run --project server gpu-runner/src/tenancy.servertest.ts
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ExperimentFiles, type RunEvent } from "../contracts";
-import { createRunnerClient, type RunnerClient } from "./client";
+import type { RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
-import { startRunnerServer, type RunnerServer } from "./server";
-import { freePort } from "./test-support/net";
+import { startTestRunner, type TestRunner } from "./test-support/test-runner";
 
 const TOKEN = "tenancy-servertest-token-0123456789";
 const ENGINE_TOKEN = "tenancy-engine-token-0123456789";
@@ -59,42 +57,24 @@ function collect(client: RunnerClient, runId: string) {
 type Tenants = { budget_bytes: number; used_bytes: number; peak_bytes: number; evictions: { train: number; serve: number }; restores: { checkpoint: number; spill: number } };
 
 describe.skipIf(!engineAvailable)("three runs on one engine under a one-run adapter budget", () => {
-  let runner: RunnerServer;
+  let testRunner: TestRunner | undefined;
   let client: RunnerClient;
   let runsDir: string;
   let engineUrl: string;
   const saved = process.env.ROLLBOOK_ADAPTER_MEMORY_MB;
 
   beforeAll(async () => {
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-tenancy-"));
-    const enginePort = await freePort();
-    engineUrl = `http://127.0.0.1:${enginePort}`;
     // The engine inherits the runner's environment: this is how a deployment sets the budget too.
     process.env.ROLLBOOK_ADAPTER_MEMORY_MB = String(BUDGET_MB);
-    const env = loadEnv({
-      ...process.env,
-      RUNNER_PORT: "0",
-      RUNNER_TOKEN: TOKEN,
-      ENGINE_TOKEN,
-      ENGINE_PORT: String(enginePort),
-      ROLLBOOK_RUNS_DIR: runsDir,
-      RUNNER_NAME: "tenancy-servertest",
-    });
-    const logs: string[] = [];
-    runner = await startRunnerServer({ env, onEngineLog: (l) => logs.push(l) });
-    client = createRunnerClient(runner.url, TOKEN);
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
+    testRunner = await startTestRunner({ name: "tenancy-servertest", token: TOKEN, env: { ENGINE_TOKEN } });
+    ({ client, runsDir } = testRunner);
+    engineUrl = testRunner.server.supervisor.client.baseUrl;
   }, 600_000);
 
   afterAll(async () => {
-    await runner?.close();
+    await testRunner?.close();
     if (saved === undefined) delete process.env.ROLLBOOK_ADAPTER_MEMORY_MB;
     else process.env.ROLLBOOK_ADAPTER_MEMORY_MB = saved;
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
   }, 60_000);
 
   it("all three complete with their own checkpoints and the ledger stays within the budget", async () => {

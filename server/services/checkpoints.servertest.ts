@@ -23,8 +23,8 @@ import * as tar from "tar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ChatCompletionChunk } from "@contracts";
 import { loadEnv as loadRunnerEnv, REPO_ROOT } from "@/gpu-runner/src/env";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
-import { freePort } from "@/gpu-runner/src/test-support/net";
+import type { RunnerServer } from "@/gpu-runner/src/server";
+import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
 import { handleCheckpointDownload } from "../http/checkpoint-download";
 import { handleRunTrajectoriesJsonl } from "../http/export";
 import { handleChatCompletions, handleModels } from "../http/openai-api";
@@ -42,8 +42,8 @@ if (!engineAvailable) console.warn(`checkpoints.servertest: skipped, no engine p
 const MODEL = "SmolLM2-135M-Instruct";
 
 let tdb: TestDb;
+let testRunner: TestRunner | undefined;
 let runner: RunnerServer;
-let runsDir: string;
 let web: http.Server;
 let webUrl: string;
 const db = () => tdb.handle.prisma;
@@ -95,25 +95,9 @@ describe.skipIf(!engineAvailable)("checkpoints (real runner, real engine, one 1-
 
   beforeAll(async () => {
     tdb = await createTestDb();
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-ckpt-"));
-    const logs: string[] = [];
-    runner = await startRunnerServer({
-      env: loadRunnerEnv({
-        ...process.env,
-        RUNNER_PORT: "0",
-        RUNNER_TOKEN: TOKEN,
-        ENGINE_URL: "", // always this test's own engine: it must write checkpoints into runsDir
-        ENGINE_PORT: String(await freePort()),
-        ROLLBOOK_RUNS_DIR: runsDir,
-        RUNNER_NAME: "checkpoints-servertest",
-      }),
-      onEngineLog: (l) => logs.push(l),
-    });
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
+    // Its own engine (never ENGINE_URL's): it must write checkpoints into the runner's runs folder.
+    testRunner = await startTestRunner({ name: "checkpoints-servertest", token: TOKEN });
+    runner = testRunner.server;
 
     ws = await newWorkspace(db());
     other = await newWorkspace(db());
@@ -141,9 +125,8 @@ describe.skipIf(!engineAvailable)("checkpoints (real runner, real engine, one 1-
 
   afterAll(async () => {
     await new Promise<void>((r) => (web ? web.close(() => r()) : r()));
-    await runner?.close();
+    await testRunner?.close();
     await tdb?.drop();
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
   }, 60_000);
 
   it("lists the checkpoint with its size, rewards and served name — in the run's workspace only", async () => {

@@ -6,13 +6,12 @@
  *   npx vitest run --project server server/services/rollout-tokens.servertest.ts
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RolloutTokens } from "@contracts";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
-import { freePort } from "@/gpu-runner/src/test-support/net";
+import type { RunnerServer } from "@/gpu-runner/src/server";
+import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
 import { registerRunner } from "../runner-client";
 import { callerAs, callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { ingestEvents } from "./ingest";
@@ -37,9 +36,10 @@ export default function reward({ task, output }: RewardInput<{ word: string; fla
 `;
 
 let tdb: TestDb;
+let testRunner: TestRunner | undefined;
 let runner: RunnerServer;
 let runsDir: string;
-const engineLogs: string[] = [];
+let engineLogs: string[] = [];
 const db = () => tdb.handle.prisma;
 
 const collect = (runId: string) => collectRunEvents(runner.url, TOKEN, runId);
@@ -52,25 +52,8 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
 
   beforeAll(async () => {
     tdb = await createTestDb();
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-tokens-"));
-    const logs = engineLogs;
-    runner = await startRunnerServer({
-      env: loadRunnerEnv({
-        ...process.env,
-        RUNNER_PORT: "0",
-        RUNNER_TOKEN: TOKEN,
-        ENGINE_URL: "",
-        ENGINE_PORT: String(await freePort()),
-        ROLLBOOK_RUNS_DIR: runsDir,
-        RUNNER_NAME: "rollout-tokens-servertest",
-      }),
-      onEngineLog: (l) => logs.push(l),
-    });
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
+    testRunner = await startTestRunner({ name: "rollout-tokens-servertest", token: TOKEN });
+    ({ server: runner, runsDir, engineLogs } = testRunner);
     ws = await newWorkspace(db());
     const runnerName = `tokens-${ws}`;
     await registerRunner(db(), { name: runnerName, url: runner.url, token: TOKEN });
@@ -102,9 +85,8 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
   }, 600_000);
 
   afterAll(async () => {
-    await runner?.close();
+    await testRunner?.close();
     await tdb?.drop();
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
   }, 60_000);
 
   it("a trained rollout: every sampled token has the trainer's logprob and a ratio near 1; texts are the reply", () => {

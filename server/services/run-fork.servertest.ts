@@ -6,13 +6,11 @@
  * Needs the engine's venv (npm run setup).
  */
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunConfig } from "@contracts";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
-import { freePort } from "@/gpu-runner/src/test-support/net";
-import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
+import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
 import { registerRunner, runnerById } from "../runner-client";
 import { callerAs, callerFor, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { IngestService } from "./ingest";
@@ -24,9 +22,8 @@ const engineAvailable = fs.existsSync(env0.ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`run-fork.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
 
 let tdb: TestDb;
-let runner: RunnerServer;
+let runner: TestRunner | undefined;
 let ingest: IngestService;
-let runsDir: string;
 const RUNNER_NAME = "fork-servertest";
 const db = () => tdb.handle.prisma;
 
@@ -57,34 +54,16 @@ async function waitFinished(runId: string, timeoutMs = 300_000) {
 describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and ingestion)", () => {
   beforeAll(async () => {
     tdb = await createTestDb();
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-fork-"));
-    const logs: string[] = [];
-    runner = await startRunnerServer({
-      env: loadRunnerEnv({
-        ...process.env,
-        RUNNER_PORT: "0",
-        RUNNER_TOKEN: TOKEN,
-        ENGINE_PORT: String(await freePort()),
-        ROLLBOOK_RUNS_DIR: runsDir,
-        RUNNER_NAME,
-      }),
-      onEngineLog: (l) => logs.push(l),
-    });
-    await registerRunner(db(), { name: RUNNER_NAME, url: runner.url, token: TOKEN });
+    runner = await startTestRunner({ name: RUNNER_NAME, token: TOKEN });
+    await registerRunner(db(), { name: RUNNER_NAME, url: runner.server.url, token: TOKEN });
     ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 60_000, log: () => {} });
     await ingest.start();
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
   }, 600_000);
 
   afterAll(async () => {
     await ingest?.stop();
     await runner?.close();
     await tdb?.drop();
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
   }, 60_000);
 
   it("forks a checkpoint into a new run that starts from its adapter; both runs show the lineage", { timeout: 900_000 }, async () => {

@@ -9,17 +9,16 @@
  * corpus, and a normal run must take about as long as the same run did before it.
  */
 import fs from "node:fs";
-import { freePort } from "../../test-support/net";
-import os from "node:os";
 import path from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ExperimentFiles, type RunEvent, type Trajectory } from "../../../contracts";
-import { createRunnerClient, type RunnerClient } from "../../client";
+import type { RunnerClient } from "../../client";
 import { loadEnv, REPO_ROOT } from "../../env";
-import { startRunnerServer, type RunnerServer } from "../../server";
+import type { RunnerServer } from "../../server";
+import { startTestRunner, type TestRunner } from "../../test-support/test-runner";
 import { CORPUS_LIMITS, HOSTILE_CASES, corpusFiles } from "./cases";
 
 const TOKEN = "hostile-servertest-token";
@@ -118,9 +117,9 @@ function sandboxCpuSeconds(): Map<string, number> {
 }
 
 describe.skipIf(!engineAvailable)("the runner under the hostile corpus (real runner, real engine, real sandbox)", () => {
+  let testRunner: TestRunner | undefined;
   let runner: RunnerServer;
   let client: RunnerClient;
-  let runsDir: string;
   const gc = gcFunction();
   const figures: Record<string, number> = {};
 
@@ -142,22 +141,13 @@ describe.skipIf(!engineAvailable)("the runner under the hostile corpus (real run
   };
 
   beforeAll(async () => {
-    runsDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-hostile-"));
-    const env = loadEnv({ ...process.env, RUNNER_PORT: "0", RUNNER_TOKEN: TOKEN, ENGINE_PORT: String(await freePort()), ROLLBOOK_RUNS_DIR: runsDir, RUNNER_NAME: "hostile" });
-    const logs: string[] = [];
-    runner = await startRunnerServer({ env, onEngineLog: (l) => logs.push(l) });
-    client = createRunnerClient(runner.url, TOKEN);
-    try {
-      await runner.supervisor.waitReady(540_000);
-    } catch (err) {
-      throw new Error(`${(err as Error).message}\n--- engine log ---\n${logs.slice(-40).join("\n")}`);
-    }
+    testRunner = await startTestRunner({ name: "hostile", token: TOKEN });
+    ({ server: runner, client } = testRunner);
   }, 600_000);
 
   afterAll(async () => {
     console.log(`hostile.servertest figures: ${JSON.stringify(figures)}`);
-    await runner?.close();
-    if (runsDir) fs.rmSync(runsDir, { recursive: true, force: true });
+    await testRunner?.close();
   }, 60_000);
 
   it("a normal dry run, twice: warm-up, then the baseline time and memory", async () => {
