@@ -124,3 +124,28 @@ def test_left_pad_positions():
     assert ids.tolist() == [[5, 6, 7], [0, 0, 8]]
     assert valid.tolist() == [[True, True, True], [False, False, True]]
     assert pos.tolist() == [[0, 1, 2], [0, 0, 0]]
+
+
+def test_prefills_of_many_shapes_leave_no_memory_behind(store):
+    """oneDNN caches a primitive per input shape, with buffers growing with the rows: prefills (a new shape
+    almost every time) must not go through the prepacked weights, or memory grows ~40 MB a prompt length."""
+    import psutil
+
+    lean = LeanLlama(store.model)
+    if lean.packed is None:
+        pytest.skip("no prepacked weights on this device")
+    widths = {"qkv": lean.hidden, "o": lean.heads * lean.head_dim, "gate_up": lean.hidden,
+              "down": lean.fused[0]["down"][0].shape[1]}
+    proc = psutil.Process()
+
+    def prefill_projections(rows: int) -> None:
+        for which, width in widths.items():
+            lean._proj(torch.randn(8, rows // 8, width), 0, which, [])
+
+    with torch.inference_mode():
+        prefill_projections(2_400)  # warm-up: allocator pools, MKL's buffers
+        before = proc.memory_info().rss
+        for i in range(12):  # twelve prompt lengths, as a run's varied prompts give
+            prefill_projections(2_400 + 64 * (i + 1))
+        grown = proc.memory_info().rss - before
+    assert grown < 150 * 2**20, f"{grown / 2**20:.0f} MB kept after 12 prefill shapes"

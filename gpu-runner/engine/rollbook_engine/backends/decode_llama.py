@@ -171,6 +171,15 @@ class _Packed:
         return torch.ops.mkldnn._linear_pointwise(x, self.weight, bias, "none", [], "")
 
 
+# Rows (batch × new tokens) up to which a projection goes through the prepacked weight: every decode step
+# (one new token a row, at most the engine's batch) and small prefills. Why a bound: oneDNN keeps a primitive
+# per input shape in its cache, with buffers that grow with the rows — measured ~40 MB per distinct prefill of
+# ~9,000 rows over the four projection shapes, and an engine grew to 20 GB in 25 minutes of varied multi-turn
+# prompts before the kernel's OOM killer stopped it. At most this many distinct small shapes are cached, and
+# large prefills (where MKL's GEMM through F.linear is within ~25% anyway) cache nothing.
+PACKED_MAX_ROWS = 64
+
+
 def _try_pack(weights: list[torch.Tensor]) -> list[_Packed] | None:
     """Prepacked copies of `weights`, or None where this torch cannot (the plain F.linear path is used)."""
     try:
@@ -281,7 +290,11 @@ class LeanLlama:
 
     def _proj(self, x: torch.Tensor, layer: int, which: str, loras: list[tuple[torch.Tensor | None, LoraSet]]):
         weight, bias = self.fused[layer][which]
-        out = self.packed[layer][which](x, bias) if self.packed is not None else F.linear(x, weight, bias)
+        rows = x.numel() // x.shape[-1]
+        if self.packed is not None and rows <= PACKED_MAX_ROWS:
+            out = self.packed[layer][which](x, bias)
+        else:
+            out = F.linear(x, weight, bias)
         for rows, lset in loras:
             for d in lset.per_layer[layer].get(which, ()):
                 xs = x if rows is None else x[rows]
@@ -344,6 +357,6 @@ class LeanLlama:
         cache.width = end
         last = F.rms_norm(h[:, -1], (self.hidden,), self.norm.weight, self.norm.variance_epsilon)
         head_bias = getattr(self.lm_head, "bias", None)
-        if self.packed_head is not None:
+        if self.packed_head is not None and last.shape[0] <= PACKED_MAX_ROWS:
             return self.packed_head(last, head_bias).float()
         return F.linear(last, self.lm_head.weight, head_bias).float()
