@@ -188,6 +188,7 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
   rmSync(path.join(runsDir, runId), { recursive: true, force: true });
   const started = await client.start.mutate({
     run_id: runId,
+    workspace_id: "bench",
     kind: "train",
     resume: false,
     files: { ...files, "config.json": JSON.stringify(config) },

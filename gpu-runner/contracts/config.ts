@@ -5,7 +5,8 @@
  * gpu-runner/engine/rollbook_engine/contracts/train.py; fixtures/train_request.json keeps the two in step.
  */
 import { z } from "zod";
-import { McpConfig } from "./mcp";
+import { McpConfig, SecretName } from "./mcp";
+import { parseCheckpointModel } from "./model-ref";
 
 export const DEFAULT_MODEL = "SmolLM2-135M-Instruct";
 
@@ -77,15 +78,19 @@ export const LimitsConfig = z
 export const JudgeConfig = z
   .object({
     /** An OpenAI-compatible endpoint (e.g. https://api.openai.com/v1); null = the runner's own engine. */
-    base_url: z.string().url().nullable().default(null),
+    base_url: z.url({ protocol: /^https?$/, error: "an http:// or https:// URL of an OpenAI-compatible endpoint" }).nullable().default(null),
     /** The judge model; null = the run's base model (adapter off) on the runner's engine. Required with base_url. */
     model: z.string().min(1).nullable().default(null),
-    /** Name of the runner's environment variable holding the endpoint's API key (never the key itself). */
+    api_key_secret: SecretName.nullable()
+      .default(null)
+      .describe("Name of a workspace secret (Team → Secrets) holding the endpoint's API key; sent only to judge.base_url, never stored with the run."),
+    /**
+     * Gone: it named a variable of the runner's environment, which let any experiment send the runner's own
+     * secrets to an endpoint of its choosing. Kept in the schema only to refuse it with the way forward.
+     */
     api_key_env: z
-      .string()
-      .regex(/^[A-Z_][A-Z0-9_]*$/, "an environment variable name, e.g. OPENAI_API_KEY")
-      .nullable()
-      .default(null),
+      .null({ error: "judge.api_key_env is not read: the runner's environment is not shared with experiments. Store the key as a workspace secret (Team → Secrets) and name it in judge.api_key_secret" })
+      .optional(),
     /** Greedy by default: a judge should be consistent, not creative. */
     temperature: z.number().min(0).max(2).default(0),
     max_tokens: z.number().int().min(1).max(8192).default(512),
@@ -95,12 +100,22 @@ export const JudgeConfig = z
     completion_price_per_million: z.number().min(0).default(0),
   })
   .strict()
-  .refine((j) => j.base_url === null || j.model !== null, { message: "judge.model is required with judge.base_url", path: ["model"] });
+  .refine((j) => j.base_url === null || j.model !== null, { message: "judge.model is required with judge.base_url", path: ["model"] })
+  .refine((j) => j.base_url !== null || j.api_key_secret === null, {
+    message: "judge.api_key_secret is only sent to judge.base_url; the runner's own engine needs no key",
+    path: ["api_key_secret"],
+  });
 
 export const RunConfig = z
   .object({
-    /** A Hugging Face id or local path the engine can load, or the bundled default. */
-    model: z.string().min(1).default(DEFAULT_MODEL),
+    /** The base model: one a runner serves (its ENGINE_MODEL; the bundled default here). */
+    model: z
+      .string()
+      .min(1)
+      .max(300)
+      // A checkpoint of some run is not a base model: starting from one is a fork, which checks that the run is this workspace's.
+      .refine((m) => parseCheckpointModel(m) === null, { message: "a checkpoint '<run>@<step>' is not a base model: fork that run from its checkpoint instead (run page → Fork)" })
+      .default(DEFAULT_MODEL),
     device: z
       .enum(["cpu", "cuda"])
       .optional()

@@ -12,3 +12,4 @@ export * from "./model-ref";
 export * from "./advantages";
 export * from "./rescore";
 export * from "./mean-reward";
+export * from "./secret-mask";

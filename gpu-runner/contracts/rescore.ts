@@ -10,6 +10,7 @@ import { RunKind } from "./config";
 import { ChatMessage } from "./chat";
 import { ExperimentFiles } from "./experiment/files";
 import { Diagnostic, RolloutError } from "./run";
+import { SecretName } from "./mcp";
 
 /** Trajectories one re-score call may carry (the web tier caps what it loads at this and says so). */
 export const RESCORE_MAX_TRAJECTORIES = 2_000;
@@ -28,7 +29,11 @@ export const RescoreTrajectory = z.object({
 export type RescoreTrajectory = z.infer<typeof RescoreTrajectory>;
 
 export const RescoreRequest = z.object({
+  /** The run's workspace: a judge.model naming a checkpoint must be one of its runs (RunSpec.workspace_id). */
+  workspace_id: z.string().min(1).max(100),
   files: ExperimentFiles,
+  /** The workspace secrets the files' judge needs (RunSpec.secrets). */
+  secrets: z.record(SecretName, z.string().max(10_000)).default({}),
   kind: RunKind,
   trajectories: z.array(RescoreTrajectory).max(RESCORE_MAX_TRAJECTORIES),
 });

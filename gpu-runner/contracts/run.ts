@@ -8,11 +8,26 @@ import { RunConfig, RunKind } from "./config";
 import { ChatMessage } from "./chat";
 import { TrainMetrics, CheckpointInfo, InitFrom } from "./train";
 import { ExperimentFiles } from "./experiment/files";
+import { McpServerDefinition, McpServerName, SecretName } from "./mcp";
 
 export const RunSpec = z.object({
   run_id: z.string().min(1),
+  /**
+   * The workspace the run belongs to. The runner records it with the run and refuses any model reference
+   * (eval_model, init_from, judge.model, a chat's model) to a run of another workspace: a second check behind
+   * the web server's (docs/security.md).
+   */
+  workspace_id: z.string().min(1).max(100),
   kind: RunKind,
   files: ExperimentFiles,
+  /**
+   * The workspace secrets the run refers to (judge.api_key_secret, `${NAME}` in MCP headers and in the env of
+   * its registered servers), by name. Held in the runner's memory for the run, injected only into the request
+   * that needs each, and masked in every event and log line; never written to disk.
+   */
+  secrets: z.record(SecretName, z.string().max(10_000)).default({}),
+  /** The registered stdio MCP servers the run's config names (mcp.servers.<x>.server), by registered name. */
+  mcp_servers: z.record(McpServerName, McpServerDefinition).default({}),
   /** Eval runs: which checkpoint to evaluate, `<run>@<step>`; absent = the base model. */
   eval_model: z.string().optional(),
   /** Resume a train run from its newest checkpoint instead of refusing an existing run id. */
@@ -24,6 +39,12 @@ export const RunSpec = z.object({
   init_from: InitFrom.optional(),
 });
 export type RunSpec = z.infer<typeof RunSpec>;
+
+/**
+ * The header the web server sets on the runner's plain-HTTP chat route: the workspace the request acts in.
+ * The runner serves a checkpoint model only to its run's workspace (a second check behind the web's).
+ */
+export const RUNNER_WORKSPACE_HEADER = "x-rollbook-workspace";
 
 /**
  * `lost` is the web server's verdict, never the runner's: the run's runner has not answered (status call

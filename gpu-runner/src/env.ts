@@ -5,7 +5,6 @@
 import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
-import type { McpSecrets } from "./mcp/secrets";
 import { RUNNER_TOKEN_MISSING } from "../contracts/tokens";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
@@ -13,8 +12,11 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
 
 const port = z.coerce.number().int().min(0).max(65535);
 
-/** Settings of the runner and the web tier (bearer token, database): never shareable with MCP servers. */
-const RUNNER_OWN = new Set(["RUNNER_TOKEN", "ENGINE_TOKEN", "RUNNER_PORT", "RUNNER_HOST", "ENGINE_URL", "ENGINE_PORT", "ENGINE_PYTHON", "DATABASE_URL", "TEST_DATABASE_URL"]);
+const BooleanSetting = (name: string, fallback: "true" | "false") =>
+  z
+    .enum(["true", "false", "1", "0", "on", "off", "yes", "no"], { error: `${name} is true or false` })
+    .default(fallback)
+    .transform((v) => ["true", "1", "on", "yes"].includes(v));
 
 export const RunnerEnv = z.object({
   /** Port of the runner's tRPC HTTP server (0 = pick a free one; the chosen port is printed). */
@@ -62,33 +64,23 @@ export const RunnerEnv = z.object({
   /** Shown in status(); several runners can register with one web tier. */
   RUNNER_NAME: z.string().min(1).default(os.hostname()),
   /**
-   * Whether experiments may start stdio MCP servers. A stdio server is any command an experiment names,
-   * run as the runner's user on this machine: turn it off on a runner shared with people who may not run
-   * code there. http/sse servers stay available.
+   * Whether this runner starts stdio MCP servers at all. Experiments never name commands: they name a server
+   * a workspace admin registered (command, args, env), and the runner runs it in a bubblewrap sandbox with no
+   * access to the runner's files, environment or other runs (mcp/sandbox.ts). Off: no stdio server starts;
+   * http/sse servers stay available.
    */
-  MCP_ALLOW_STDIO: z
-    .enum(["true", "false", "1", "0", "on", "off", "yes", "no"], { error: "MCP_ALLOW_STDIO is true or false" })
-    .default("true")
-    .transform((v) => ["true", "1", "on", "yes"].includes(v)),
+  MCP_ALLOW_STDIO: BooleanSetting("MCP_ALLOW_STDIO", "true"),
+  /** Whether a registered stdio server whose definition asks for the network gets it (off: no network at all). */
+  MCP_STDIO_NETWORK: BooleanSetting("MCP_STDIO_NETWORK", "false"),
   /**
-   * Comma-separated names of this runner's environment variables that an experiment's MCP config may use
-   * as ${NAME} in env and headers (e.g. GITHUB_TOKEN). None by default: config.json is written by any
-   * experiment author, and must not be able to send the runner's own secrets to a server of their choosing.
+   * Comma-separated folders stdio MCP servers may read besides the system's /usr and this repository's
+   * node_modules (e.g. where the operator installed Python servers). Never this repository, DATA_DIR or the runs folder.
    */
-  MCP_SECRET_VARS: z
+  MCP_STDIO_READ_PATHS: z
     .string()
     .default("")
     .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
-    .pipe(
-      z.array(
-        z
-          .string()
-          .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "MCP_SECRET_VARS lists variable names separated by commas")
-          .refine((name) => !RUNNER_OWN.has(name), {
-            error: (issue) => `MCP_SECRET_VARS: ${String(issue.input)} is one of Rollbook's own settings and cannot be shared with MCP servers`,
-          }),
-      ),
-    ),
+    .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), { error: (i) => `MCP_STDIO_READ_PATHS: ${String(i.input)} is not an absolute path` }))),
 });
 export type RunnerEnv = z.infer<typeof RunnerEnv>;
 
@@ -104,23 +96,17 @@ export function loadEnv(source: NodeJS.ProcessEnv = process.env): RunnerEnv {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
     throw new Error(`Invalid runner environment:\n${lines.join("\n")}`);
   }
+  // A folder servers may read must not hold what the sandbox exists to hide: the runs and the data dir's tokens.
+  for (const p of parsed.data.MCP_STDIO_READ_PATHS) {
+    const covers = (hidden: string) => path.relative(path.resolve(p), hidden).split(path.sep)[0] !== "..";
+    if (covers(path.resolve(parsed.data.ROLLBOOK_RUNS_DIR)) || covers(REPO_ROOT)) {
+      throw new Error(`Invalid runner environment:\n  MCP_STDIO_READ_PATHS: ${p} holds the runs folder or this repository (its DATA_DIR and tokens); list only the folders servers need`);
+    }
+  }
   if (parsed.data.ENGINE_URL && !parsed.data.ENGINE_TOKEN) {
     throw new Error(
       "Invalid runner environment:\n  ENGINE_TOKEN: required with ENGINE_URL — start that engine with ENGINE_TOKEN=<secret> and give the runner the same value",
     );
   }
   return parsed.data;
-}
-
-/**
- * The values MCP configs may reference as ${NAME}: only the names in MCP_SECRET_VARS, read once here so
- * the MCP code never sees the rest of the environment.
- */
-export function mcpSecrets(env: RunnerEnv, source: Readonly<Record<string, string | undefined>> = process.env): McpSecrets {
-  const values: Record<string, string> = {};
-  for (const name of env.MCP_SECRET_VARS) {
-    const value = source[name];
-    if (value !== undefined) values[name] = value;
-  }
-  return { allowed: env.MCP_SECRET_VARS, values };
 }

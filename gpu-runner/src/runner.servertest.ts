@@ -106,11 +106,11 @@ export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSch
     expect(await client.validate.mutate({ files, kind: "dry-run" })).toEqual({ ok: true, diagnostics: [] });
     // One bad row among 90,000 is named at its line, and nothing starts.
     const bad = { ...files, "tasks.jsonl": tasks.replace('{"word":"word4567",', '{"word":4567,') };
-    const refused = await client.start.mutate({ run_id: "big-bad", kind: "dry-run", files: bad, resume: false });
+    const refused = await client.start.mutate({ run_id: "big-bad", workspace_id: "ws-test", kind: "dry-run", files: bad, resume: false });
     expect(refused).toMatchObject({ ok: false, diagnostics: [{ file: "tasks.jsonl", line: 4568, message: expect.stringContaining('field "word"') }] });
     expect((await client.status.query()).runs.some((r) => r.run_id === "big-bad")).toBe(false);
 
-    expect(await client.start.mutate({ run_id: "big-1", kind: "dry-run", files, resume: false })).toEqual({ ok: true, run_id: "big-1" });
+    expect(await client.start.mutate({ run_id: "big-1", workspace_id: "ws-test", kind: "dry-run", files, resume: false })).toEqual({ ok: true, run_id: "big-1" });
     const { events } = await collect(client, { run_id: "big-1", after_seq: 0 });
     expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
     const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
@@ -125,9 +125,9 @@ export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSch
       http = await startEverythingHttp("streamableHttp");
       const files: ExperimentFiles = {
         ...template({ ...small, rollouts_per_group: 2, mcp: { servers: {
-          local: { transport: "stdio", command: "mcp-server-everything", tools: ["echo", "get-sum"] },
+          local: { transport: "stdio", server: "everything", tools: ["echo", "get-sum"] },
           remote: { transport: "http", url: http.url, tools: ["echo", "get-sum"] },
-          broken: { transport: "stdio", command: "no-such-mcp-server" },
+          broken: { transport: "stdio", server: "nothing" },
         } } }),
         "scenario.ts": `import type { RolloutContext } from "rollbook";
 export default async function rollout(ctx: RolloutContext<{ word: string }>) {
@@ -143,7 +143,9 @@ export default async function rollout(ctx: RolloutContext<{ word: string }>) {
 `,
         "reward.ts": `export default function reward({ output }: { output: { sum: string } }) { return output.sum.includes("42") ? 1 : 0; }\n`,
       };
-      expect(await client.start.mutate({ run_id: "mcp-1", kind: "dry-run", files, resume: false })).toEqual({ ok: true, run_id: "mcp-1" });
+      // The workspace's registered servers, as the web server sends those a run names.
+      const mcp_servers = { everything: { command: "mcp-server-everything" }, nothing: { command: "no-such-mcp-server" } };
+      expect(await client.start.mutate({ run_id: "mcp-1", workspace_id: "ws-test", kind: "dry-run", files, resume: false, mcp_servers })).toEqual({ ok: true, run_id: "mcp-1" });
       const { events } = await collect(client, { run_id: "mcp-1", after_seq: 0 });
       expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
       const logs = events.flatMap((e) => (e.type === "run.log" ? [e.payload.message] : []));
@@ -247,7 +249,7 @@ export default async function rollout(ctx: RolloutContext) {
   });
 
   it("dry-runs say-the-word: 4 rollouts with rewards and tokens, resumable after any seq", async () => {
-    const spec: RunSpec = { run_id: "dry-1", kind: "dry-run", files: template(small), resume: false };
+    const spec: RunSpec = { run_id: "dry-1", workspace_id: "ws-test", kind: "dry-run", files: template(small), resume: false, secrets: {}, mcp_servers: {} };
     expect(await client.start.mutate(spec)).toEqual({ ok: true, run_id: "dry-1" });
     const { events, ids } = await collect(client, { run_id: "dry-1", after_seq: 0 });
 
@@ -298,7 +300,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
     const files = template(small, broken);
     const checked = await client.validate.mutate({ files, kind: "dry-run" });
     expect(checked.ok).toBe(false);
-    const result = await client.start.mutate({ run_id: "broken-1", kind: "dry-run", files, resume: false });
+    const result = await client.start.mutate({ run_id: "broken-1", workspace_id: "ws-test", kind: "dry-run", files, resume: false });
     expect(result.ok).toBe(false);
     if (result.ok) return;
     const diag = result.diagnostics.find((d) => d.file === "scenario.ts");
@@ -322,7 +324,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
       { ...small, limits: { rollout_timeout_ms: 120_000, cpu_timeout_ms: 1_000, memory_mb: 64 } },
       looping,
     );
-    expect(await client.start.mutate({ run_id: "loop-1", kind: "dry-run", files, resume: false })).toMatchObject({ ok: true });
+    expect(await client.start.mutate({ run_id: "loop-1", workspace_id: "ws-test", kind: "dry-run", files, resume: false })).toMatchObject({ ok: true });
     const { events } = await collect(client, { run_id: "loop-1" });
     const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
     expect(rollouts).toHaveLength(4);
@@ -341,7 +343,7 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
     const config = { ...small, num_steps: 2, eval_every: 0, trainer: { learning_rate: 0.0002, loss: "ppo", micro_batch_size: 4 } };
     // Unique: an external engine (ENGINE_URL) keeps checkpoints across test runs.
     const runId = `train-${Date.now()}`;
-    const spec: RunSpec = { run_id: runId, kind: "train", files: template(config), resume: false };
+    const spec: RunSpec = { run_id: runId, workspace_id: "ws-test", kind: "train", files: template(config), resume: false, secrets: {}, mcp_servers: {} };
     expect(await client.start.mutate(spec)).toMatchObject({ ok: true });
     const first = await collect(client, { run_id: runId });
     expect(first.events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed", error: null } });

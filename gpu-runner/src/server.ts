@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { loadEnv, mcpSecrets, REPO_ROOT, type RunnerEnv } from "./env";
+import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
@@ -76,7 +76,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       },
     },
     env.RUNNER_NAME,
-    { allowStdio: env.MCP_ALLOW_STDIO, secrets: mcpSecrets(env) },
+    { allowStdio: env.MCP_ALLOW_STDIO, sandbox: { allowNetwork: env.MCP_STDIO_NETWORK, readPaths: env.MCP_STDIO_READ_PATHS, repoRoot: REPO_ROOT } },
     env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
   );
   manager.recoverInterrupted();
@@ -132,6 +132,9 @@ async function main(): Promise<void> {
   const env = loadEnv();
   const weak = weakTokenWarning("RUNNER_TOKEN", env.RUNNER_TOKEN);
   if (weak) console.warn(`runner: warning: ${weak}`);
+  if (process.env.MCP_SECRET_VARS) {
+    console.warn("runner: warning: MCP_SECRET_VARS is no longer read: experiments never reach the runner's environment; admins store secrets per workspace (Team → Secrets)");
+  }
   const runner = await startRunnerServer({ env });
   console.log(`RUNNER READY ${runner.port}`);
   const shutdown = (signal: string) => {

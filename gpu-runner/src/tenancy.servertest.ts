@@ -86,7 +86,7 @@ describe.skipIf(!engineAvailable)("three runs on one engine under a one-run adap
     const ids = ["ten-a", "ten-b", "ten-c"];
     // Different seeds: three different runs, not one run three times.
     const started = await Promise.all(ids.map((run_id, i) =>
-      client.start.mutate({ run_id, kind: "train", files: files({ ...config, seed: 100 + i }), resume: false })));
+      client.start.mutate({ run_id, workspace_id: "ws-test", kind: "train", files: files({ ...config, seed: 100 + i }), resume: false })));
     for (const s of started) expect(s).toMatchObject({ ok: true });
     const all = await Promise.all(ids.map((id) => collect(client, id)));
 

@@ -83,7 +83,7 @@ export async function handleChatCompletions(req: Request, opts: { db?: Db } = {}
   try {
     const resolved = await resolveModel(access.db, access.workspaceId, requested);
     // The parsed body: fields the engine does not know (`user`, `store`, `metadata`…) are dropped, not refused.
-    upstream = await forwardChat(access.db, resolved, parsed.data, req.signal);
+    upstream = await forwardChat(access.db, access.workspaceId, resolved, parsed.data, req.signal);
   } catch (e) {
     if (req.signal.aborted) return new Response(null, { status: 499 });
     if (e instanceof Error && e.name === "TimeoutError") return openaiError(504, `the model did not answer in time: ${rootMessage(e)}`);

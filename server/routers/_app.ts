@@ -13,6 +13,7 @@ import { runsRouter } from "./runs";
 import { runnersRouter } from "./runners";
 import { templatesRouter } from "./templates";
 import { workspaceRouter } from "./workspace";
+import { mcpServersRouter, secretsRouter } from "./workspace-config";
 
 export const appRouter = createTRPCRouter({
   account: accountRouter,
@@ -24,6 +25,8 @@ export const appRouter = createTRPCRouter({
   compare: compareRouter,
   checkpoints: checkpointsRouter,
   alerts: alertsRouter,
+  secrets: secretsRouter,
+  mcpServers: mcpServersRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import type { Db } from "./types";
 import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./workspace";
 import { findUsableInvite } from "./invites";
+import { ensureBundledMcpServers } from "./workspace-config/mcp-servers";
 
 export async function userCount(db: Db): Promise<number> {
   return db.user.count();
@@ -34,6 +35,7 @@ export async function createWorkspace(db: Db, userId: string, name: string, emai
     select: { id: true },
   });
   await ensureDefaultExperiment(db, ws.id);
+  await ensureBundledMcpServers(db, ws.id);
   return ws;
 }
 

@@ -13,6 +13,7 @@ import {
   DEFAULT_MODEL,
   checkpointModelName,
   parseCheckpointModel,
+  RUNNER_WORKSPACE_HEADER,
   type ChatMessage,
   type EvalMetrics,
   type StepMetrics,
@@ -109,13 +110,14 @@ export async function resolveModel(db: DbOrTx, workspaceId: string, model: strin
  * configured runner), with `model` rewritten to the runner's name. The runner's response is returned as is
  * (status, JSON or server-sent events), for the caller to pass on.
  */
-export async function forwardChat(db: DbOrTx, resolved: ResolvedModel, body: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
+export async function forwardChat(db: DbOrTx, workspaceId: string, resolved: ResolvedModel, body: Record<string, unknown>, signal?: AbortSignal): Promise<Response> {
   const runnerId = resolved.runnerId ?? (resolved.kind === "base" ? (await resolveRunner(db)).id : null);
   if (!runnerId) throw new AppError("RUNNER_UNAVAILABLE", `run #${resolved.kind === "checkpoint" ? resolved.runNumber : "?"} has no runner to serve its checkpoints`);
   const signals = [AbortSignal.timeout(CHAT_TIMEOUT_MS), ...(signal ? [signal] : [])];
   return runnerFetch(db, runnerId, "/v1/chat/completions", {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    // The runner checks a checkpoint model against this workspace on its own too (gpu-runner/src/loop/run-owner.ts).
+    headers: { "content-type": "application/json", [RUNNER_WORKSPACE_HEADER]: workspaceId },
     body: JSON.stringify({ ...body, model: resolved.runnerModel }),
     signal: AbortSignal.any(signals),
   });
@@ -155,7 +157,7 @@ export async function chatWithRun(db: DbOrTx, workspaceId: string, input: ChatIn
     resolved = { kind: "checkpoint", runId: run.id, runNumber: run.number, step: input.step, runnerId: run.runnerId, runnerModel: checkpointModelName(run.id, input.step) };
   }
   const started = Date.now();
-  const res = await forwardChat(db, resolved, { messages: input.messages, max_tokens: input.maxTokens, temperature: input.temperature });
+  const res = await forwardChat(db, workspaceId, resolved, { messages: input.messages, max_tokens: input.maxTokens, temperature: input.temperature });
   if (!res.ok) {
     const message = await errorMessage(res);
     throw new AppError(res.status === 404 ? "NOT_FOUND" : res.status === 400 ? "BAD_INPUT" : "RUNNER_ERROR", `the runner refused the chat: ${message}`);

@@ -24,6 +24,7 @@ import { fromDbKind } from "./run-convert";
 import { emitRunStatus, notifyRunStarted } from "./run-hooks";
 import { recordRunnerFailure } from "./runner-pool";
 import { failRun } from "./runs";
+import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db, DbOrTx } from "./types";
 
 /** A queued run given to a runner, to be started there. */
@@ -169,7 +170,7 @@ export class Dispatcher {
   async startClaimed(c: Claim): Promise<boolean> {
     const run = await this.db.run.findUnique({
       where: { id: c.runId },
-      select: { status: true, runnerId: true, kind: true, evalModel: true, initFrom: true, version: { select: { files: true } } },
+      select: { status: true, runnerId: true, workspaceId: true, kind: true, evalModel: true, initFrom: true, version: { select: { files: true } } },
     });
     // Stopped while being claimed: nothing to start.
     if (!run || run.status !== "queued" || run.runnerId !== c.runnerId) return false;
@@ -177,10 +178,13 @@ export class Dispatcher {
     try {
       runner = await this.runnerFor(c.runnerId);
       const kind: RunKind = fromDbKind(run.kind);
+      const files = parseStoredFiles(run.version.files);
       const res = await runner.start({
         run_id: c.runId,
         kind,
-        files: parseStoredFiles(run.version.files),
+        files,
+        // Its workspace, and the secrets and registered servers it names as they are now (a deleted one fails it here).
+        ...(await workspaceRunSpec(this.db, run.workspaceId, files, kind)),
         eval_model: run.evalModel ?? undefined,
         init_from: (run.initFrom as InitFrom | null) ?? undefined,
       });

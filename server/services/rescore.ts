@@ -21,6 +21,7 @@ import {
 } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
+import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { fromDbKind } from "./run-convert";
@@ -168,7 +169,9 @@ export async function rescoreRun(
   });
 
   const runner = run.runnerId ? await runners.byId(run.runnerId) : await runners.default();
-  const res = await runner.rescore({ files, kind: fromDbKind(run.kind), trajectories: send });
+  const kind = fromDbKind(run.kind);
+  const { workspace_id, secrets } = await workspaceRunSpec(db, workspaceId, files, kind);
+  const res = await runner.rescore({ workspace_id, secrets, files, kind, trajectories: send });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
   if (res.results.length !== send.length) {
     throw new AppError("RUNNER_ERROR", `runner '${runner.name}' answered ${res.results.length} re-scores for ${send.length} trajectories`);

@@ -12,6 +12,7 @@ import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { emitRunStatus, notifyRunMoved, notifyRunStarted } from "./run-hooks";
 import { moveRunTo } from "./run-move";
+import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db } from "./types";
 import { InitFrom, type Diagnostic, type RunStatus } from "@contracts";
 
@@ -50,7 +51,7 @@ async function defaultTarget(ownId: string, runners: ResumeRunners): Promise<Run
 export async function resumeRun(db: Db, workspaceId: string, id: string, runners: ResumeRunners, opts: ResumeOptions = {}): Promise<ResumeRunResult> {
   const run = await db.run.findFirst({
     where: { id, workspaceId },
-    select: { id: true, kind: true, status: true, runnerId: true, lastSeq: true, parentRunId: true, parentStep: true, version: { select: { files: true } } },
+    select: { id: true, workspaceId: true, kind: true, status: true, runnerId: true, lastSeq: true, parentRunId: true, parentStep: true, version: { select: { files: true } } },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
   if (run.kind !== "train") throw new AppError("BAD_INPUT", "only train runs can be resumed (they have checkpoints)");
@@ -65,7 +66,8 @@ export async function resumeRun(db: Db, workspaceId: string, id: string, runners
 
   const files = parseStoredFiles(run.version.files);
   const initFrom = await forkStart(db, run);
-  const res = await runner.start({ run_id: run.id, kind: "train", files, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
+  const workspacePart = await workspaceRunSpec(db, run.workspaceId, files, "train");
+  const res = await runner.start({ run_id: run.id, kind: "train", files, ...workspacePart, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
   const now = new Date();

@@ -31,6 +31,7 @@ import type { Db, DbOrTx } from "./types";
 import { emitRunStatus } from "./run-hooks";
 import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
 import { listRunsTable } from "./runs-table";
+import { runReferenceDiagnostics } from "./workspace-config/run-references";
 
 export type StartRunInput = {
   experimentId: string;
@@ -124,6 +125,9 @@ export async function startRun(
   const config = parsed.config;
   const forkProblems = fork ? forkConfigDiagnostics(fork, input.kind, config, input.files["config.json"]) : [];
   if (forkProblems.length > 0) return { ok: false, diagnostics: forkProblems, error: summarize(forkProblems) };
+  // Registered MCP servers, secrets and checkpoints the config names must be this workspace's.
+  const referenceProblems = await runReferenceDiagnostics(db, workspaceId, config, input.files["config.json"]);
+  if (referenceProblems.length > 0) return { ok: false, diagnostics: referenceProblems, error: summarize(referenceProblems) };
   let pinnedEval: string | null = null;
   if (input.kind === "eval" && input.evalModel && !fork) {
     const target = await resolveEvalModel(db, workspaceId, input.evalModel, config.model);

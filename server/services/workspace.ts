@@ -5,18 +5,24 @@
 import type { DbOrTx } from "./types";
 import { filesHash } from "./experiments";
 import { readTemplate } from "./templates";
+import { ensureBundledMcpServers } from "./workspace-config/mcp-servers";
 
 export const DEFAULT_WORKSPACE_SLUG = "default";
 export const DEFAULT_EXPERIMENT_NAME = "say-the-word";
 const DEFAULT_TEMPLATE = "say-the-word";
 
 export async function ensureDefaultWorkspace(db: DbOrTx): Promise<{ id: string }> {
-  return db.workspace.upsert({
+  const existing = await db.workspace.findUnique({ where: { slug: DEFAULT_WORKSPACE_SLUG }, select: { id: true } });
+  if (existing) return existing;
+  // Upsert: two processes booting at once both get the one row (and both seeding it is harmless).
+  const ws = await db.workspace.upsert({
     where: { slug: DEFAULT_WORKSPACE_SLUG },
     update: {},
     create: { slug: DEFAULT_WORKSPACE_SLUG, name: "Default workspace" },
     select: { id: true },
   });
+  await ensureBundledMcpServers(db, ws.id);
+  return ws;
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { type RunEvent } from "../../contracts";
+import { NO_MASK, type RunEvent, type SecretMask } from "../../contracts";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 /** An event as emitted: the log fills in run_id, seq and ts. */
@@ -28,6 +28,8 @@ class RunLog {
   private waiters = new Set<() => void>();
   /** True while a run is writing to this log (between run.started and run.finished of this process). */
   active = false;
+  /** The run's workspace secrets, masked in every line before it is written or handed to anyone. */
+  mask: SecretMask = NO_MASK;
 
   constructor(
     readonly runId: string,
@@ -70,13 +72,19 @@ class RunLog {
   }
 
   append(input: RunEventInput): RunEvent {
-    const event = { ...input, run_id: this.runId, seq: this.events.length + 1, ts: Date.now() } as RunEvent;
+    let event = { ...input, run_id: this.runId, seq: this.events.length + 1, ts: Date.now() } as RunEvent;
+    let line = JSON.stringify(event);
+    if (!this.mask.empty) {
+      const masked = this.mask.mask(line);
+      // Parsed back so that what subscribers get is exactly what the file holds.
+      if (masked !== line) [line, event] = [masked, JSON.parse(masked) as RunEvent];
+    }
     if (this.fd === null) {
       fs.mkdirSync(path.dirname(this.file), { recursive: true });
       this.fd = fs.openSync(this.file, "a");
     }
     // Written (synchronously, in order) before anyone is told: a subscriber never sees an unsaved event.
-    fs.writeSync(this.fd, JSON.stringify(event) + "\n");
+    fs.writeSync(this.fd, line + "\n");
     this.events.push(event);
     if (event.type === "run.finished") this.active = false;
     this.wake();
@@ -160,9 +168,19 @@ export class EventLog {
     return this.get(runId).events;
   }
 
-  /** Mark the run as being written by this process (subscribers then wait past a previous run.finished). */
-  begin(runId: string): void {
-    this.get(runId).active = true;
+  /**
+   * Mark the run as being written by this process (subscribers then wait past a previous run.finished), with
+   * the secrets its events must never contain (kept in memory only, for as long as this process runs).
+   */
+  begin(runId: string, mask: SecretMask = NO_MASK): void {
+    const log = this.get(runId);
+    log.active = true;
+    log.mask = mask;
+  }
+
+  /** The run's secret mask (NO_MASK when it has none), for its log lines outside the event log. */
+  maskOf(runId: string): SecretMask {
+    return this.logs.get(runId)?.mask ?? NO_MASK;
   }
 
   append(runId: string, event: RunEventInput): RunEvent {

@@ -20,7 +20,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { parseCheckpointModel } from "../../contracts";
+import { parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../contracts";
+import { modelRefProblem } from "../loop/run-owner";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";
 import { EngineError } from "../engine/client";
@@ -237,6 +238,11 @@ async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: Runner
     } catch (e) {
       return sendError(res, 404, `model '${model}' not found: ${(e as Error).message}`, "model");
     }
+    // Only to the workspace of the run that saved it, as the web server says it acts in (run-owner.ts).
+    const header = req.headers[RUNNER_WORKSPACE_HEADER];
+    const workspace = typeof header === "string" ? header : "";
+    const problem = modelRefProblem(deps.runsDir, "model", model, workspace);
+    if (problem) return sendError(res, 404, problem, "model");
   }
 
   // Closing the client connection aborts the engine call, which drops the generation (request_io.py).

@@ -1,9 +1,10 @@
 /**
  * The judge model an experiment configures (config.json → judge): the runner's own engine (the run's base
  * model with no adapter, by default) or any OpenAI-compatible endpoint, reached with the official `openai`
- * client. The API key is read from the runner's environment by the variable name the config gives; it is
- * never part of the config, the run's snapshot or the event log. Tokens and cost come back with every
- * answer so the runner can count them per rollout and per run.
+ * client. The API key is a workspace secret the config names (judge.api_key_secret), which the web server
+ * sends with the run (RunSpec.secrets); it is never part of the config, the run's snapshot or the event log,
+ * and the runner's own environment is never read for it. Tokens and cost come back with every answer so the
+ * runner can count them per rollout and per run.
  */
 import OpenAI from "openai";
 import type { ChatMessage, JudgeConfig } from "../../contracts";
@@ -32,10 +33,10 @@ function cost(config: JudgeConfig, prompt: number, completion: number): number {
   return (prompt * config.prompt_price_per_million + completion * config.completion_price_per_million) / 1_000_000;
 }
 
-/** The problem with a judge config on this runner (a missing key), or null. Checked when a run starts. */
-export function judgeConfigProblem(config: JudgeConfig, env: NodeJS.ProcessEnv = process.env): string | null {
-  if (config.base_url !== null && config.api_key_env !== null && !env[config.api_key_env]) {
-    return `config.json → judge.api_key_env: the environment variable ${config.api_key_env} is not set on this runner`;
+/** The problem with a judge config for this run (a key it names but was not given), or null. Checked when a run starts. */
+export function judgeConfigProblem(config: JudgeConfig, secrets: Readonly<Record<string, string>>): string | null {
+  if (config.api_key_secret !== null && !Object.hasOwn(secrets, config.api_key_secret)) {
+    return `config.json → judge.api_key_secret: this workspace has no secret named ${config.api_key_secret} (an admin adds it in Team → Secrets)`;
   }
   return null;
 }
@@ -44,8 +45,11 @@ export function createJudgeClient(
   config: JudgeConfig,
   baseModel: string,
   engine: Pick<EngineClient, "chat">,
-  /** `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it. */
-  { runId, env = process.env }: { runId?: string; env?: NodeJS.ProcessEnv } = {},
+  /**
+   * `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it.
+   * `secrets`: the run's workspace secrets; the key is the one judge.api_key_secret names.
+   */
+  { runId, secrets = {} }: { runId?: string; secrets?: Readonly<Record<string, string>> } = {},
 ): JudgeClient {
   if (config.base_url === null) {
     const model = config.model ?? baseModel;
@@ -72,7 +76,7 @@ export function createJudgeClient(
   }
 
   const model = config.model as string; // required with base_url (the schema says so)
-  const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
+  const apiKey = config.api_key_secret && Object.hasOwn(secrets, config.api_key_secret) ? secrets[config.api_key_secret] : undefined;
   const client = new OpenAI({ baseURL: config.base_url, apiKey: apiKey ?? "not-needed", timeout: config.timeout_ms, maxRetries: 2 });
   return {
     description: `${model} at ${config.base_url}`,

@@ -49,9 +49,9 @@ describe("RunManager.logToActiveRuns", () => {
       },
       "test",
     );
-    expect(await manager.start({ run_id: "done", kind: "train", files: files(), resume: false })).toMatchObject({ ok: true });
+    expect(await manager.start({ run_id: "done", workspace_id: "ws-test", kind: "train", files: files(), resume: false })).toMatchObject({ ok: true });
     await manager.stop("done");
-    expect(await manager.start({ run_id: "live", kind: "train", files: files(), resume: false })).toMatchObject({ ok: true });
+    expect(await manager.start({ run_id: "live", workspace_id: "ws-test", kind: "train", files: files(), resume: false })).toMatchObject({ ok: true });
 
     manager.logToActiveRuns("warn", "engine restarted: engine killed by SIGKILL — likely out of memory");
 

@@ -2,6 +2,7 @@
  * The runner's registry of runs: validates and starts them, stops them, reports their status, and owns
  * their event logs. One process, many runs; a failing run never takes the runner down.
  */
+import type { z } from "zod";
 import {
   type Diagnostic,
   type ExperimentFiles,
@@ -9,9 +10,12 @@ import {
   type RescoreResponse,
   type RunKind,
   type RunnerStatus,
-  type RunSpec,
+  RunSpec,
   type RunStatus,
   type StartResult,
+  formatZodIssues,
+  resolveMcpConfig,
+  SecretMask,
 } from "../../contracts";
 import { setMaxListeners } from "node:events";
 import { findKeyOffset, offsetToPosition } from "../../contracts";
@@ -19,12 +23,13 @@ import { validateExperiment } from "../experiment/validate";
 import { rescoreTrajectories } from "../rescore/rescore";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
 import { REPO_ROOT } from "../env";
-import { NO_SECRETS, type McpSecrets } from "../mcp";
 import { connectRunMcp } from "../mcp/run-connection";
+import type { StdioSandboxSettings } from "../mcp/sandbox";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
+import { modelRefProblem, recordRunWorkspace, RunOwnerConflict } from "./run-owner";
 import { executeRun, type RunEngine } from "./run-loop";
 import { publishCheckpoint } from "./shared-checkpoints";
 
@@ -53,8 +58,10 @@ function keyPosition(text: string, path: readonly string[]): { line: number; col
 }
 
 export interface RunnerMcpSettings {
+  /** MCP_ALLOW_STDIO: whether registered stdio servers start at all. */
   allowStdio: boolean;
-  secrets: McpSecrets;
+  /** Where they run (mcp/sandbox.ts): the operator's network and read-path choices. */
+  sandbox: StdioSandboxSettings;
 }
 
 export class RunManager {
@@ -65,8 +72,8 @@ export class RunManager {
     readonly events: EventLog,
     private readonly engine: EngineAccess,
     readonly runnerName: string,
-    /** How this runner connects experiments' MCP servers (stdio allowed, secrets it may share). */
-    private readonly mcp: RunnerMcpSettings = { allowStdio: true, secrets: NO_SECRETS },
+    /** How this runner starts registered stdio MCP servers (allowed at all, and the sandbox's settings). */
+    private readonly mcp: RunnerMcpSettings = { allowStdio: true, sandbox: { allowNetwork: false, readPaths: [], repoRoot: REPO_ROOT } },
     /** ROLLBOOK_SHARED_CHECKPOINT_DIR: every checkpoint is copied there as soon as it is saved. */
     private readonly sharedCheckpointDir?: string,
   ) {}
@@ -94,12 +101,15 @@ export class RunManager {
   }
 
   /** Run (edited) reward code over stored trajectories: no run, no event log, no sampling (rescore/rescore.ts). */
-  rescore(request: RescoreRequest, signal?: AbortSignal): Promise<RescoreResponse> {
-    return rescoreTrajectories(request, { engine: this.engine.engine }, signal);
+  rescore(request: z.input<typeof RescoreRequest>, signal?: AbortSignal): Promise<RescoreResponse> {
+    return rescoreTrajectories(request, { engine: this.engine.engine, runsDir: this.events.runsDir }, signal);
   }
 
-  async start(spec: RunSpec): Promise<StartResult> {
+  async start(input: z.input<typeof RunSpec>): Promise<StartResult> {
     const refuse = (error: string, diagnostics: Diagnostic[] = []): StartResult => ({ ok: false, error, diagnostics });
+    const parsedSpec = RunSpec.safeParse(input);
+    if (!parsedSpec.success) return refuse(`invalid run spec: ${formatZodIssues(parsedSpec.error).join("; ")}`);
+    const spec = parsedSpec.data;
     try {
       assertSafeRunId(spec.run_id);
     } catch (err) {
@@ -125,6 +135,20 @@ export class RunManager {
         ]);
       }
       if (spec.eval_model !== undefined && spec.kind !== "eval") return refuse("eval_model is only for eval runs");
+      // Every model the run names must be the base model or a checkpoint of its own workspace's runs (run-owner.ts).
+      const config = checked.config;
+      const configPosition = (path: string[]) => keyPosition(spec.files["config.json"], path);
+      const crossing =
+        (spec.eval_model !== undefined ? modelRefProblem(this.events.runsDir, "eval_model", spec.eval_model, spec.workspace_id) : null) ??
+        (spec.init_from ? modelRefProblem(this.events.runsDir, "init_from", `${spec.init_from.run_id}@${spec.init_from.step}`, spec.workspace_id) : null);
+      if (crossing) return refuse(crossing);
+      const judgeModel = config.judge.model !== null && config.judge.base_url === null ? modelRefProblem(this.events.runsDir, "judge.model", config.judge.model, spec.workspace_id) : null;
+      if (judgeModel) return refuse(judgeModel, [{ file: "config.json", ...configPosition(["judge", "model"]), message: judgeModel, severity: "error" }]);
+      const mcp = resolveMcpConfig(config.mcp, spec.mcp_servers);
+      if (!mcp.ok) {
+        const diagnostics = mcp.problems.map((p): Diagnostic => ({ file: "config.json", ...configPosition(p.path), message: `${p.path.join(".")}: ${p.message}`, severity: "error" }));
+        return refuse(diagnostics[0]!.message, diagnostics);
+      }
       if (spec.init_from !== undefined) {
         if (spec.kind !== "train") return refuse(`init_from is only for train runs (an eval of a checkpoint names it in eval_model)`);
         if (spec.init_from.run_id === runId) return refuse("init_from: a run cannot start from its own checkpoint (resume it instead)");
@@ -139,9 +163,15 @@ export class RunManager {
         const message = `max_context_tokens: ${checked.config.max_context_tokens} exceeds the model's context of ${engineMax}`;
         return refuse(message, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["max_context_tokens"]), message, severity: "error" }]);
       }
-      const judgeProblem = judgeConfigProblem(checked.config.judge);
+      const judgeProblem = judgeConfigProblem(checked.config.judge, spec.secrets);
       if (judgeProblem) {
-        return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_env"]), message: judgeProblem, severity: "error" }]);
+        return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_secret"]), message: judgeProblem, severity: "error" }]);
+      }
+      try {
+        recordRunWorkspace(this.events.runsDir, runId, spec.workspace_id);
+      } catch (err) {
+        if (err instanceof RunOwnerConflict) return refuse(err.message);
+        throw err;
       }
 
       const controller = new AbortController();
@@ -151,7 +181,8 @@ export class RunManager {
       const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
       // What the log holds before this attempt appends anything: the run loop reconciles it with the engine.
       const logged = spec.resume ? [...this.events.events(runId)] : undefined;
-      this.events.begin(runId);
+      const mask = new SecretMask(spec.secrets);
+      this.events.begin(runId, mask);
       const signal = controller.signal;
       record.done = executeRun({
         runId,
@@ -165,14 +196,15 @@ export class RunManager {
         logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId }),
+        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, secrets: spec.secrets }),
         connectMcp:
-          Object.keys(checked.config.mcp.servers).length === 0
+          Object.keys(mcp.config.servers).length === 0
             ? undefined
             : () =>
-                connectRunMcp(checked.config.mcp, {
+                connectRunMcp(mcp.config, {
                   allowStdio: this.mcp.allowStdio,
-                  secrets: this.mcp.secrets,
+                  sandbox: this.mcp.sandbox,
+                  secrets: { values: spec.secrets },
                   repoRoot: REPO_ROOT,
                   signal,
                   onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),
@@ -200,7 +232,7 @@ export class RunManager {
         .then(() => undefined)
         .catch((err: unknown) => {
           // executeRun never throws; if appending the final event itself failed, say so on stderr.
-          process.stderr.write(`run ${runId}: ${(err as Error).stack ?? String(err)}\n`);
+          process.stderr.write(mask.mask(`run ${runId}: ${(err as Error).stack ?? String(err)}\n`));
         })
         .finally(() => {
           this.active.delete(runId);

@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatZodIssues, McpConfig } from "../../contracts";
-import { loadEnv as loadRunnerEnv, mcpSecrets } from "../env";
+import { formatZodIssues, McpConfig, McpServerDefinition, mcpDefinitionsUsed, resolveMcpConfig } from "../../contracts";
+import { loadEnv as loadRunnerEnv } from "../env";
 
 // The runner has no default token: every environment here gives one.
 const loadEnv = (vars: Record<string, string>) => loadRunnerEnv({ RUNNER_TOKEN: "config-test-token-0123456789abcdef", ...vars } as Record<string, string> as NodeJS.ProcessEnv);
@@ -26,50 +26,78 @@ describe("McpConfig", () => {
     });
   });
 
-  it("parses the three transports, filling args, env and headers", () => {
+  it("parses the three transports: a registered stdio server by name, http and sse with their headers", () => {
     const parsed = McpConfig.parse({
       servers: {
-        everything: { transport: "stdio", command: "mcp-server-everything" },
+        everything: { transport: "stdio", server: "everything", tools: ["echo"] },
         web: { transport: "http", url: "http://127.0.0.1:3001/mcp" },
         legacy: { transport: "sse", url: "https://example.com/sse", headers: { Authorization: "Bearer ${TOKEN}" } },
       },
     });
-    expect(parsed.servers.everything).toEqual({ transport: "stdio", command: "mcp-server-everything", args: [], env: {} });
+    expect(parsed.servers.everything).toEqual({ transport: "stdio", server: "everything", tools: ["echo"] });
     expect(parsed.servers.web).toEqual({ transport: "http", url: "http://127.0.0.1:3001/mcp", headers: {} });
     expect(parsed.servers.legacy).toMatchObject({ headers: { Authorization: "Bearer ${TOKEN}" } });
   });
 
+  it("refuses a command, args, env or cwd in an experiment, saying what to do instead", () => {
+    const why = /^mcp\.servers\.s\.(command|args|env|cwd): experiments cannot start commands on the shared runner: a workspace admin registers the stdio server \(Team → MCP servers\)/;
+    for (const field of [{ command: "sh" }, { args: ["-c", "id"] }, { env: { A: "b" } }, { cwd: "/" }]) {
+      const found = issues({ servers: { s: { transport: "stdio", server: "x", ...field } } });
+      expect(found).toHaveLength(1);
+      expect(found[0]).toMatch(why);
+    }
+    // The finding as reported: `"command": "sh", "args": ["-c", "…"]` with no registered name at all.
+    expect(issues({ servers: { s: { transport: "stdio", command: "sh", args: ["-c", "cat .data/runner-token"] } } })).toEqual(
+      expect.arrayContaining([expect.stringMatching(why)]),
+    );
+  });
+
   it("names the field of every mistake", () => {
-    expect(issues({ servers: { "my-server": { transport: "stdio", command: "x" } } })).toEqual(["mcp.servers.my-server: Invalid key in record"]);
-    expect(issues({ servers: { s: { command: "x" } } })).toEqual([
-      'mcp.servers.s.transport: transport must be "stdio" (with command), "http" (streamable HTTP, with url) or "sse" (with url)',
+    expect(issues({ servers: { "my-server": { transport: "stdio", server: "x" } } })).toEqual(["mcp.servers.my-server: Invalid key in record"]);
+    expect(issues({ servers: { s: { server: "x" } } })).toEqual([
+      'mcp.servers.s.transport: transport must be "stdio" (with server: a registered MCP server), "http" (streamable HTTP, with url) or "sse" (with url)',
     ]);
     expect(issues({ servers: { s: { transport: "http", url: "ftp://x/y" } } })).toEqual(["mcp.servers.s.url: an http:// or https:// URL"]);
-    expect(issues({ servers: { s: { transport: "stdio", command: "x", url: "http://a" } } })).toEqual(['mcp.servers.s: Unrecognized key: "url"']);
-    expect(issues({ servers: { s: { transport: "stdio", command: "x", env: { A: "${not closed" } } } })[0]).toMatch(/^mcp\.servers\.s\.env\.A: write secrets as \$\{NAME\}/);
+    expect(issues({ servers: { s: { transport: "stdio", server: "x", url: "http://a" } } })).toEqual(['mcp.servers.s: Unrecognized key: "url"']);
+    expect(issues({ servers: { s: { transport: "http", url: "http://a/mcp", headers: { A: "${not closed" } } } })[0]).toMatch(/^mcp\.servers\.s\.headers\.A: write secrets as \$\{NAME\}/);
     expect(issues({ call_timeout_ms: 10 })[0]).toMatch(/^mcp\.call_timeout_ms: /);
-    expect(issues({ servers: { s: { transport: "stdio", command: "x", tools: [] } } })[0]).toMatch(/^mcp\.servers\.s\.tools: /);
+    expect(issues({ servers: { s: { transport: "stdio", server: "x", tools: [] } } })[0]).toMatch(/^mcp\.servers\.s\.tools: /);
   });
 
   it("refuses a literal Authorization header: the secret would be stored with every run", () => {
     expect(issues({ servers: { s: { transport: "http", url: "http://a/mcp", headers: { authorization: "Bearer sk-123" } } } })).toEqual([
-      'mcp.servers.s.headers: an Authorization header must take its secret from the runner\'s environment, e.g. "Bearer ${API_TOKEN}"',
+      'mcp.servers.s.headers: an Authorization header must take its secret from a workspace secret, e.g. "Bearer ${API_TOKEN}"',
     ]);
+  });
+
+  it("fills each stdio reference with the workspace's definition, and names a reference to none", () => {
+    const config = McpConfig.parse({ servers: { e: { transport: "stdio", server: "everything", tools: ["echo"] }, web: { transport: "http", url: "http://a/mcp" } } });
+    const definitions = { everything: McpServerDefinition.parse({ command: "mcp-server-everything", env: { K: "${KEY}" } }) };
+    const resolved = resolveMcpConfig(config, definitions);
+    expect(resolved).toMatchObject({ ok: true, config: { servers: { e: { transport: "stdio", definition: "everything", command: "mcp-server-everything", args: [], env: { K: "${KEY}" }, network: false, tools: ["echo"] } } } });
+    expect(mcpDefinitionsUsed(config)).toEqual(["everything"]);
+    expect(resolveMcpConfig(config, {})).toEqual({
+      ok: false,
+      problems: [{ path: ["mcp", "servers", "e", "server"], message: "no MCP server 'everything' is registered in this workspace (an admin adds it in Team → MCP servers)" }],
+    });
+    // Names are looked up as own keys only.
+    expect(resolveMcpConfig(McpConfig.parse({ servers: { e: { transport: "stdio", server: "constructor" } } }), {}).ok).toBe(false);
   });
 
   it("emits a JSON Schema with the field docs, for the editor's hovers", () => {
     const schema = JSON.stringify(z.toJSONSchema(McpConfig, { io: "input" }));
-    expect(schema).toContain("node_modules/.bin first");
+    expect(schema).toContain("registered MCP server (Team → MCP servers)");
+    expect(schema).toContain("experiments cannot start commands on the shared runner");
     expect(schema).toContain("hung tool fails as a tool timeout");
   });
 });
 
 describe("runner MCP settings", () => {
-  it("stdio on and no shared secrets by default", () => {
+  it("stdio on (sandboxed), no network and no extra paths by default", () => {
     const env = loadEnv({});
     expect(env.MCP_ALLOW_STDIO).toBe(true);
-    expect(env.MCP_SECRET_VARS).toEqual([]);
-    expect(mcpSecrets(env, { GITHUB_TOKEN: "x" })).toEqual({ allowed: [], values: {} });
+    expect(env.MCP_STDIO_NETWORK).toBe(false);
+    expect(env.MCP_STDIO_READ_PATHS).toEqual([]);
   });
 
   it("MCP_ALLOW_STDIO=false turns stdio off; a typo is an error", () => {
@@ -78,11 +106,10 @@ describe("runner MCP settings", () => {
     expect(() => loadEnv({ MCP_ALLOW_STDIO: "nope" })).toThrow(/MCP_ALLOW_STDIO/);
   });
 
-  it("MCP_SECRET_VARS shares only the variables it lists, and never the runner's own token", () => {
-    const env = loadEnv({ MCP_SECRET_VARS: " GITHUB_TOKEN, BRAVE_KEY ,," });
-    expect(env.MCP_SECRET_VARS).toEqual(["GITHUB_TOKEN", "BRAVE_KEY"]);
-    expect(mcpSecrets(env, { GITHUB_TOKEN: "g", OTHER: "o" })).toEqual({ allowed: ["GITHUB_TOKEN", "BRAVE_KEY"], values: { GITHUB_TOKEN: "g" } });
-    expect(() => loadEnv({ MCP_SECRET_VARS: "GITHUB_TOKEN,RUNNER_TOKEN" })).toThrow(/RUNNER_TOKEN is one of Rollbook's own settings/);
-    expect(() => loadEnv({ MCP_SECRET_VARS: "NOT-A-NAME" })).toThrow(/MCP_SECRET_VARS lists variable names/);
+  it("MCP_STDIO_READ_PATHS takes absolute folders, never one holding the repository or the runs", () => {
+    expect(loadEnv({ MCP_STDIO_READ_PATHS: " /opt/mcp, /srv/tools ,," }).MCP_STDIO_READ_PATHS).toEqual(["/opt/mcp", "/srv/tools"]);
+    expect(() => loadEnv({ MCP_STDIO_READ_PATHS: "relative/dir" })).toThrow(/not an absolute path/);
+    expect(() => loadEnv({ MCP_STDIO_READ_PATHS: "/" })).toThrow(/holds the runs folder or this repository/);
+    expect(() => loadEnv({ MCP_STDIO_READ_PATHS: "/srv/runs", ROLLBOOK_RUNS_DIR: "/srv/runs/a" })).toThrow(/holds the runs folder/);
   });
 });

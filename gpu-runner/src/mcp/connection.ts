@@ -9,9 +9,10 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type CallToolResult, ErrorCode, McpError as SdkMcpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { McpConfig, McpServerConfig, McpServerStatus, ToolSpec } from "../../contracts";
+import type { McpConfig, McpLaunchServer, McpServerStatus, ToolSpec } from "../../contracts";
 import { describeError, isConnectionFailure, McpError, seconds } from "./errors";
 import { endGroup, trackGroup } from "./process-group";
+import type { StdioSandboxSettings } from "./sandbox";
 import type { McpSecrets } from "./secrets";
 import { StderrTail } from "./stderr-tail";
 import { createTransport, describeTarget } from "./transports";
@@ -23,6 +24,8 @@ export interface ConnectionHost {
   allowStdio: boolean;
   secrets: McpSecrets;
   repoRoot: string;
+  /** Where stdio servers run: the bubblewrap sandbox (always, on the runner); null only in tests of process handling. */
+  sandbox: StdioSandboxSettings | null;
   /** How long a stdio server gets after stdin closes, and again after SIGTERM, before SIGKILL. */
   closeGraceMs: number;
   stderrLines: number;
@@ -77,7 +80,7 @@ export class McpConnection {
 
   constructor(
     readonly name: string,
-    private readonly config: McpServerConfig,
+    private readonly config: McpLaunchServer,
     private readonly limits: McpLimits,
     private readonly host: ConnectionHost,
   ) {

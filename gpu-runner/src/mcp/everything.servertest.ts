@@ -5,7 +5,7 @@
  *   npx vitest run --project server gpu-runner/src/mcp/everything.servertest.ts
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { McpConfig, type McpServerStatus } from "../../contracts";
+import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
 import { REPO_ROOT } from "../env";
 import { McpError, McpHub } from "./index";
 import { descendants, isAlive, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";
@@ -29,10 +29,12 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
   const hub = new McpHub();
   hubs.push(hub);
   const changes: McpServerStatus[] = [];
-  await hub.connect(McpConfig.parse({ servers, connect_timeout_ms: 30_000, ...extra }), {
+  await hub.connect(McpLaunchConfig.parse({ servers, connect_timeout_ms: 30_000, ...extra }), {
     allowStdio: true,
     repoRoot: REPO_ROOT,
-    secrets: secrets ? { allowed: Object.keys(secrets), values: secrets } : undefined,
+    // What the runner does: stdio servers in the bubblewrap sandbox (sandbox.ts).
+    sandbox: { allowNetwork: false, readPaths: [], repoRoot: REPO_ROOT },
+    secrets: secrets ? { values: secrets } : undefined,
     onChange: (s) => changes.push(s),
   });
   return { hub, changes };
@@ -105,7 +107,7 @@ describe("McpHub with server-everything", () => {
     expect(after.message).toMatch(/MCP server 'everything' \(stdio: mcp-server-everything\) is closed/);
   });
 
-  it("stdio: the server's environment holds only what the config names (secrets resolved from the runner's), plus PATH and HOME", async () => {
+  it("stdio: the server's environment holds only what its definition names (secrets from the workspace's), plus PATH and HOME", async () => {
     const canary = "ROLLBOOK_MCP_TEST_CANARY";
     process.env[canary] = "must-not-leak";
     try {
@@ -120,9 +122,8 @@ describe("McpHub with server-everything", () => {
       expect(env.PATH).toBeTruthy();
       expect(env).not.toHaveProperty(canary);
       expect(env).not.toHaveProperty("RUNNER_TOKEN");
-      // Nothing beyond the config's variables and the SDK's basic set (HOME, LOGNAME, PATH, SHELL, TERM, USER).
-      const basics = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "API_TOKEN", "MODE"];
-      expect(Object.keys(env).filter((k) => !basics.includes(k))).toEqual([]);
+      // Nothing beyond the definition's variables and the sandbox's PATH, HOME and working directory (PWD=/tmp).
+      expect(Object.keys(env).sort()).toEqual(["API_TOKEN", "HOME", "MODE", "PATH", "PWD"]);
     } finally {
       delete process.env[canary];
     }

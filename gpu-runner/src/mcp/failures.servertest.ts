@@ -12,8 +12,8 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { McpConfig, type McpServerStatus } from "../../contracts";
-import { loadEnv, mcpSecrets, REPO_ROOT } from "../env";
+import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
+import { loadEnv, REPO_ROOT } from "../env";
 import { McpError, McpHub, type McpConnectOptions } from "./index";
 import { descendants, FIXTURES, freePort, isAlive, readPids, waitUntil } from "./test-support";
 
@@ -58,9 +58,11 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
   hubs.push(hub);
   const changes: McpServerStatus[] = [];
   const started = Date.now();
-  await hub.connect(McpConfig.parse({ servers, connect_timeout_ms: 20_000, ...extra }), {
+  await hub.connect(McpLaunchConfig.parse({ servers, connect_timeout_ms: 20_000, ...extra }), {
     allowStdio: true,
     repoRoot: REPO_ROOT,
+    // Unsandboxed: these tests follow the servers' own pids and files (sandbox.servertest.ts covers the sandbox).
+    sandbox: null,
     closeGraceMs: 300,
     onChange: (s) => changes.push(s),
     ...options,
@@ -189,7 +191,7 @@ describe("McpHub failures", () => {
       const { hub } = await connect(
         { slow: { transport: "http", url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: "Bearer ${MCP_TEST_TOKEN}" } } },
         { connect_timeout_ms: 500 },
-        { secrets: { allowed: ["MCP_TEST_TOKEN"], values: { MCP_TEST_TOKEN: "t0ken" } } },
+        { secrets: { values: { MCP_TEST_TOKEN: "t0ken" } } },
       );
       expect(only(hub).error).toBe(`MCP server 'slow' (http: http://127.0.0.1:${port}/mcp) did not answer initialize within 0.5 s`);
       expect(seen[0]?.authorization).toBe("Bearer t0ken");
@@ -199,7 +201,7 @@ describe("McpHub failures", () => {
     }
   });
 
-  it("${VAR} that is not shared or not set: the server fails naming server, field and variable; nothing is spawned", async () => {
+  it("${NAME} that is no workspace secret (a runner variable included): the server fails naming server, field and name; nothing is spawned", async () => {
     const pids = pidFile();
     const { hub } = await connect(
       {
@@ -207,20 +209,20 @@ describe("McpHub failures", () => {
         unset: { transport: "http", url: "http://127.0.0.1:9/mcp", headers: { "X-Key": "${MCP_TEST_UNSET}" } },
       },
       {},
-      { secrets: { allowed: ["MCP_TEST_UNSET"], values: {} } },
+      { secrets: { values: {} } },
     );
     const [unshared, unset] = hub.status();
     expect(unshared!.error).toMatch(
-      /^MCP server 'unshared' \(stdio: node .*\) was not started: env\.TOKEN uses \$\{RUNNER_TOKEN\}, which this runner does not share with experiments \(add RUNNER_TOKEN to MCP_SECRET_VARS/,
+      /^MCP server 'unshared' \(stdio: node .*\) was not started: env\.TOKEN uses \$\{RUNNER_TOKEN\}, which is not a secret of this workspace \(an admin adds it in Team → Secrets\)$/,
     );
     expect(unset!.error).toBe(
-      "MCP server 'unset' (http: http://127.0.0.1:9/mcp) was not connected: headers.X-Key uses ${MCP_TEST_UNSET}, which is not set in the runner's environment",
+      "MCP server 'unset' (http: http://127.0.0.1:9/mcp) was not connected: headers.X-Key uses ${MCP_TEST_UNSET}, which is not a secret of this workspace (an admin adds it in Team → Secrets)",
     );
     expect(readPids(pids)).toEqual([]);
   });
 
   it("MCP_ALLOW_STDIO=false: stdio servers fail with the reason and are not spawned; HTTP ones are unaffected", async () => {
-    const vars: Record<string, string> = { RUNNER_TOKEN: "failures-test-token-0123456789ab", MCP_ALLOW_STDIO: "false", MCP_SECRET_VARS: "MCP_TEST_A" };
+    const vars: Record<string, string> = { RUNNER_TOKEN: "failures-test-token-0123456789ab", MCP_ALLOW_STDIO: "false" };
     const env = loadEnv(vars as NodeJS.ProcessEnv);
     expect(env.MCP_ALLOW_STDIO).toBe(false);
     const pids = pidFile();
@@ -228,7 +230,7 @@ describe("McpHub failures", () => {
     const { hub } = await connect(
       { local: fixture("crashy.mjs", pids), remote: { transport: "http", url: `http://127.0.0.1:${port}/mcp` } },
       {},
-      { allowStdio: env.MCP_ALLOW_STDIO, secrets: mcpSecrets(env, { MCP_TEST_A: "a" }) },
+      { allowStdio: env.MCP_ALLOW_STDIO },
     );
     const [local, remote] = hub.status();
     expect(local!.error).toBe(
@@ -252,9 +254,10 @@ describe("McpHub failures", () => {
     const pids = pidFile();
     const hub = new McpHub();
     hubs.push(hub);
-    const connecting = hub.connect(McpConfig.parse({ servers: { mute: fixture("silent.mjs", pids) }, connect_timeout_ms: 30_000 }), {
+    const connecting = hub.connect(McpLaunchConfig.parse({ servers: { mute: fixture("silent.mjs", pids) }, connect_timeout_ms: 30_000 }), {
       allowStdio: true,
       repoRoot: REPO_ROOT,
+      sandbox: null,
       closeGraceMs: 300,
     });
     expect(await waitUntil(() => readPids(pids).length === 1)).toBe(true);

@@ -4,17 +4,23 @@
  * logs status(), and closes it when the run ends, whatever way it ends. connect() and close() never
  * throw; a broken server costs only the rollouts that call it.
  */
-import type { McpConfig, McpServerStatus, ToolSpec } from "../../contracts";
+import type { McpLaunchConfig, McpServerStatus, ToolSpec } from "../../contracts";
 import { type ConnectionHost, type McpCallOptions, McpConnection } from "./connection";
 import { McpError } from "./errors";
+import type { StdioSandboxSettings } from "./sandbox";
 import { type McpSecrets, NO_SECRETS } from "./secrets";
 import type { McpToolResult } from "./tool-result";
 
 export interface McpConnectOptions {
   /** false on a shared runner (MCP_ALLOW_STDIO=false): stdio servers fail with a reason, nothing is spawned. */
   allowStdio: boolean;
-  /** What `${NAME}` in env/headers may resolve to (MCP_SECRET_VARS); none by default. */
+  /** What `${NAME}` in env/headers resolves to: the run's workspace secrets; none by default. */
   secrets?: McpSecrets;
+  /**
+   * Where stdio servers run (sandbox.ts). Required: the runner passes its operator's settings; only the tests
+   * of process handling pass null, to see the server's own pid and files.
+   */
+  sandbox: StdioSandboxSettings | null;
   /** The repository root: its node_modules/.bin is searched first, and relative cwd is taken from it. */
   repoRoot: string;
   /** The run's stop signal: servers still connecting give up when it fires. */
@@ -33,13 +39,14 @@ export class McpHub {
   private closed: Promise<void> | null = null;
 
   /** Connect every server of `config` concurrently; resolves when each is ready or failed. Never rejects. */
-  connect(config: McpConfig, options: McpConnectOptions): Promise<void> {
+  connect(config: McpLaunchConfig, options: McpConnectOptions): Promise<void> {
     if (this.connected) return Promise.reject(new Error("McpHub.connect was already called; create one hub per run"));
     const { servers, ...limits } = config;
     const host: ConnectionHost = {
       allowStdio: options.allowStdio,
       secrets: options.secrets ?? NO_SECRETS,
       repoRoot: options.repoRoot,
+      sandbox: options.sandbox,
       closeGraceMs: options.closeGraceMs ?? 2_000,
       stderrLines: options.stderrLines ?? 20,
       onChange: options.onChange,

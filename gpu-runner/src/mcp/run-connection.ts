@@ -8,7 +8,7 @@
  * runAgent answers in the conversation; an unavailable, hung or broken server is the rollout's failure
  * (McpError, kind "mcp").
  */
-import type { McpConfig, McpServerStatus } from "../../contracts";
+import type { McpLaunchConfig, McpServerStatus } from "../../contracts";
 import type { McpConnection } from "../loop/run-loop";
 import type { RunMcp } from "../rollout/run-mcp";
 import { McpError } from "./errors";
@@ -28,7 +28,7 @@ class ToolError extends Error {
   override readonly name = "ToolError";
 }
 
-export async function connectRunMcp(config: McpConfig, options: RunMcpOptions): Promise<McpConnection> {
+export async function connectRunMcp(config: McpLaunchConfig, options: RunMcpOptions): Promise<McpConnection> {
   const hub = new McpHub();
   let connected = false;
   await hub.connect(config, {

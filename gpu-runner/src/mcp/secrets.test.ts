@@ -3,7 +3,7 @@ import { resolveSecretRefs } from "./secrets";
 import { StderrTail } from "./stderr-tail";
 
 describe("resolveSecretRefs", () => {
-  const secrets = { allowed: ["TOKEN", "UNSET"], values: { TOKEN: "t0k" } };
+  const secrets = { values: { TOKEN: "t0k" } };
 
   it("fills every ${NAME} in place and leaves other text alone", () => {
     expect(resolveSecretRefs({ A: "${TOKEN}", B: "Bearer ${TOKEN}/${TOKEN}", C: "plain $TOKEN" }, "env", secrets)).toEqual({
@@ -12,15 +12,14 @@ describe("resolveSecretRefs", () => {
     });
   });
 
-  it("names field and variable when one is not shared or not set", () => {
-    expect(resolveSecretRefs({ X: "${SECRET}" }, "headers", secrets)).toEqual({
+  it("names field and secret when the workspace has no such secret; the runner's environment is never consulted", () => {
+    process.env.ROLLBOOK_TEST_ENV_ONLY = "from-env";
+    expect(resolveSecretRefs({ X: "${ROLLBOOK_TEST_ENV_ONLY}" }, "headers", secrets)).toEqual({
       ok: false,
-      error: "headers.X uses ${SECRET}, which this runner does not share with experiments (add SECRET to MCP_SECRET_VARS in the runner's environment)",
+      error: "headers.X uses ${ROLLBOOK_TEST_ENV_ONLY}, which is not a secret of this workspace (an admin adds it in Team → Secrets)",
     });
-    expect(resolveSecretRefs({ Y: "a${UNSET}" }, "env", secrets)).toEqual({
-      ok: false,
-      error: "env.Y uses ${UNSET}, which is not set in the runner's environment",
-    });
+    expect(resolveSecretRefs({ Y: "a${toString}" }, "env", secrets)).toMatchObject({ ok: false });
+    delete process.env.ROLLBOOK_TEST_ENV_ONLY;
   });
 });
 

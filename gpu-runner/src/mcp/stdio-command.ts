@@ -1,35 +1,16 @@
 /**
  * How a stdio server's command is started: looked up in the repository's node_modules/.bin first (so
- * `"command": "mcp-server-everything"` works on a box without internet), then PATH; run through
- * `setsid` so it leads its own process group (process-group.ts); with only the environment the config
- * names. The SDK's StdioClientTransport does the spawning and speaking; this only prepares its parameters.
+ * `"command": "mcp-server-everything"` works on a box without internet), then the system's PATH; run in
+ * the bubblewrap sandbox (sandbox.ts) through `setsid` so it leads its own process group
+ * (process-group.ts); with only the environment its definition names. The SDK's StdioClientTransport does
+ * the spawning and speaking; this only prepares its parameters.
  */
-import fs from "node:fs";
 import path from "node:path";
 import { getDefaultEnvironment, type StdioServerParameters } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { findExecutable } from "./executable";
+import { findBwrap, sandboxedLaunch, type StdioSandboxSettings } from "./sandbox";
 
-function executable(file: string): boolean {
-  try {
-    fs.accessSync(file, fs.constants.X_OK);
-    return fs.statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/** Absolute path of `command`: as a path (relative to cwd) when it has a slash, else the first hit in `dirs`. */
-export function findExecutable(command: string, dirs: readonly string[], cwd: string): string | null {
-  if (command.includes("/")) {
-    const file = path.resolve(cwd, command);
-    return executable(file) ? file : null;
-  }
-  for (const dir of dirs) {
-    if (!dir) continue;
-    const file = path.join(dir, command);
-    if (executable(file)) return file;
-  }
-  return null;
-}
+export { findExecutable };
 
 let setsidPath: string | null | undefined;
 /**
@@ -53,19 +34,39 @@ export interface StdioLaunch {
 
 export type LaunchResult = { ok: true; launch: StdioLaunch } | { ok: false; error: string };
 
+/**
+ * How to start a stdio server: its command resolved (the repository's node_modules/.bin first, then the
+ * system's bin folders), wrapped in the bubblewrap sandbox (sandbox.ts) unless `sandbox` is null, and led
+ * by setsid. The runner always passes a sandbox; null is for the tests of process handling, which need
+ * the server's own pid and files.
+ */
 export function prepareStdioLaunch(
-  spec: { command: string; args: readonly string[]; env: Record<string, string>; cwd?: string },
-  repoRoot: string,
+  spec: { command: string; args: readonly string[]; env: Record<string, string>; network: boolean },
+  host: { repoRoot: string; sandbox: StdioSandboxSettings | null },
 ): LaunchResult {
-  const cwd = path.resolve(repoRoot, spec.cwd ?? ".");
-  if (!fs.existsSync(cwd) || !fs.statSync(cwd).isDirectory()) return { ok: false, error: `cwd ${cwd} is not a directory` };
-  // The SDK adds PATH, HOME and a few basics (getDefaultEnvironment) under the config's env; look the
-  // command up on the PATH the child will have.
-  const childPath = spec.env.PATH ?? getDefaultEnvironment().PATH ?? "";
-  const binDir = path.join(repoRoot, "node_modules/.bin");
-  const resolved = findExecutable(spec.command, [binDir, ...childPath.split(path.delimiter)], cwd);
+  const binDir = path.join(host.repoRoot, "node_modules/.bin");
+  // Sandboxed, the server's PATH is the system's (sandbox.ts); unsandboxed, the one the SDK gives the child.
+  const childPath = host.sandbox ? "/usr/local/bin:/usr/bin:/bin" : (spec.env.PATH ?? getDefaultEnvironment().PATH ?? "");
+  const resolved = findExecutable(spec.command, [binDir, ...childPath.split(path.delimiter)], host.repoRoot);
   if (!resolved) {
     return { ok: false, error: `spawn ${spec.command} ENOENT (not an executable in ${binDir} or on PATH)` };
+  }
+  let command = resolved;
+  let args = [...spec.args];
+  let env = spec.env;
+  let cwd = host.repoRoot;
+  if (host.sandbox) {
+    const bwrap = findBwrap();
+    if (!bwrap) {
+      return {
+        ok: false,
+        error: "bubblewrap (bwrap) is missing or cannot create a sandbox on this runner, and stdio MCP servers run only inside it (Debian: apt-get install bubblewrap)",
+      };
+    }
+    const boxed = sandboxedLaunch(bwrap, { command: resolved, args, env, network: spec.network }, host.sandbox);
+    if (!boxed.ok) return boxed;
+    ({ command, args, env } = boxed);
+    cwd = "/";
   }
   const wrapper = setsid();
   return {
@@ -73,9 +74,9 @@ export function prepareStdioLaunch(
     launch: {
       ownGroup: wrapper !== null,
       params: {
-        command: wrapper ?? resolved,
-        args: wrapper ? [resolved, ...spec.args] : [...spec.args],
-        env: spec.env,
+        command: wrapper ?? command,
+        args: wrapper ? [command, ...args] : args,
+        env,
         cwd,
         // Piped, so failures can quote it (stderr-tail.ts) and it never mixes into the runner's own output.
         stderr: "pipe",

@@ -8,7 +8,8 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { McpServerConfig } from "../../contracts";
+import type { McpLaunchServer } from "../../contracts";
+import type { StdioSandboxSettings } from "./sandbox";
 import { type McpSecrets, resolveSecretRefs } from "./secrets";
 import { prepareStdioLaunch } from "./stdio-command";
 
@@ -17,15 +18,15 @@ export type MadeTransport =
   | { ok: false; error: string };
 
 /** `stdio: <command line>` or `http: <url>`: how messages name where a server lives. */
-export function describeTarget(config: McpServerConfig): string {
+export function describeTarget(config: McpLaunchServer): string {
   if (config.transport !== "stdio") return `${config.transport}: ${config.url}`;
   const line = [config.command, ...config.args].join(" ");
   return `stdio: ${line.length > 120 ? `${line.slice(0, 119)}…` : line}`;
 }
 
 export function createTransport(
-  config: McpServerConfig,
-  host: { allowStdio: boolean; secrets: McpSecrets; repoRoot: string },
+  config: McpLaunchServer,
+  host: { allowStdio: boolean; secrets: McpSecrets; repoRoot: string; sandbox: StdioSandboxSettings | null },
   onStderr: (chunk: Buffer) => void,
 ): MadeTransport {
   if (config.transport === "stdio") {
@@ -37,7 +38,7 @@ export function createTransport(
     }
     const env = resolveSecretRefs(config.env, "env", host.secrets);
     if (!env.ok) return { ok: false, error: `was not started: ${env.error}` };
-    const prepared = prepareStdioLaunch({ command: config.command, args: config.args, env: env.values, cwd: config.cwd }, host.repoRoot);
+    const prepared = prepareStdioLaunch({ command: config.command, args: config.args, env: env.values, network: config.network }, host);
     if (!prepared.ok) return { ok: false, error: `failed to start: ${prepared.error}` };
     const stdio = new StdioClientTransport(prepared.launch.params);
     // Always drained: an unread pipe would fill up and block the server.

@@ -98,8 +98,8 @@ describe("rescoreTrajectories", () => {
     expect(t.turns).toEqual([{ message_index: t.messages.length - 1, prompt_tokens: 3, completion_tokens: ids.length, model_ms: expect.any(Number), finish_reason: "stop" }]);
     expect(t.messages[t.turns![0]!.message_index]!.content).toBe(reply);
     const res = await rescoreTrajectories(
-      { files: FILES, kind: "train", trajectories: [{ id: t.id, split: t.split, step: t.step, group: t.group, task: t.task, output: t.output, messages: t.messages }] },
-      { engine: noEngine },
+      { workspace_id: "ws-test", files: FILES, kind: "train", trajectories: [{ id: t.id, split: t.split, step: t.step, group: t.group, task: t.task, output: t.output, messages: t.messages }] },
+      { runsDir: "/nonexistent", engine: noEngine },
     );
     if (!res.ok) throw new Error(res.error);
     expect(res.results[0]!.reward).toBe(t.reward);
@@ -107,7 +107,7 @@ describe("rescoreTrajectories", () => {
   });
 
   it("runs the unedited template reward over recorded outputs: the rewards the run gave", async () => {
-    const res = await rescoreTrajectories({ files: FILES, kind: "train", trajectories: TRAJ }, { engine: noEngine });
+    const res = await rescoreTrajectories({ workspace_id: "ws-test", files: FILES, kind: "train", trajectories: TRAJ }, { runsDir: "/nonexistent", engine: noEngine });
     if (!res.ok) throw new Error(res.error);
     expect(res.results.map((r) => [r.id, r.reward, r.error])).toEqual([
       ["r:s0:g0:r0", 1, null],
@@ -128,7 +128,7 @@ describe("rescoreTrajectories", () => {
       `  return output.length;`,
       `}`,
     ].join("\n");
-    const res = await rescoreTrajectories({ files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories: TRAJ }, { engine: noEngine });
+    const res = await rescoreTrajectories({ workspace_id: "ws-test", files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories: TRAJ }, { runsDir: "/nonexistent", engine: noEngine });
     if (!res.ok) throw new Error(res.error);
     const [a, b, c] = res.results;
     expect(a).toMatchObject({ reward: 6, error: null });
@@ -140,7 +140,7 @@ describe("rescoreTrajectories", () => {
 
   it("a reward that loops forever on one trajectory hits the CPU limit there only", async () => {
     const reward = `export default function reward({ output }: { output: string }) {\n  while (output === "River") {}\n  return 0.5;\n}\n`;
-    const res = await rescoreTrajectories({ files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories: TRAJ }, { engine: noEngine });
+    const res = await rescoreTrajectories({ workspace_id: "ws-test", files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories: TRAJ }, { runsDir: "/nonexistent", engine: noEngine });
     if (!res.ok) throw new Error(res.error);
     expect(res.results.map((r) => r.reward)).toEqual([0.5, null, 0.5]);
     expect(res.results[1]!.error).toMatchObject({ kind: "timeout", message: expect.stringContaining("limits.cpu_timeout_ms") });
@@ -148,8 +148,8 @@ describe("rescoreTrajectories", () => {
 
   it("a syntax error comes back as diagnostics at its file and line, like validate", async () => {
     const res = await rescoreTrajectories(
-      { files: { ...FILES, "reward.ts": "export default function reward() {\n  return (1 +;\n}\n" }, kind: "train", trajectories: TRAJ },
-      { engine: noEngine },
+      { workspace_id: "ws-test", files: { ...FILES, "reward.ts": "export default function reward() {\n  return (1 +;\n}\n" }, kind: "train", trajectories: TRAJ },
+      { runsDir: "/nonexistent", engine: noEngine },
     );
     expect(res.ok).toBe(false);
     if (res.ok) return;
@@ -168,7 +168,7 @@ describe("rescoreTrajectories", () => {
     ].join("\n");
     const { engine, calls } = judgeEngine("0.75");
     const trajectories = [traj("r:s0:g0:r10", "apple", "Apple."), traj("r:s0:g0:r2", "river", "River"), traj("r:s0:g1:r0", "candle", "candle", 1), traj("r:eval0:g0:r0", "apple", "x", 0, "val")];
-    const res = await rescoreTrajectories({ files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories }, { engine });
+    const res = await rescoreTrajectories({ workspace_id: "ws-test", files: { ...FILES, "reward.ts": reward }, kind: "train", trajectories }, { engine, runsDir: "/nonexistent" });
     if (!res.ok) throw new Error(res.error);
     expect(res.group_reward).toBe(true);
     // Group 0 in the loop's (numeric id) order: r2 first, so r2 takes the judge's score.
@@ -182,7 +182,7 @@ describe("rescoreTrajectories", () => {
     const files = { ...FILES, "config.json": FILES["config.json"].replace('"cpu_timeout_ms":300', '"cpu_timeout_ms":20000').replace('"rollout_timeout_ms":3000', '"rollout_timeout_ms":30000'), "reward.ts": "export default function reward() {\n  for (;;) {}\n}\n" };
     const many = Array.from({ length: 40 }, (_, i) => traj(`r:s0:g0:r${i}`, "apple", "apple"));
     const t0 = Date.now();
-    const res = await rescoreTrajectories({ files, kind: "train", trajectories: many }, { engine: noEngine, budgetMs: 300 });
+    const res = await rescoreTrajectories({ workspace_id: "ws-test", files, kind: "train", trajectories: many }, { runsDir: "/nonexistent", engine: noEngine, budgetMs: 300 });
     if (!res.ok) throw new Error(res.error);
     // Without the budget: 40 rewards × 20 s of CPU over 16 sandboxes, close to a minute.
     expect(Date.now() - t0).toBeLessThan(15_000);

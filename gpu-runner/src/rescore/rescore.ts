@@ -13,12 +13,14 @@
  * rather than start the experiment's MCP servers for a what-if.
  */
 import { setMaxListeners } from "node:events";
-import type { LimitsConfig, RescoreRequest, RescoreResponse, RescoredTrajectory, RescoreTrajectory, RolloutError } from "../../contracts";
-import { RESCORE_BUDGET_MS } from "../../contracts";
+import type { z } from "zod";
+import { type LimitsConfig, RescoreRequest, type RescoreResponse, type RescoredTrajectory, type RescoreTrajectory, type RolloutError } from "../../contracts";
+import { RESCORE_BUDGET_MS, SecretMask } from "../../contracts";
+import { modelRefProblem } from "../loop/run-owner";
 import type { EngineClient } from "../engine/client";
 import type { CompiledExperiment } from "../experiment/compile";
 import { validateExperiment } from "../experiment/validate";
-import { createJudgeClient, type JudgeClient } from "../judge/judge-client";
+import { createJudgeClient, judgeConfigProblem, type JudgeClient } from "../judge/judge-client";
 import { mapConcurrent } from "../loop/pool";
 import { type RolloutHost, createBridge } from "../sandbox/bridge";
 import { SANDBOX_CAPS } from "../sandbox/caps";
@@ -31,6 +33,8 @@ import { RewardResult, checkReward } from "../sandbox/run-rollout";
 export interface RescoreDeps {
   /** The runner's engine: the judge model when config.json's judge has no base_url. */
   engine: Pick<EngineClient, "chat">;
+  /** The runs folder: a judge.model naming a checkpoint must be a run of the request's workspace (run-owner.ts). */
+  runsDir: string;
   /** Time budget of the whole call (default RESCORE_BUDGET_MS). */
   budgetMs?: number;
 }
@@ -151,8 +155,9 @@ async function applyGroup(members: { t: RescoreTrajectory; s: Scored }[], job: J
 /** Numeric-aware id order: the loop sorts a group's rollouts this way before its groupReward. */
 const byId = (a: { t: RescoreTrajectory }, b: { t: RescoreTrajectory }) => a.t.id.localeCompare(b.t.id, "en", { numeric: true });
 
-export async function rescoreTrajectories(request: RescoreRequest, deps: RescoreDeps, signal?: AbortSignal): Promise<RescoreResponse> {
+export async function rescoreTrajectories(input: z.input<typeof RescoreRequest>, deps: RescoreDeps, signal?: AbortSignal): Promise<RescoreResponse> {
   const started = performance.now();
+  const request = RescoreRequest.parse(input);
   const checked = await validateExperiment(request.files, request.kind);
   if (!checked.ok) {
     const first = checked.diagnostics.find((d) => d.severity !== "warning") ?? checked.diagnostics[0];
@@ -160,6 +165,12 @@ export async function rescoreTrajectories(request: RescoreRequest, deps: Rescore
     return { ok: false, error, diagnostics: checked.diagnostics };
   }
   const { compiled, config, exports } = checked;
+  // The same refusals as a run's start: a judge model of another workspace, a key the workspace does not have.
+  const refused =
+    (config.judge.model !== null && config.judge.base_url === null ? modelRefProblem(deps.runsDir, "judge.model", config.judge.model, request.workspace_id) : null) ??
+    judgeConfigProblem(config.judge, request.secrets);
+  if (refused) return { ok: false, error: refused, diagnostics: [] };
+  const mask = new SecretMask(request.secrets);
   const budgetMs = deps.budgetMs ?? RESCORE_BUDGET_MS;
   const budget = AbortSignal.timeout(budgetMs);
   const jobSignal = signal ? AbortSignal.any([signal, budget]) : budget;
@@ -168,7 +179,7 @@ export async function rescoreTrajectories(request: RescoreRequest, deps: Rescore
   const job: Job = {
     compiled,
     limits: config.limits,
-    judge: createJudgeClient(config.judge, config.model, deps.engine),
+    judge: createJudgeClient(config.judge, config.model, deps.engine, { secrets: request.secrets }),
     signal: jobSignal,
     notReached: () => ({ kind: "timeout", message: `not re-scored: the re-score's time budget of ${budgetMs / 1000} s ran out before this trajectory` }),
   };
@@ -188,11 +199,13 @@ export async function rescoreTrajectories(request: RescoreRequest, deps: Rescore
     await mapConcurrent([...groups.values()], Math.min(config.max_concurrency, MAX_PARALLEL), (members) => applyGroup(members.sort(byId), job));
   }
 
+  const results = scored.map(({ judge: _judge, ...r }) => r);
   return {
     ok: true,
     group_reward: exports.groupReward,
     scale_rewards: config.trainer.scale_rewards,
-    results: scored.map(({ judge: _judge, ...r }) => r),
+    // An error quoting a judge's answer or header must not carry the workspace's secret to the page.
+    results: mask.empty ? results : (JSON.parse(mask.mask(JSON.stringify(results))) as RescoredTrajectory[]),
     diagnostics: checked.diagnostics,
     duration_ms: Math.round(performance.now() - started),
   };

@@ -125,7 +125,7 @@ describe.skipIf(!engineAvailable)("the runner under the hostile corpus (real run
 
   const runDry = async (runId: string, files: ExperimentFiles) => {
     const t0 = performance.now();
-    const started = await client.start.mutate({ run_id: runId, kind: "dry-run", files, resume: false });
+    const started = await client.start.mutate({ run_id: runId, workspace_id: "ws-test", kind: "dry-run", files, resume: false });
     expect(started).toEqual({ ok: true, run_id: runId });
     const events = await collect(client, runId);
     const seconds = (performance.now() - t0) / 1000;
@@ -244,7 +244,7 @@ describe.skipIf(!engineAvailable)("the runner under the hostile corpus (real run
   it("refuses to start an experiment whose top level crashes V8, with a diagnostic, and keeps serving", async () => {
     const { files } = corpusRun();
     const crashing = { ...files, "lib/top-level.ts": `let s = "xy";\nfor (let i = 0; i < 27; i++) s = s + s;\nexport const topLevelFindings = s.split("").length;\n` };
-    const refused = await client.start.mutate({ run_id: "top-level-crash", kind: "dry-run", files: crashing as ExperimentFiles, resume: false });
+    const refused = await client.start.mutate({ run_id: "top-level-crash", workspace_id: "ws-test", kind: "dry-run", files: crashing as ExperimentFiles, resume: false });
     expect(refused).toMatchObject({ ok: false, diagnostics: [expect.objectContaining({ message: expect.stringMatching(/^the experiment failed to load: out of memory: V8 ended the sandbox process/) })] });
     const status = await client.status.query();
     expect(status.engine.state).toBe("ready");
