@@ -30,7 +30,7 @@ import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createRunnerClient } from "../gpu-runner/src/client";
 import { readExperimentDir } from "../server/services/templates";
-import type { RunEvent, Trajectory } from "../gpu-runner/contracts";
+import { BUNDLED_MCP_SERVERS, type RunEvent, type Trajectory } from "../gpu-runner/contracts";
 
 const MARGIN = 0.2;
 const root = path.resolve(import.meta.dirname, "..");
@@ -189,6 +189,8 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
   const started = await client.start.mutate({
     run_id: runId,
     workspace_id: "bench",
+    // What a workspace has registered from the start (the mcp-agent template names server-everything).
+    mcp_servers: { ...BUNDLED_MCP_SERVERS },
     kind: "train",
     resume: false,
     files: { ...files, "config.json": JSON.stringify(config) },

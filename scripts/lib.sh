@@ -185,6 +185,23 @@ web_build() {
   echo "$want" > "$ROOT/.next/.rollbook-stamp"
 }
 
+# Debian's bubblewrap: the sandbox every stdio MCP server runs in (gpu-runner/src/mcp/sandbox.ts). Without it
+# the runner refuses to start stdio servers (with that reason); everything else works.
+ensure_bubblewrap() {
+  command -v bwrap >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || { log "warning: no bubblewrap (bwrap): stdio MCP servers will not start"; return 0; }
+  log "installing Debian's bubblewrap (the sandbox of stdio MCP servers)"
+  if [ "$(id -u)" = 0 ]; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } ||
+      log "warning: could not install bubblewrap: stdio MCP servers will not start"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    { sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; } ||
+      log "warning: could not install bubblewrap: stdio MCP servers will not start"
+  else
+    log "warning: bubblewrap (bwrap) is not installed and this user cannot install it: stdio MCP servers will not start"
+  fi
+}
+
 setup_all() {
   ensure_node
   load_env
@@ -193,4 +210,5 @@ setup_all() {
   ensure_prisma_client
   ensure_engine_venv
   ensure_model
+  ensure_bubblewrap
 }

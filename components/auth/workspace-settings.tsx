@@ -1,5 +1,5 @@
 "use client";
-/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, runners, alert webhook. */
+/** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, runners, secrets, MCP servers, alert webhook. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
 import { grantableRoles, roleAtLeast, type Role } from "@/server/auth/roles";
@@ -8,6 +8,8 @@ import { Button, ErrorBox, Spinner } from "../ui/primitives";
 import { fmtAgo, fmtDateTime } from "../ui/format";
 import { WebhookSettings } from "./webhook-settings";
 import { RunnersSettings } from "../settings/runners-settings";
+import { McpServersSettings } from "../settings/mcp-servers-settings";
+import { SecretsSettings } from "../settings/secrets-settings";
 
 function InviteLinks({ role }: { role: Role }) {
   const trpc = useTRPC();
@@ -195,6 +197,8 @@ export function WorkspaceSettings() {
       </section>
       {admin && <InviteLinks role={role} />}
       <RunnersSettings admin={admin} />
+      <SecretsSettings admin={admin} />
+      <McpServersSettings admin={admin} />
       {admin && <WebhookSettings />}
     </div>
   );

@@ -82,6 +82,17 @@ export const McpServerDefinition = z
   .strict();
 export type McpServerDefinition = z.infer<typeof McpServerDefinition>;
 
+/**
+ * What every workspace starts with registered: the MCP project's test server, an npm dependency of Rollbook
+ * (the mcp-agent template names it). Admins may remove or replace it like any other.
+ */
+export const BUNDLED_MCP_SERVERS: Readonly<Record<string, McpServerDefinition>> = {
+  everything: McpServerDefinition.parse({
+    command: "mcp-server-everything",
+    description: "The MCP project's test server (npm @modelcontextprotocol/server-everything), bundled with Rollbook",
+  }),
+};
+
 export const McpStdioServer = z
   .object({
     transport: z.literal("stdio").describe("A stdio server this workspace's admins registered; the runner starts it in a sandbox and speaks MCP over its stdin/stdout."),

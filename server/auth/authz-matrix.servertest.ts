@@ -17,6 +17,9 @@ import { ingestAndEmit } from "../services/ingest";
 import { createApiToken } from "../services/api-tokens";
 import { createInvite } from "../services/invites";
 import { ensureDefaultExperiment } from "../services/workspace";
+import { setSecret } from "../services/workspace-config/secrets";
+import { setMcpServer } from "../services/workspace-config/mcp-servers";
+import { McpServerDefinition } from "@contracts";
 import { closedPort, createRunningRun, createTestDb, newWorkspace, runEvents, templateFiles, userWithRole, type TestDb } from "../test/harness";
 import { ROLES, roleAtLeast, type Access, type Role } from "./roles";
 import type { SessionUser } from "./principal";
@@ -38,6 +41,8 @@ interface Side {
   inviteId: string;
   inviteToken: string;
   marker: string;
+  /** A workspace secret's value: it may never come back from any procedure, in any workspace. */
+  secretValue: string;
 }
 let A: Side;
 let B: Side;
@@ -55,7 +60,10 @@ async function makeSide(label: string): Promise<Side> {
   const run = await db().run.update({ where: { id: runId }, data: { notes: marker, tags: [marker] }, select: { number: true, experimentId: true } });
   const t = await createApiToken(db(), { userId: users.member.id, workspaceId, name: marker });
   const inv = await createInvite(db(), { workspaceId, createdById: users.owner.id, inviterRole: "owner", role: "viewer", days: 7 });
-  return { workspaceId, users, experimentId: run.experimentId, defaultExperimentId: exp.id, runId, runNumber: run.number, tokenId: t.id, token: t.token, inviteId: inv.id, inviteToken: inv.token, marker };
+  const secretValue = `sv-${label}-${randomUUID()}`;
+  await setSecret(db(), workspaceId, users.admin.id, { name: "MATRIX_SECRET", value: secretValue });
+  await setMcpServer(db(), workspaceId, users.admin.id, { name: "matrix_server", definition: McpServerDefinition.parse({ command: "mcp-server-everything" }) });
+  return { workspaceId, users, experimentId: run.experimentId, defaultExperimentId: exp.id, runId, runNumber: run.number, tokenId: t.id, token: t.token, inviteId: inv.id, inviteToken: inv.token, marker, secretValue };
 }
 
 /**
@@ -127,6 +135,12 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "alerts.removeWebhook": ["admin", () => undefined],
   "alerts.deliveries": ["admin", () => undefined],
   "compare.runs": ["viewer", (s) => ({ runIds: [s.runId, `${s.runId}-none`], baselineRunId: s.runId })],
+  "secrets.list": ["viewer", () => undefined],
+  "secrets.set": ["admin", () => ({ name: "MATRIX_NEW", value: "matrix-new-secret-value" })],
+  "secrets.remove": ["admin", () => ({ name: "MATRIX_SECRET" })],
+  "mcpServers.list": ["viewer", () => undefined],
+  "mcpServers.set": ["admin", () => ({ name: "matrix_new", definition: { command: "mcp-server-everything" } })],
+  "mcpServers.remove": ["admin", () => ({ name: "matrix_server" })],
 };
 
 type Procedure = { _def: { type: "query" | "mutation" | "subscription"; meta?: { access?: Access } } };
@@ -156,7 +170,7 @@ async function call(c: ReturnType<typeof caller>, path: string, input: unknown):
 
 /** B's rows that no one outside B may change, as one comparable snapshot. */
 async function snapshot(s: Side): Promise<string> {
-  const [ws, exps, versions, runs, tokens, invites, members] = await Promise.all([
+  const [ws, exps, versions, runs, tokens, invites, members, secrets, mcpServers] = await Promise.all([
     db().workspace.findUnique({ where: { id: s.workspaceId }, select: { name: true } }),
     db().experiment.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { id: "asc" }, select: { id: true, name: true, description: true, archivedAt: true } }),
     db().experimentVersion.count({ where: { experiment: { workspaceId: s.workspaceId } } }),
@@ -164,8 +178,10 @@ async function snapshot(s: Side): Promise<string> {
     db().apiToken.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { id: "asc" }, select: { id: true, revokedAt: true } }),
     db().invite.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { id: "asc" }, select: { id: true, usedAt: true, revokedAt: true } }),
     db().membership.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { userId: "asc" }, select: { userId: true, role: true } }),
+    db().workspaceSecret.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { name: "asc" }, select: { name: true, cipher: true } }),
+    db().mcpServerDefinition.findMany({ where: { workspaceId: s.workspaceId }, orderBy: { name: "asc" }, select: { name: true, definition: true } }),
   ]);
-  return JSON.stringify({ ws, exps, versions, runs, tokens, invites, members });
+  return JSON.stringify({ ws, exps, versions, runs, tokens, invites, members, secrets, mcpServers });
 }
 
 beforeAll(async () => {
@@ -214,7 +230,7 @@ describe("authorization matrix", () => {
 
   it("A's owner aimed at B's things: nothing of B leaks or changes", async () => {
     const before = await snapshot(B);
-    const secrets = [B.marker, B.runId, B.experimentId, B.tokenId, B.inviteId, B.workspaceId];
+    const secrets = [B.marker, B.runId, B.experimentId, B.tokenId, B.inviteId, B.workspaceId, B.secretValue, A.secretValue];
     for (const [path] of procedures) {
       // Accepting B's invite is what an invite is for: covered by the invite tests, not a leak.
       if (path === "account.acceptInvite" || path === "account.describeInvite") continue;

@@ -5,18 +5,10 @@
  * runner runs each in its sandbox (gpu-runner/src/mcp/sandbox.ts). Everyone in the workspace sees the
  * definitions: they hold no secret values, only references.
  */
-import { McpServerDefinition, McpServerName } from "@contracts";
+import { BUNDLED_MCP_SERVERS, McpServerDefinition, McpServerName } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../../errors";
 import type { DbOrTx } from "../types";
-
-/** What every workspace starts with: the MCP project's test server, an npm dependency of Rollbook (the mcp-agent template uses it). */
-export const BUNDLED_MCP_SERVERS: Record<string, McpServerDefinition> = {
-  everything: McpServerDefinition.parse({
-    command: "mcp-server-everything",
-    description: "The MCP project's test server (npm @modelcontextprotocol/server-everything), bundled with Rollbook",
-  }),
-};
 
 /** Registers the bundled servers in a new workspace (the migration did so for the workspaces that existed). */
 export async function ensureBundledMcpServers(db: DbOrTx, workspaceId: string): Promise<void> {
