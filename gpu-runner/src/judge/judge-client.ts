@@ -7,7 +7,7 @@
  * runner can count them per rollout and per run.
  */
 import OpenAI from "openai";
-import type { ChatMessage, JudgeConfig } from "../../contracts";
+import { SecretMask, type ChatMessage, type JudgeConfig } from "../../contracts";
 import type { JudgeUsage } from "../../sdk/rollbook";
 import type { EngineClient } from "../engine/client";
 
@@ -50,6 +50,30 @@ export function createJudgeClient(
    * `secrets`: the run's workspace secrets; the key is the one judge.api_key_secret names.
    */
   { runId, secrets = {} }: { runId?: string; secrets?: Readonly<Record<string, string>> } = {},
+): JudgeClient {
+  const client = createRawJudgeClient(config, baseModel, engine, { runId, secrets });
+  const mask = new SecretMask(secrets);
+  if (mask.empty) return client;
+  // What a judge endpoint answers is masked before the reward sees it: an echoed key goes no further.
+  return {
+    description: client.description,
+    async chat(messages, options, signal) {
+      try {
+        const answer = await client.chat(messages, options, signal);
+        return { ...answer, content: mask.mask(answer.content) };
+      } catch (err) {
+        if (err instanceof Error) err.message = mask.mask(err.message);
+        throw err;
+      }
+    },
+  };
+}
+
+function createRawJudgeClient(
+  config: JudgeConfig,
+  baseModel: string,
+  engine: Pick<EngineClient, "chat">,
+  { runId, secrets }: { runId?: string; secrets: Readonly<Record<string, string>> },
 ): JudgeClient {
   if (config.base_url === null) {
     const model = config.model ?? baseModel;

@@ -205,6 +205,7 @@ export class RunManager {
                   allowStdio: this.mcp.allowStdio,
                   sandbox: this.mcp.sandbox,
                   secrets: { values: spec.secrets },
+                  mask,
                   repoRoot: REPO_ROOT,
                   signal,
                   onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),

@@ -8,7 +8,7 @@
  * runAgent answers in the conversation; an unavailable, hung or broken server is the rollout's failure
  * (McpError, kind "mcp").
  */
-import type { McpLaunchConfig, McpServerStatus } from "../../contracts";
+import { NO_MASK, type McpLaunchConfig, type McpServerStatus, type SecretMask } from "../../contracts";
 import type { McpConnection } from "../loop/run-loop";
 import type { RunMcp } from "../rollout/run-mcp";
 import { McpError } from "./errors";
@@ -17,6 +17,16 @@ import { McpHub, type McpConnectOptions } from "./hub";
 export interface RunMcpOptions extends Omit<McpConnectOptions, "onChange"> {
   /** A server's state changed after the run started (it died mid-run): a line for the run log. */
   onProblem?: (message: string) => void;
+  /**
+   * The run's secrets: masked in everything a server sends back (tool lists, results, errors) before the
+   * scenario or the model sees it, so an echoed key never enters a prompt, a token log or a transcript.
+   */
+  mask?: SecretMask;
+}
+
+/** A value with every string in it masked (JSON round trip: tool results are plain JSON). */
+function masked<T>(mask: SecretMask, value: T): T {
+  return mask.empty ? value : (JSON.parse(mask.mask(JSON.stringify(value))) as T);
 }
 
 function describe(s: McpServerStatus): string {
@@ -30,6 +40,7 @@ class ToolError extends Error {
 
 export async function connectRunMcp(config: McpLaunchConfig, options: RunMcpOptions): Promise<McpConnection> {
   const hub = new McpHub();
+  const mask = options.mask ?? NO_MASK;
   let connected = false;
   await hub.connect(config, {
     ...options,
@@ -42,11 +53,15 @@ export async function connectRunMcp(config: McpLaunchConfig, options: RunMcpOpti
   const mcp: RunMcp = {
     servers: hub.servers,
     list: async () =>
-      hub.status().map((s) => ({ name: s.name, ok: s.state === "ready", ...(s.state === "ready" ? {} : { error: describe(s) }), tools: hub.tools(s.name) })),
+      masked(
+        mask,
+        hub.status().map((s) => ({ name: s.name, ok: s.state === "ready", ...(s.state === "ready" ? {} : { error: describe(s) }), tools: hub.tools(s.name) })),
+      ),
     call: async (server, tool, args, signal) => {
       try {
-        return await hub.call(server, tool, args, { signal });
+        return masked(mask, await hub.call(server, tool, args, { signal }));
       } catch (err) {
+        if (err instanceof Error) err.message = mask.mask(err.message);
         if (err instanceof McpError && err.kind === "tool") throw new ToolError(err.message);
         throw err;
       }
