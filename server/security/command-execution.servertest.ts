@@ -18,7 +18,7 @@ import { REPO_ROOT } from "@/gpu-runner/src/env";
 import { FIXTURES } from "@/gpu-runner/src/mcp/test-support";
 import { ingestEvents } from "../services/ingest";
 import { templateFiles } from "../test/harness";
-import { rowCounts, startSecurityStack, type SecurityStack, type Side } from "./stack";
+import { rowCounts, startSecurityStack, type SecurityStack, type Side } from "../test/security-stack";
 
 let stack: SecurityStack;
 let side: Side;

@@ -16,7 +16,7 @@ import { handleRunMetricsCsv, handleRunTrajectoriesJsonl } from "../http/export"
 import { createApiToken } from "../services/api-tokens";
 import { ingestEvents } from "../services/ingest";
 import { templateFiles } from "../test/harness";
-import { hostileJudge, hostileMcp, rowCounts, startSecurityStack, type Hostile, type SecurityStack, type Side } from "./stack";
+import { hostileJudge, hostileMcp, rowCounts, startSecurityStack, type Hostile, type SecurityStack, type Side } from "../test/security-stack";
 
 let stack: SecurityStack;
 let side: Side;

@@ -13,8 +13,8 @@ import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/
 import { registerRunner } from "../runner-client";
 import { ensureDefaultExperiment } from "../services/workspace";
 import { ensureBundledMcpServers } from "../services/workspace-config/mcp-servers";
-import { collectRunEvents } from "../test/collect-run-events";
-import { callerAs, createTestDb, newWorkspace, userWithRole, type TestDb } from "../test/harness";
+import { collectRunEvents } from "./collect-run-events";
+import { callerAs, createTestDb, newWorkspace, userWithRole, type TestDb } from "./harness";
 import type { Role } from "../auth/roles";
 
 export interface SecurityStack {
