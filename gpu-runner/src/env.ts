@@ -7,6 +7,7 @@ import os from "node:os";
 import { z } from "zod";
 import type { McpSecrets } from "./mcp/secrets";
 import { RUNNER_TOKEN_MISSING } from "../contracts/tokens";
+import { EgressAllowSetting } from "./net/egress-policy";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
@@ -75,6 +76,13 @@ export const RunnerEnv = z.object({
    * as ${NAME} in env and headers (e.g. GITHUB_TOKEN). None by default: config.json is written by any
    * experiment author, and must not be able to send the runner's own secrets to a server of their choosing.
    */
+  /**
+   * Internal addresses experiments may send requests to through this runner (judge endpoints, MCP http/sse
+   * servers): comma-separated CIDR ranges, addresses and host names, each optionally :port, e.g.
+   * `10.0.0.0/8,judge.lan:8000`. Everything else internal (loopback, link-local and cloud metadata, private,
+   * unique-local, CGNAT, …) is refused at connect time (net/egress-policy.ts); the web server reads the same.
+   */
+  EGRESS_ALLOW: EgressAllowSetting,
   MCP_SECRET_VARS: z
     .string()
     .default("")
