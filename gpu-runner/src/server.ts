@@ -78,6 +78,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     env.RUNNER_NAME,
     { allowStdio: env.MCP_ALLOW_STDIO, secrets: mcpSecrets(env) },
     env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
+    env.EGRESS_ALLOW,
   );
   manager.recoverInterrupted();
 

@@ -55,6 +55,8 @@ let runner: EnginelessRunner;
 let client: RunnerClient;
 /** Answers like an internal service would: a JSON error carrying what must not leak. */
 let internal: Recorder;
+/** Answers a web page carrying what must not leak. */
+let page: Recorder;
 /** An OpenAI-compatible judge. */
 let judge: Recorder;
 /** Anything an MCP client would reach. */
@@ -72,6 +74,7 @@ beforeAll(async () => {
       JSON.stringify([{ error: { message: `${MARKER} postgres says hello`, code: -32603, data: { code: "INTERNAL_SERVER_ERROR" } } }]),
     );
   });
+  page = await recorder((_req, res) => res.writeHead(200, { "content-type": "text/html" }).end(`<html>${MARKER}</html>`));
   judge = await recorder((_req, res) => {
     res.writeHead(200, { "content-type": "application/json" }).end(
       JSON.stringify({
@@ -94,7 +97,7 @@ afterAll(async () => {
   else process.env.EGRESS_ALLOW = savedAllow;
   resetEnv();
   await runner?.close();
-  for (const r of [internal, judge, mcp]) await r?.close();
+  for (const r of [internal, page, judge, mcp]) await r?.close();
   await tdb?.drop();
 });
 
@@ -161,6 +164,13 @@ describe("runner registration and calls to a workspace's runners", () => {
     expect(err.message).toBe(`url: ${internal.url} answered, but it is not a Rollbook runner`);
     expect(JSON.stringify(err)).not.toContain(MARKER);
     expect(internal.requests.length).toBeGreaterThan(0); // it was asked: the refusal is about what answered
+
+    process.env.EGRESS_ALLOW = `127.0.0.1:${page.port}`;
+    resetEnv();
+    const html = (await owner.runners.register({ name: "a-page", url: page.url, token: "whatever-token" }).catch((e: Error) => e)) as Error;
+    expect(html.message).toBe(`url: ${page.url} answered, but it is not a Rollbook runner`);
+    expect(JSON.stringify(html)).not.toContain(MARKER);
+    expect(await db().runner.count({ where: { name: { in: ["not-runner", "a-page"] } } })).toBe(0);
   });
 
   it("every later call to a workspace's runner is checked (registered while allowed, refused once not); the operator's runner is not", async () => {
@@ -214,7 +224,7 @@ describe("judge endpoints", () => {
     expect(judge.requests).toEqual([]);
   });
 
-  it("a re-score whose reward calls that judge: the request is refused where it connects, and never sent", async () => {
+  it("a re-score whose reward calls that judge (no run start to check it): refused before anything is sent, naming judge.base_url", async () => {
     const res = await client.rescore.mutate({
       files: judgeFiles(`${judge.url}/v1`),
       kind: "train",

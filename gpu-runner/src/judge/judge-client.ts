@@ -9,6 +9,9 @@ import OpenAI from "openai";
 import type { ChatMessage, JudgeConfig } from "../../contracts";
 import type { JudgeUsage } from "../../sdk/rollbook";
 import type { EngineClient } from "../engine/client";
+import { egressUrlProblem } from "../net/egress-check";
+import { type EgressAllow, egressRefusalIn, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
+import { createGuardedFetch } from "../net/guarded-fetch";
 
 export interface JudgeAnswer {
   content: string;
@@ -44,8 +47,11 @@ export function createJudgeClient(
   config: JudgeConfig,
   baseModel: string,
   engine: Pick<EngineClient, "chat">,
-  /** `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it. */
-  { runId, env = process.env }: { runId?: string; env?: NodeJS.ProcessEnv } = {},
+  /**
+   * `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it.
+   * `egress`: the operator's EGRESS_ALLOW; an endpoint elsewhere than the public internet is refused without it.
+   */
+  { runId, env = process.env, egress = NO_EGRESS_EXCEPTIONS }: { runId?: string; env?: NodeJS.ProcessEnv; egress?: EgressAllow } = {},
 ): JudgeClient {
   if (config.base_url === null) {
     const model = config.model ?? baseModel;
@@ -73,10 +79,17 @@ export function createJudgeClient(
 
   const model = config.model as string; // required with base_url (the schema says so)
   const apiKey = config.api_key_env ? env[config.api_key_env] : undefined;
-  const client = new OpenAI({ baseURL: config.base_url, apiKey: apiKey ?? "not-needed", timeout: config.timeout_ms, maxRetries: 2 });
+  const baseUrl = config.base_url;
+  const where = { field: "judge.base_url", actor: "this runner" as const, allow: egress };
+  // Every connection the client opens (redirects included) is checked on the address it connects to.
+  const client = new OpenAI({ baseURL: baseUrl, apiKey: apiKey ?? "not-needed", timeout: config.timeout_ms, maxRetries: 2, fetch: createGuardedFetch(where) });
+  // Asked once up front too: a refused endpoint then fails at once with its rule, not after the client's retries.
+  let refusal: Promise<string | null> | undefined;
   return {
     description: `${model} at ${config.base_url}`,
     async chat(messages, options, signal) {
+      const refused = await (refusal ??= egressUrlProblem(baseUrl, where));
+      if (refused) throw new JudgeError(refused);
       try {
         const res = await client.chat.completions.create(
           {
@@ -92,6 +105,8 @@ export function createJudgeClient(
         return { content: res.choices[0]?.message.content ?? "", usage: { promptTokens: prompt, completionTokens: completion, costUsd: cost(config, prompt, completion) } };
       } catch (err) {
         if (signal.aborted) throw err;
+        const egressRefused = egressRefusalIn(err);
+        if (egressRefused) throw new JudgeError(egressRefused.message);
         throw new JudgeError(`judge ${model} at ${config.base_url} failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     },

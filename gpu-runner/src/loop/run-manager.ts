@@ -21,6 +21,8 @@ import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
 import { REPO_ROOT } from "../env";
 import { NO_SECRETS, type McpSecrets } from "../mcp";
 import { connectRunMcp } from "../mcp/run-connection";
+import { configEgressProblems } from "../net/config-egress";
+import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
@@ -69,6 +71,8 @@ export class RunManager {
     private readonly mcp: RunnerMcpSettings = { allowStdio: true, secrets: NO_SECRETS },
     /** ROLLBOOK_SHARED_CHECKPOINT_DIR: every checkpoint is copied there as soon as it is saved. */
     private readonly sharedCheckpointDir?: string,
+    /** EGRESS_ALLOW: internal addresses judges and http/sse MCP servers may be at (none by default). */
+    private readonly egress: EgressAllow = NO_EGRESS_EXCEPTIONS,
   ) {}
 
   /**
@@ -95,7 +99,7 @@ export class RunManager {
 
   /** Run (edited) reward code over stored trajectories: no run, no event log, no sampling (rescore/rescore.ts). */
   rescore(request: RescoreRequest, signal?: AbortSignal): Promise<RescoreResponse> {
-    return rescoreTrajectories(request, { engine: this.engine.engine }, signal);
+    return rescoreTrajectories(request, { engine: this.engine.engine, egress: this.egress }, signal);
   }
 
   async start(spec: RunSpec): Promise<StartResult> {
@@ -143,6 +147,10 @@ export class RunManager {
       if (judgeProblem) {
         return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_env"]), message: judgeProblem, severity: "error" }]);
       }
+      const egress = await configEgressProblems(checked.config, this.egress);
+      if (egress.length > 0) {
+        return refuse(egress[0]!.message, egress.map((p) => ({ file: "config.json", ...keyPosition(spec.files["config.json"], p.path), message: p.message, severity: "error" as const })));
+      }
 
       const controller = new AbortController();
       // Every rollout in flight listens on the run's signal (its watchdog, its model calls): more than
@@ -165,7 +173,7 @@ export class RunManager {
         logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId }),
+        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, egress: this.egress }),
         connectMcp:
           Object.keys(checked.config.mcp.servers).length === 0
             ? undefined
@@ -174,6 +182,7 @@ export class RunManager {
                   allowStdio: this.mcp.allowStdio,
                   secrets: this.mcp.secrets,
                   repoRoot: REPO_ROOT,
+                  egress: this.egress,
                   signal,
                   onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),
                 }),

@@ -12,6 +12,7 @@ import { type CallToolResult, ErrorCode, McpError as SdkMcpError, type Tool } fr
 import type { McpConfig, McpServerConfig, McpServerStatus, ToolSpec } from "../../contracts";
 import { describeError, isConnectionFailure, McpError, seconds } from "./errors";
 import { endGroup, trackGroup } from "./process-group";
+import type { EgressAllow } from "../net/egress-policy";
 import type { McpSecrets } from "./secrets";
 import { StderrTail } from "./stderr-tail";
 import { createTransport, describeTarget } from "./transports";
@@ -23,6 +24,8 @@ export interface ConnectionHost {
   allowStdio: boolean;
   secrets: McpSecrets;
   repoRoot: string;
+  /** The operator's EGRESS_ALLOW, for http/sse servers. */
+  egress: EgressAllow;
   /** How long a stdio server gets after stdin closes, and again after SIGTERM, before SIGKILL. */
   closeGraceMs: number;
   stderrLines: number;
@@ -122,7 +125,7 @@ export class McpConnection {
   }
 
   private async doConnect(signal?: AbortSignal): Promise<void> {
-    const made = createTransport(this.config, this.host, (chunk) => this.stderr.push(chunk));
+    const made = createTransport(this.config, this.host, (chunk) => this.stderr.push(chunk), this.name);
     if (!made.ok) return this.fail(made.error);
     const { transport } = made;
     this.transport = transport;

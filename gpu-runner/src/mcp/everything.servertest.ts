@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpConfig, type McpServerStatus } from "../../contracts";
 import { REPO_ROOT } from "../env";
 import { McpError, McpHub } from "./index";
-import { descendants, isAlive, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";
+import { descendants, isAlive, LOOPBACK, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";
 
 let baseline: number[] = [];
 const hubs: McpHub[] = [];
@@ -32,6 +32,7 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
   await hub.connect(McpConfig.parse({ servers, connect_timeout_ms: 30_000, ...extra }), {
     allowStdio: true,
     repoRoot: REPO_ROOT,
+    egress: LOOPBACK, // the http/sse servers here listen on 127.0.0.1, refused unless allowed
     secrets: secrets ? { allowed: Object.keys(secrets), values: secrets } : undefined,
     onChange: (s) => changes.push(s),
   });

@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpConfig, type McpServerStatus } from "../../contracts";
 import { loadEnv, mcpSecrets, REPO_ROOT } from "../env";
 import { McpError, McpHub, type McpConnectOptions } from "./index";
-import { descendants, FIXTURES, freePort, isAlive, readPids, waitUntil } from "./test-support";
+import { descendants, FIXTURES, freePort, isAlive, LOOPBACK, readPids, waitUntil } from "./test-support";
 
 let baseline: number[] = [];
 let tmp = "";
@@ -61,6 +61,7 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
   await hub.connect(McpConfig.parse({ servers, connect_timeout_ms: 20_000, ...extra }), {
     allowStdio: true,
     repoRoot: REPO_ROOT,
+    egress: LOOPBACK, // the http/sse servers here listen on 127.0.0.1, refused unless allowed
     closeGraceMs: 300,
     onChange: (s) => changes.push(s),
     ...options,

@@ -6,6 +6,7 @@
  */
 import type { McpConfig, McpServerStatus, ToolSpec } from "../../contracts";
 import { type ConnectionHost, type McpCallOptions, McpConnection } from "./connection";
+import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { McpError } from "./errors";
 import { type McpSecrets, NO_SECRETS } from "./secrets";
 import type { McpToolResult } from "./tool-result";
@@ -17,6 +18,8 @@ export interface McpConnectOptions {
   secrets?: McpSecrets;
   /** The repository root: its node_modules/.bin is searched first, and relative cwd is taken from it. */
   repoRoot: string;
+  /** The operator's EGRESS_ALLOW: internal addresses http/sse servers may be at (none by default). */
+  egress?: EgressAllow;
   /** The run's stop signal: servers still connecting give up when it fires. */
   signal?: AbortSignal;
   /** Grace after stdin closes, and after SIGTERM, before a stdio server is killed (default 2000 ms, as the SDK's). */
@@ -40,6 +43,7 @@ export class McpHub {
       allowStdio: options.allowStdio,
       secrets: options.secrets ?? NO_SECRETS,
       repoRoot: options.repoRoot,
+      egress: options.egress ?? NO_EGRESS_EXCEPTIONS,
       closeGraceMs: options.closeGraceMs ?? 2_000,
       stderrLines: options.stderrLines ?? 20,
       onChange: options.onChange,

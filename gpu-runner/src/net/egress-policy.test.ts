@@ -8,13 +8,9 @@ import { describe, expect, it } from "vitest";
 import { loadEnv as loadRunnerEnv } from "../env";
 import { loadEnv as loadServerEnv } from "@/server/env";
 import { egressUrlProblem } from "./egress-check";
-import { addressRule, egressRefusal, NO_EGRESS_EXCEPTIONS, parseEgressAllow, type EgressAllow } from "./egress-policy";
+import { addressRule, egressAllow, egressRefusal, NO_EGRESS_EXCEPTIONS, parseEgressAllow } from "./egress-policy";
 
-const allow = (text: string): EgressAllow => {
-  const parsed = parseEgressAllow(text);
-  if (!parsed.ok) throw new Error(parsed.error);
-  return parsed.allow;
-};
+const allow = egressAllow;
 
 describe("addressRule", () => {
   it.each([
@@ -89,12 +85,14 @@ describe("EGRESS_ALLOW", () => {
   });
 
   it("is read by both environment modules, with nothing allowed by default", () => {
-    expect(loadRunnerEnv({ RUNNER_TOKEN: "a-runner-token" }).EGRESS_ALLOW).toEqual(NO_EGRESS_EXCEPTIONS);
-    expect(loadServerEnv({}).EGRESS_ALLOW).toEqual(NO_EGRESS_EXCEPTIONS);
-    expect(loadRunnerEnv({ RUNNER_TOKEN: "a-runner-token", EGRESS_ALLOW: "127.0.0.1:4100" }).EGRESS_ALLOW.ranges).toHaveLength(1);
-    expect(loadServerEnv({ EGRESS_ALLOW: "gpu-box" }).EGRESS_ALLOW.hosts).toHaveLength(1);
-    expect(() => loadRunnerEnv({ RUNNER_TOKEN: "a-runner-token", EGRESS_ALLOW: "nope nope" })).toThrow(/EGRESS_ALLOW: 'nope nope' is not/);
-    expect(() => loadServerEnv({ EGRESS_ALLOW: "1.2.3.4/99" })).toThrow(/EGRESS_ALLOW: '1.2.3.4\/99' is not/);
+    const runner = (vars: Record<string, string>) => loadRunnerEnv({ RUNNER_TOKEN: "a-runner-token", ...vars } as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv);
+    const server = (vars: Record<string, string>) => loadServerEnv(vars as Partial<NodeJS.ProcessEnv> as NodeJS.ProcessEnv);
+    expect(runner({}).EGRESS_ALLOW).toEqual(NO_EGRESS_EXCEPTIONS);
+    expect(server({}).EGRESS_ALLOW).toEqual(NO_EGRESS_EXCEPTIONS);
+    expect(runner({ EGRESS_ALLOW: "127.0.0.1:4100" }).EGRESS_ALLOW.ranges).toHaveLength(1);
+    expect(server({ EGRESS_ALLOW: "gpu-box" }).EGRESS_ALLOW.hosts).toHaveLength(1);
+    expect(() => runner({ EGRESS_ALLOW: "nope nope" })).toThrow(/EGRESS_ALLOW: 'nope nope' is not/);
+    expect(() => server({ EGRESS_ALLOW: "1.2.3.4/99" })).toThrow(/EGRESS_ALLOW: '1.2.3.4\/99' is not/);
   });
 });
 

@@ -84,6 +84,13 @@ export function parseEgressAllow(text: string): { ok: true; allow: EgressAllow }
   return { ok: true, allow: { ranges, hosts } };
 }
 
+/** An allow-list from text that is known to be valid (tests, fixed settings); throws the parse error otherwise. */
+export function egressAllow(text: string): EgressAllow {
+  const parsed = parseEgressAllow(text);
+  if (!parsed.ok) throw new Error(parsed.error);
+  return parsed.allow;
+}
+
 /** The EGRESS_ALLOW setting as both environment modules (server/env.ts, gpu-runner/src/env.ts) parse it. */
 export const EgressAllowSetting = z
   .string()

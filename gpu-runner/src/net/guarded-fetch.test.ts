@@ -9,14 +9,10 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { egressUrlProblem } from "./egress-check";
-import { EgressRefusedError, parseEgressAllow, type EgressAllow } from "./egress-policy";
+import { EgressRefusedError, egressAllow } from "./egress-policy";
 import { createGuardedFetch } from "./guarded-fetch";
 
-const allow = (text: string): EgressAllow => {
-  const parsed = parseEgressAllow(text);
-  if (!parsed.ok) throw new Error(parsed.error);
-  return parsed.allow;
-};
+const allow = egressAllow;
 
 interface Recorder {
   server: http.Server;
