@@ -32,6 +32,7 @@ export default tseslint.config(
   {
     // The web tier reaches the runner only through the contracts and the runner's client (plus the SDK's
     // type libs for the editor): never its internals, which belong to a process that may be on another box.
+    // src/net/ is no internal of the runner's process: the egress policy both processes enforce, kept once.
     files: ["server/**/*.ts", "app/**/*.ts", "app/**/*.tsx", "components/**/*.ts", "components/**/*.tsx"],
     ignores: ["**/*.test.ts", "**/*.servertest.ts", "server/test/**"],
     rules: {
@@ -40,8 +41,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: "gpu-runner/(?!contracts(/|$)|src/client$|sdk/type-libs$)",
-              message: "server/, app/ and components/ import only @contracts and the runner's client (@/gpu-runner/src/client).",
+              regex: "gpu-runner/(?!contracts(/|$)|src/client$|src/net/[a-z-]+$|sdk/type-libs$)",
+              message: "server/, app/ and components/ import only @contracts, the runner's client (@/gpu-runner/src/client) and the egress policy (@/gpu-runner/src/net/*).",
             },
           ],
         },

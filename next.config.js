@@ -18,6 +18,8 @@ const nextConfig = {
     "typescript",
     "socket.io",
     "eventsource",
+    // The egress policy's fetch (gpu-runner/src/net/guarded-fetch.ts): Node's own HTTP client, not for bundling.
+    "undici",
   ],
   // No network at build or run time: no remote images, no telemetry-dependent features.
   images: { unoptimized: true },

@@ -3,6 +3,7 @@
  * process environment is parsed here once, with a default and a reason. Nothing else reads process.env.
  */
 import { z } from "zod";
+import { EgressAllowSetting } from "@/gpu-runner/src/net/egress-policy";
 
 const port = z.coerce.number().int().min(0).max(65535);
 
@@ -53,6 +54,13 @@ export const ServerEnv = z.object({
     .optional(),
   /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
   STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
+  /**
+   * Internal addresses the web server may send requests to on a user's behalf (webhooks, workspace-registered
+   * runners): comma-separated CIDR ranges, addresses and host names, each optionally :port. Loopback,
+   * link-local (cloud metadata), private, unique-local, CGNAT and other special addresses are refused
+   * otherwise (gpu-runner/src/net/egress-policy.ts). The runner reads the same setting for judges and MCP.
+   */
+  EGRESS_ALLOW: EgressAllowSetting,
 
   // ── accounts (server/auth) ──
   /** Signs session cookies. Unset: a random one kept in DATA_DIR/auth-secret (set it when several web servers share a database). */

@@ -11,6 +11,7 @@ import { TRPCClientError } from "@trpc/client";
 import type { z } from "zod";
 import { Diagnostic, RESCORE_BUDGET_MS, RescoreResponse, RunnerStatus, StartResult, type ExperimentFiles, type RescoreRequest, type RunKind, type RunSpec } from "@contracts";
 import { createRunnerClient } from "@/gpu-runner/src/client";
+import { createGuardedFetch } from "@/gpu-runner/src/net/guarded-fetch";
 import { AppError, isAppError, rootMessage } from "./errors";
 import { env } from "./env";
 import { requireRunnerToken } from "./runner-token";
@@ -52,8 +53,17 @@ export interface RunnerHandle {
   events(runId: string, afterSeq: number, handlers: RunnerEventHandlers): RunnerSubscription;
 }
 
-export type RunnerRow = { id: string; name: string; url: string; tokenHash: string; tokenCipher: string | null };
-export const RUNNER_ROW_SELECT = { id: true, name: true, url: true, tokenHash: true, tokenCipher: true } as const;
+/** `workspaceId`: null for the instance's runners (the operator's, RUNNER_URL), else the workspace that registered it. */
+export type RunnerRow = { id: string; name: string; url: string; tokenHash: string; tokenCipher: string | null; workspaceId: string | null };
+export const RUNNER_ROW_SELECT = { id: true, name: true, url: true, tokenHash: true, tokenCipher: true, workspaceId: true } as const;
+
+/**
+ * How requests reach a runner: a runner a workspace registered is a URL a user typed, so every connection
+ * to it goes through the egress policy (EGRESS_ALLOW); the instance's runners are the operator's, not checked.
+ */
+function fetchFor(row: RunnerRow): typeof fetch {
+  return row.workspaceId === null ? fetch : createGuardedFetch({ field: "url", actor: "the web server", allow: env().EGRESS_ALLOW });
+}
 
 export const normalizeRunnerUrl = (url: string) => url.trim().replace(/\/+$/, "");
 
@@ -100,7 +110,7 @@ export async function resolveRunner(db: DbOrTx, name?: string, workspaceId?: str
   const wanted = name ?? e.RUNNER_NAME;
   const rows = await db.runner.findMany({
     where: { name: wanted, OR: [{ workspaceId: null }, ...(workspaceId ? [{ workspaceId }] : [])] },
-    select: { ...RUNNER_ROW_SELECT, workspaceId: true },
+    select: RUNNER_ROW_SELECT,
   });
   let row: RunnerRow | undefined = rows.find((r) => r.workspaceId !== null) ?? rows[0];
   if (!row && wanted === e.RUNNER_NAME) row = await registerRunner(db, { name: wanted, url: e.RUNNER_URL, token: requireRunnerToken(e) });
@@ -125,7 +135,7 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
   const headers = new Headers(init.headers);
   headers.set("authorization", `Bearer ${tokenFor(row)}`);
   try {
-    return await fetch(`${row.url}${pathname}`, { ...init, headers });
+    return await fetchFor(row)(`${row.url}${pathname}`, { ...init, headers });
   } catch (err) {
     if (init.signal?.aborted) throw init.signal.reason ?? err;
     throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${rootMessage(err)}`, { cause: err });
@@ -157,7 +167,7 @@ async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (sig
 }
 
 export function runnerHandle(row: RunnerRow, token: string = tokenFor(row)): RunnerHandle {
-  const client = createRunnerClient(row.url, token);
+  const client = createRunnerClient(row.url, token, { fetch: fetchFor(row) });
   return {
     id: row.id,
     name: row.name,

@@ -15,9 +15,14 @@ import type { RunnerRouter } from "./router";
 
 export type { RunnerRouter } from "./router";
 
-export function createRunnerClient(url: string, token: string) {
+/**
+ * `fetch`: how every request reaches the runner (default: the global fetch). The web server passes a
+ * guarded one (net/guarded-fetch.ts) for runners a workspace registered: their URL is a user's input.
+ */
+export function createRunnerClient(url: string, token: string, options: { fetch?: typeof fetch } = {}) {
   const base = url.replace(/\/+$/, "");
   const authorization = `Bearer ${token}`;
+  const fetchImpl = options.fetch ?? fetch;
   return createTRPCClient<RunnerRouter>({
     links: [
       splitLink({
@@ -27,10 +32,10 @@ export function createRunnerClient(url: string, token: string) {
           EventSource,
           eventSourceOptions: () => ({
             fetch: (input: string | URL | Request, init?: RequestInit) =>
-              fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: authorization } }),
+              fetchImpl(input, { ...init, headers: { ...(init?.headers as Record<string, string>), Authorization: authorization } }),
           }),
         }),
-        false: httpBatchLink({ url: base, headers: () => ({ Authorization: authorization }) }),
+        false: httpBatchLink({ url: base, headers: () => ({ Authorization: authorization }), fetch: fetchImpl }),
       }),
     ],
   });

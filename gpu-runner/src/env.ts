@@ -6,6 +6,7 @@ import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
 import { RUNNER_TOKEN_MISSING } from "../contracts/tokens";
+import { EgressAllowSetting } from "./net/egress-policy";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
@@ -81,6 +82,13 @@ export const RunnerEnv = z.object({
     .default("")
     .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), { error: (i) => `MCP_STDIO_READ_PATHS: ${String(i.input)} is not an absolute path` }))),
+  /**
+   * Internal addresses experiments may send requests to through this runner (judge endpoints, MCP http/sse
+   * servers): comma-separated CIDR ranges, addresses and host names, each optionally :port, e.g.
+   * `10.0.0.0/8,judge.lan:8000`. Everything else internal (loopback, link-local and cloud metadata, private,
+   * unique-local, CGNAT, …) is refused at connect time (net/egress-policy.ts); the web server reads the same.
+   */
+  EGRESS_ALLOW: EgressAllowSetting,
 });
 export type RunnerEnv = z.infer<typeof RunnerEnv>;
 

@@ -71,7 +71,8 @@ describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", (
   const small = { groups_per_step: 2, rollouts_per_group: 2, sampling: { temperature: 1.0, max_tokens: 8 } };
 
   beforeAll(async () => {
-    testRunner = await startTestRunner({ name: "servertest", token: TOKEN });
+    // Its MCP http server listens on 127.0.0.1, which the egress policy refuses unless the operator allows it.
+    testRunner = await startTestRunner({ name: "servertest", token: TOKEN, env: { EGRESS_ALLOW: "127.0.0.1" } });
     ({ server: runner, client, runsDir } = testRunner);
   }, 600_000);
 

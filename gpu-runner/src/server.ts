@@ -78,6 +78,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     env.RUNNER_NAME,
     { allowStdio: env.MCP_ALLOW_STDIO, sandbox: { allowNetwork: env.MCP_STDIO_NETWORK, readPaths: env.MCP_STDIO_READ_PATHS, repoRoot: REPO_ROOT } },
     env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
+    env.EGRESS_ALLOW,
   );
   manager.recoverInterrupted();
 

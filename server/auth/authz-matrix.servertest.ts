@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TRPCError } from "@trpc/server";
 import { appRouter, createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
+import { resetEnv } from "../env";
 import { registerRunner } from "../runner-client";
 import { ingestAndEmit } from "../services/ingest";
 import { createApiToken } from "../services/api-tokens";
@@ -185,6 +186,9 @@ async function snapshot(s: Side): Promise<string> {
 }
 
 beforeAll(async () => {
+  // The cases' runner and webhook URLs are on 127.0.0.1, which the egress policy refuses unless the operator allows it.
+  process.env.EGRESS_ALLOW = "127.0.0.1";
+  resetEnv();
   tdb = await createTestDb();
   // A runner that is never up: procedures that would reach it fail with RUNNER_UNAVAILABLE, quickly.
   runnerName = `closed-${randomUUID().slice(0, 6)}`;

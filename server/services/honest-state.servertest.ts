@@ -178,7 +178,7 @@ describe("Stop while the runner is unreachable (real runner)", () => {
     const started = await api.runs.start({ experimentId, files: templateFiles(), kind: "dry-run" });
     if (!started.ok) throw new Error(started.error);
     const runId = started.runId;
-    const direct = runnerHandle({ id: row.id, name, url: runner.url, tokenHash: tokenHash(runner.token), tokenCipher: null }, runner.token);
+    const direct = runnerHandle({ id: row.id, name, url: runner.url, tokenHash: tokenHash(runner.token), tokenCipher: null, workspaceId: null }, runner.token);
     const onRunner = async () => (await direct.status()).runs.find((r) => r.run_id === runId)?.status;
 
     const ingest = new IngestService(db(), { runnerFor: async () => runnerHandle(row), scanMs: 100, lostAfterMs: 500, log: () => {} });

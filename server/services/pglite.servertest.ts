@@ -11,6 +11,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openDatabase, type DbHandle } from "../db";
+import { resetEnv } from "../env";
 import { callerFor, createRunningRun, newWorkspace, runEvents } from "../test/harness";
 import { ingestAndEmit, ingestEvents } from "./ingest";
 import { deliverDue } from "./alerts/delivery";
@@ -20,6 +21,9 @@ import { postIngestSettled } from "./pathology/after-ingest";
 let handle: DbHandle;
 let dir: string;
 beforeAll(async () => {
+  // The webhook receiver listens on 127.0.0.1, which the egress policy refuses unless the operator allows it.
+  process.env.EGRESS_ALLOW = "127.0.0.1";
+  resetEnv();
   dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-pglite-"));
   handle = await openDatabase({ kind: "pglite", dataDir: dir });
   await handle.migrate();

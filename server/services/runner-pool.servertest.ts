@@ -9,6 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
+import { resetEnv } from "../env";
 import { registerRunner, runnerById, runnerHandle, tokenHash, type RunnerHandle } from "../runner-client";
 import { spawnTs, stopChild, type Child } from "../test/child-process";
 import { callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
@@ -70,7 +71,7 @@ async function startRunner(which: keyof typeof PORTS): Promise<Child> {
 }
 
 const handleFor = (which: keyof typeof PORTS): RunnerHandle =>
-  runnerHandle({ id: which, name: `pool-${which}`, url: `http://127.0.0.1:${PORTS[which]}`, tokenHash: tokenHash(TOKEN), tokenCipher: null }, TOKEN);
+  runnerHandle({ id: which, name: `pool-${which}`, url: `http://127.0.0.1:${PORTS[which]}`, tokenHash: tokenHash(TOKEN), tokenCipher: null, workspaceId: null }, TOKEN);
 
 /** A dry run that needs the engine only briefly (1 group of 2 rollouts, 4 tokens). */
 // A generous rollout timeout: on a loaded 2-core machine four runs share one CPU engine.
@@ -81,6 +82,9 @@ const longFiles = () => templateFiles({ groups_per_step: 8, rollouts_per_group: 
 
 beforeAll(async () => {
   if (!engineAvailable) return;
+  // The runners a workspace registers here listen on 127.0.0.1, which the egress policy refuses unless the operator allows it.
+  process.env.EGRESS_ALLOW = "127.0.0.1";
+  resetEnv();
   tdb = await createTestDb();
   await startRunner("a");
   await waitFor(() => handleFor("a").status().catch(() => null), (s) => s?.engine.state === "ready", 540_000);

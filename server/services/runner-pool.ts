@@ -4,8 +4,10 @@
  * it has active runs), and how a runner's answer or silence is recorded on its row (health, lastSeenAt,
  * device, models, capacity) — shared by the heartbeat monitor and the dispatcher.
  */
-import { TRPCClientError } from "@trpc/client";
 import { type RunnerStatus } from "@contracts";
+import { egressUrlProblem } from "@/gpu-runner/src/net/egress-check";
+import { egressRefusalIn } from "@/gpu-runner/src/net/egress-policy";
+import { env } from "../env";
 import { AppError, isAppError, rootMessage } from "../errors";
 import { normalizeRunnerUrl, registerRunner, runnerHandle, tokenHash, type RunnerHandle } from "../runner-client";
 import type { DbOrTx } from "./types";
@@ -88,20 +90,39 @@ export async function listRunners(db: DbOrTx, workspaceId: string) {
   }));
 }
 
+/** The network-level failure under an error (refused, reset, unresolvable, TLS): there was no reply at all. */
+function connectionFailure(e: unknown): Error | null {
+  let cur: unknown = e;
+  for (let depth = 0; cur instanceof Error && depth < 8; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string" && /^(E[A-Z]+|UND_ERR_[A-Z_]+|ERR_TLS_[A-Z_]+|(UNABLE|DEPTH|CERT|SELF)_[A-Z_]+)$/.test(code)) return cur;
+    cur = cur.cause;
+  }
+  return null;
+}
+
 /**
- * Asks a runner at `url` with `token` for its status. A wrong URL and a wrong token are told apart (the
- * runner answers a wrong token with UNAUTHORIZED) and named by field, for the register form.
+ * Asks a runner at `url` with `token` for its status, as the workspace `workspaceId` would reach it (through
+ * the egress policy). A wrong URL and a wrong token are told apart (the runner answers a wrong token with
+ * UNAUTHORIZED) and named by field, for the register form. Whatever else answered is only said to be no
+ * Rollbook runner: its reply is not repeated (the URL is the user's; what answers may be an internal service).
  */
-export async function probeRunner(url: string, token: string): Promise<RunnerStatus> {
-  const handle: RunnerHandle = runnerHandle({ id: "probe", name: "new runner", url, tokenHash: tokenHash(token), tokenCipher: null }, token);
+export async function probeRunner(url: string, token: string, workspaceId: string): Promise<RunnerStatus> {
+  const handle: RunnerHandle = runnerHandle({ id: "probe", name: "new runner", url, tokenHash: tokenHash(token), tokenCipher: null, workspaceId }, token);
   try {
     return await handle.status();
   } catch (e) {
     // The message starts with the field it is about: the register form shows it there.
+    const refused = egressRefusalIn(e);
+    if (refused) throw new AppError("BAD_INPUT", refused.message);
     if (healthOfError(e) === "unauthorized") throw new AppError("RUNNER_ERROR", `token: the runner at ${url} refused this token`);
-    if (isAppError(e) && e.code === "RUNNER_UNAVAILABLE") throw new AppError("RUNNER_UNAVAILABLE", `url: no runner answered at ${url} (${rootMessage(e)})`);
-    const why = e instanceof TRPCClientError ? e.message : rootMessage(e);
-    throw new AppError("RUNNER_ERROR", `url: ${url} answered, but not as a Rollbook runner (${why})`);
+    if (isAppError(e) && e.code === "RUNNER_UNAVAILABLE") {
+      // Only a failure to connect (or no answer in time) is named; a reply that is not tRPC's JSON would be
+      // quoted by the parse error's message, so it counts as "answered" below.
+      const failure = connectionFailure(e);
+      if (failure || e.cause === undefined) throw new AppError("RUNNER_UNAVAILABLE", `url: no runner answered at ${url} (${failure?.message ?? rootMessage(e)})`);
+    }
+    throw new AppError("RUNNER_ERROR", `url: ${url} answered, but it is not a Rollbook runner`);
   }
 }
 
@@ -118,10 +139,13 @@ export async function registerWorkspaceRunner(
     throw new AppError("BAD_INPUT", `url: '${input.url}' is not a URL (e.g. http://gpu-box:4100)`);
   }
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") throw new AppError("BAD_INPUT", `url: use http:// or https:// (got ${parsed.protocol})`);
+  // Before anything is sent: an internal address is refused with its rule (the probe's connection is checked again).
+  const refused = await egressUrlProblem(url, { field: "url", actor: "the web server", allow: env().EGRESS_ALLOW });
+  if (refused) throw new AppError("BAD_INPUT", refused);
   const clash = await db.runner.findFirst({ where: { name: input.name, ...runnersOf(workspaceId) }, select: { id: true } });
   if (clash) throw new AppError("CONFLICT", `name: a runner named '${input.name}' is already registered`);
   // Checked before anything is saved: nothing is ever queued to a runner that cannot take runs.
-  const status = await probeRunner(url, input.token);
+  const status = await probeRunner(url, input.token, workspaceId);
   const row = await registerRunner(db, { name: input.name, url, token: input.token, workspaceId, capacity: input.capacity });
   await recordRunnerAnswer(db, row.id, status);
   return { id: row.id, name: row.name, url: row.url };

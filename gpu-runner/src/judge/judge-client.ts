@@ -10,6 +10,9 @@ import OpenAI from "openai";
 import { SecretMask, type ChatMessage, type JudgeConfig } from "../../contracts";
 import type { JudgeUsage } from "../../sdk/rollbook";
 import type { EngineClient } from "../engine/client";
+import { egressUrlProblem } from "../net/egress-check";
+import { type EgressAllow, egressRefusalIn, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
+import { createGuardedFetch } from "../net/guarded-fetch";
 
 export interface JudgeAnswer {
   content: string;
@@ -48,10 +51,11 @@ export function createJudgeClient(
   /**
    * `runId`: the run the judge scores for; the runner's engine shares its batch slots fairly by it.
    * `secrets`: the run's workspace secrets; the key is the one judge.api_key_secret names.
+   * `egress`: the operator's EGRESS_ALLOW; an endpoint elsewhere than the public internet is refused without it.
    */
-  { runId, secrets = {} }: { runId?: string; secrets?: Readonly<Record<string, string>> } = {},
+  { runId, secrets = {}, egress = NO_EGRESS_EXCEPTIONS }: { runId?: string; secrets?: Readonly<Record<string, string>>; egress?: EgressAllow } = {},
 ): JudgeClient {
-  const client = createRawJudgeClient(config, baseModel, engine, { runId, secrets });
+  const client = createRawJudgeClient(config, baseModel, engine, { runId, secrets, egress });
   const mask = new SecretMask(secrets);
   if (mask.empty) return client;
   // What a judge endpoint answers is masked before the reward sees it: an echoed key goes no further.
@@ -73,7 +77,7 @@ function createRawJudgeClient(
   config: JudgeConfig,
   baseModel: string,
   engine: Pick<EngineClient, "chat">,
-  { runId, secrets }: { runId?: string; secrets: Readonly<Record<string, string>> },
+  { runId, secrets, egress }: { runId?: string; secrets: Readonly<Record<string, string>>; egress: EgressAllow },
 ): JudgeClient {
   if (config.base_url === null) {
     const model = config.model ?? baseModel;
@@ -101,10 +105,17 @@ function createRawJudgeClient(
 
   const model = config.model as string; // required with base_url (the schema says so)
   const apiKey = config.api_key_secret && Object.hasOwn(secrets, config.api_key_secret) ? secrets[config.api_key_secret] : undefined;
-  const client = new OpenAI({ baseURL: config.base_url, apiKey: apiKey ?? "not-needed", timeout: config.timeout_ms, maxRetries: 2 });
+  const baseUrl = config.base_url;
+  const where = { field: "judge.base_url", actor: "this runner" as const, allow: egress };
+  // Every connection the client opens (redirects included) is checked on the address it connects to.
+  const client = new OpenAI({ baseURL: baseUrl, apiKey: apiKey ?? "not-needed", timeout: config.timeout_ms, maxRetries: 2, fetch: createGuardedFetch(where) });
+  // Asked once up front too: a refused endpoint then fails at once with its rule, not after the client's retries.
+  let refusal: Promise<string | null> | undefined;
   return {
     description: `${model} at ${config.base_url}`,
     async chat(messages, options, signal) {
+      const refused = await (refusal ??= egressUrlProblem(baseUrl, where));
+      if (refused) throw new JudgeError(refused);
       try {
         const res = await client.chat.completions.create(
           {
@@ -120,6 +131,8 @@ function createRawJudgeClient(
         return { content: res.choices[0]?.message.content ?? "", usage: { promptTokens: prompt, completionTokens: completion, costUsd: cost(config, prompt, completion) } };
       } catch (err) {
         if (signal.aborted) throw err;
+        const egressRefused = egressRefusalIn(err);
+        if (egressRefused) throw new JudgeError(egressRefused.message);
         throw new JudgeError(`judge ${model} at ${config.base_url} failed: ${err instanceof Error ? err.message : String(err)}`);
       }
     },

@@ -25,6 +25,8 @@ import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
 import { REPO_ROOT } from "../env";
 import { connectRunMcp } from "../mcp/run-connection";
 import type { StdioSandboxSettings } from "../mcp/sandbox";
+import { configEgressProblems } from "../net/config-egress";
+import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
@@ -76,6 +78,8 @@ export class RunManager {
     private readonly mcp: RunnerMcpSettings = { allowStdio: true, sandbox: { allowNetwork: false, readPaths: [], repoRoot: REPO_ROOT } },
     /** ROLLBOOK_SHARED_CHECKPOINT_DIR: every checkpoint is copied there as soon as it is saved. */
     private readonly sharedCheckpointDir?: string,
+    /** EGRESS_ALLOW: internal addresses judges and http/sse MCP servers may be at (none by default). */
+    private readonly egress: EgressAllow = NO_EGRESS_EXCEPTIONS,
   ) {}
 
   /**
@@ -102,7 +106,7 @@ export class RunManager {
 
   /** Run (edited) reward code over stored trajectories: no run, no event log, no sampling (rescore/rescore.ts). */
   rescore(request: z.input<typeof RescoreRequest>, signal?: AbortSignal): Promise<RescoreResponse> {
-    return rescoreTrajectories(request, { engine: this.engine.engine, runsDir: this.events.runsDir }, signal);
+    return rescoreTrajectories(request, { engine: this.engine.engine, runsDir: this.events.runsDir, egress: this.egress }, signal);
   }
 
   async start(input: z.input<typeof RunSpec>): Promise<StartResult> {
@@ -173,6 +177,10 @@ export class RunManager {
         if (err instanceof RunOwnerConflict) return refuse(err.message);
         throw err;
       }
+      const egress = await configEgressProblems(checked.config, this.egress);
+      if (egress.length > 0) {
+        return refuse(egress[0]!.message, egress.map((p) => ({ file: "config.json", ...keyPosition(spec.files["config.json"], p.path), message: p.message, severity: "error" as const })));
+      }
 
       const controller = new AbortController();
       // Every rollout in flight listens on the run's signal (its watchdog, its model calls): more than
@@ -196,7 +204,7 @@ export class RunManager {
         logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, secrets: spec.secrets }),
+        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, secrets: spec.secrets, egress: this.egress }),
         connectMcp:
           Object.keys(mcp.config.servers).length === 0
             ? undefined
@@ -207,6 +215,7 @@ export class RunManager {
                   secrets: { values: spec.secrets },
                   mask,
                   repoRoot: REPO_ROOT,
+                  egress: this.egress,
                   signal,
                   onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),
                 }),

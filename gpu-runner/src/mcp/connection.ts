@@ -13,6 +13,7 @@ import type { McpConfig, McpLaunchServer, McpServerStatus, ToolSpec } from "../.
 import { describeError, isConnectionFailure, McpError, seconds } from "./errors";
 import { endGroup, trackGroup } from "./process-group";
 import type { StdioSandboxSettings } from "./sandbox";
+import type { EgressAllow } from "../net/egress-policy";
 import type { McpSecrets } from "./secrets";
 import { StderrTail } from "./stderr-tail";
 import { createTransport, describeTarget } from "./transports";
@@ -26,6 +27,8 @@ export interface ConnectionHost {
   repoRoot: string;
   /** Where stdio servers run: the bubblewrap sandbox (always, on the runner); null only in tests of process handling. */
   sandbox: StdioSandboxSettings | null;
+  /** The operator's EGRESS_ALLOW, for http/sse servers. */
+  egress: EgressAllow;
   /** How long a stdio server gets after stdin closes, and again after SIGTERM, before SIGKILL. */
   closeGraceMs: number;
   stderrLines: number;
@@ -125,7 +128,7 @@ export class McpConnection {
   }
 
   private async doConnect(signal?: AbortSignal): Promise<void> {
-    const made = createTransport(this.config, this.host, (chunk) => this.stderr.push(chunk));
+    const made = createTransport(this.config, this.host, (chunk) => this.stderr.push(chunk), this.name);
     if (!made.ok) return this.fail(made.error);
     const { transport } = made;
     this.transport = transport;

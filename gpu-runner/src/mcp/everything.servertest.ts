@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
 import { REPO_ROOT } from "../env";
 import { McpError, McpHub } from "./index";
-import { descendants, isAlive, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";
+import { descendants, isAlive, LOOPBACK, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";
 
 let baseline: number[] = [];
 const hubs: McpHub[] = [];
@@ -34,6 +34,7 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
     repoRoot: REPO_ROOT,
     // What the runner does: stdio servers in the bubblewrap sandbox (sandbox.ts).
     sandbox: { allowNetwork: false, readPaths: [], repoRoot: REPO_ROOT },
+    egress: LOOPBACK, // the http/sse servers here listen on 127.0.0.1, refused unless allowed
     secrets: secrets ? { values: secrets } : undefined,
     onChange: (s) => changes.push(s),
   });

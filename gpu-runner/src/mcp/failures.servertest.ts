@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
 import { loadEnv, REPO_ROOT } from "../env";
 import { McpError, McpHub, type McpConnectOptions } from "./index";
-import { descendants, FIXTURES, freePort, isAlive, readPids, waitUntil } from "./test-support";
+import { descendants, FIXTURES, freePort, isAlive, LOOPBACK, readPids, waitUntil } from "./test-support";
 
 let baseline: number[] = [];
 let tmp = "";
@@ -63,6 +63,7 @@ async function connect(servers: Record<string, unknown>, extra: Record<string, u
     repoRoot: REPO_ROOT,
     // Unsandboxed: these tests follow the servers' own pids and files (sandbox.servertest.ts covers the sandbox).
     sandbox: null,
+    egress: LOOPBACK, // the http/sse servers here listen on 127.0.0.1, refused unless allowed
     closeGraceMs: 300,
     onChange: (s) => changes.push(s),
     ...options,

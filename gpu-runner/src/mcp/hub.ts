@@ -6,6 +6,7 @@
  */
 import type { McpLaunchConfig, McpServerStatus, ToolSpec } from "../../contracts";
 import { type ConnectionHost, type McpCallOptions, McpConnection } from "./connection";
+import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { McpError } from "./errors";
 import type { StdioSandboxSettings } from "./sandbox";
 import { type McpSecrets, NO_SECRETS } from "./secrets";
@@ -23,6 +24,8 @@ export interface McpConnectOptions {
   sandbox: StdioSandboxSettings | null;
   /** The repository root: its node_modules/.bin is searched first, and relative cwd is taken from it. */
   repoRoot: string;
+  /** The operator's EGRESS_ALLOW: internal addresses http/sse servers may be at (none by default). */
+  egress?: EgressAllow;
   /** The run's stop signal: servers still connecting give up when it fires. */
   signal?: AbortSignal;
   /** Grace after stdin closes, and after SIGTERM, before a stdio server is killed (default 2000 ms, as the SDK's). */
@@ -47,6 +50,7 @@ export class McpHub {
       secrets: options.secrets ?? NO_SECRETS,
       repoRoot: options.repoRoot,
       sandbox: options.sandbox,
+      egress: options.egress ?? NO_EGRESS_EXCEPTIONS,
       closeGraceMs: options.closeGraceMs ?? 2_000,
       stderrLines: options.stderrLines ?? 20,
       onChange: options.onChange,

@@ -8,9 +8,12 @@ import { freePort } from "../test-support/net";
 export { freePort };
 import path from "node:path";
 import { REPO_ROOT } from "../env";
+import { egressAllow } from "../net/egress-policy";
 
 export const FIXTURES = path.join(import.meta.dirname, "fixtures");
 export const EVERYTHING_BIN = path.join(REPO_ROOT, "node_modules/.bin/mcp-server-everything");
+/** The egress allow-list of these tests: their http/sse servers listen on 127.0.0.1, which is refused by default. */
+export const LOOPBACK = egressAllow("127.0.0.1");
 
 
 /** Running and not a zombie (a zombie has exited; only its parent has yet to reap it). */

@@ -9,6 +9,8 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { McpLaunchServer } from "../../contracts";
+import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
+import { createGuardedFetch } from "../net/guarded-fetch";
 import type { StdioSandboxSettings } from "./sandbox";
 import { type McpSecrets, resolveSecretRefs } from "./secrets";
 import { prepareStdioLaunch } from "./stdio-command";
@@ -26,8 +28,11 @@ export function describeTarget(config: McpLaunchServer): string {
 
 export function createTransport(
   config: McpLaunchServer,
-  host: { allowStdio: boolean; secrets: McpSecrets; repoRoot: string; sandbox: StdioSandboxSettings | null },
+  /** `egress`: the operator's EGRESS_ALLOW for http/sse servers (none: only public addresses). */
+  host: { allowStdio: boolean; secrets: McpSecrets; repoRoot: string; sandbox: StdioSandboxSettings | null; egress?: EgressAllow },
   onStderr: (chunk: Buffer) => void,
+  /** The server's name in config.json, for messages ("mcp.servers.<name>.url: …"). */
+  name: string,
 ): MadeTransport {
   if (config.transport === "stdio") {
     if (!host.allowStdio) {
@@ -50,6 +55,11 @@ export function createTransport(
   if (!headers.ok) return { ok: false, error: `was not connected: ${headers.error}` };
   const url = new URL(config.url);
   const requestInit = { headers: headers.values };
-  const transport = config.transport === "http" ? new StreamableHTTPClientTransport(url, { requestInit }) : new SSEClientTransport(url, { requestInit });
+  // Every connection (the POSTs, the SSE stream, redirects the SDK follows) is checked where it connects.
+  const fetch = createGuardedFetch({ field: `mcp.servers.${name}.url`, actor: "this runner", allow: host.egress ?? NO_EGRESS_EXCEPTIONS });
+  const transport =
+    config.transport === "http"
+      ? new StreamableHTTPClientTransport(url, { requestInit, fetch })
+      : new SSEClientTransport(url, { requestInit, fetch, eventSourceInit: { fetch } });
   return { ok: true, transport, stdio: null, ownGroup: false };
 }

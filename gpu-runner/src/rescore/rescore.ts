@@ -21,6 +21,7 @@ import type { EngineClient } from "../engine/client";
 import type { CompiledExperiment } from "../experiment/compile";
 import { validateExperiment } from "../experiment/validate";
 import { createJudgeClient, judgeConfigProblem, type JudgeClient } from "../judge/judge-client";
+import type { EgressAllow } from "../net/egress-policy";
 import { mapConcurrent } from "../loop/pool";
 import { type RolloutHost, createBridge } from "../sandbox/bridge";
 import { SANDBOX_CAPS } from "../sandbox/caps";
@@ -37,6 +38,8 @@ export interface RescoreDeps {
   runsDir: string;
   /** Time budget of the whole call (default RESCORE_BUDGET_MS). */
   budgetMs?: number;
+  /** The operator's EGRESS_ALLOW, for a judge at a base_url (none: only public addresses). */
+  egress?: EgressAllow;
 }
 
 /** Sandboxes at once: the experiment's own max_concurrency, but a re-score shares the runner with live runs. */
@@ -179,7 +182,7 @@ export async function rescoreTrajectories(input: z.input<typeof RescoreRequest>,
   const job: Job = {
     compiled,
     limits: config.limits,
-    judge: createJudgeClient(config.judge, config.model, deps.engine, { secrets: request.secrets }),
+    judge: createJudgeClient(config.judge, config.model, deps.engine, { secrets: request.secrets, egress: deps.egress }),
     signal: jobSignal,
     notReached: () => ({ kind: "timeout", message: `not re-scored: the re-score's time budget of ${budgetMs / 1000} s ran out before this trajectory` }),
   };

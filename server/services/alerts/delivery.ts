@@ -5,6 +5,9 @@
  * claimed with FOR UPDATE SKIP LOCKED and a lease, so several web servers never send one twice at once.
  */
 import { Webhook } from "standardwebhooks";
+import { EgressRefusedError } from "@/gpu-runner/src/net/egress-policy";
+import { createGuardedFetch } from "@/gpu-runner/src/net/guarded-fetch";
+import { env } from "../../env";
 import type { Db } from "../types";
 
 export interface DeliveryOptions {
@@ -72,6 +75,9 @@ export async function deliverDue(db: Db, opts: DeliveryOptions = {}): Promise<nu
 async function send(d: Claimed, secret: string, now: Date, timeoutMs: number): Promise<{ status: number | null; error: string | null }> {
   try {
     const signature = new Webhook(secret).sign(d.id, now, d.body);
+    // Checked at connect time, on the address actually connected to: a URL saved while allowed, or a name
+    // that now resolves to an internal address, is refused here (the reason lands in the delivery log).
+    const fetch = createGuardedFetch({ field: "webhook url", actor: "the web server", allow: env().EGRESS_ALLOW });
     const res = await fetch(d.url, {
       method: "POST",
       headers: {
@@ -88,6 +94,7 @@ async function send(d: Claimed, secret: string, now: Date, timeoutMs: number): P
     await res.body?.cancel().catch(() => undefined);
     return { status: res.status, error: res.ok ? null : `HTTP ${res.status}` };
   } catch (e) {
+    if (e instanceof EgressRefusedError) return { status: null, error: e.message };
     const cause = e instanceof Error && e.cause instanceof Error ? `: ${e.cause.message}` : "";
     return { status: null, error: `${e instanceof Error ? e.message : String(e)}${cause}`.slice(0, 500) };
   }

@@ -1,7 +1,9 @@
 /** A workspace's webhook endpoint (admins and up): set (a new secret, shown once), read, remove, delivery log. */
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
+import { egressUrlProblem } from "@/gpu-runner/src/net/egress-check";
 import { AppError } from "../../errors";
+import { env } from "../../env";
 import type { DbOrTx } from "../types";
 
 export const WebhookUrl = z
@@ -25,6 +27,9 @@ export function newWebhookSecret(): string {
 export async function setWebhook(db: DbOrTx, workspaceId: string, rawUrl: string) {
   const parsed = WebhookUrl.safeParse(rawUrl);
   if (!parsed.success) throw new AppError("BAD_INPUT", parsed.error.issues[0]?.message ?? "url: must be an http:// or https:// URL");
+  // Refused where it is entered, with the rule; every delivery's connection is checked again (delivery.ts).
+  const refused = await egressUrlProblem(parsed.data, { field: "url", actor: "the web server", allow: env().EGRESS_ALLOW });
+  if (refused) throw new AppError("BAD_INPUT", refused);
   const secret = newWebhookSecret();
   const row = await db.webhookEndpoint.upsert({
     where: { workspaceId },

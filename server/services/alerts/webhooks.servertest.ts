@@ -9,6 +9,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
+import { resetEnv } from "../../env";
 import { callerFor, createRunningRun, createTestDb, newWorkspace, type TestDb } from "../../test/harness";
 import { raiseAlert } from "./alerts";
 import { deliverDue } from "./delivery";
@@ -21,6 +22,9 @@ const received: { headers: http.IncomingHttpHeaders; body: string }[] = [];
 let refuseFirst = 2;
 
 beforeAll(async () => {
+  // The receivers here listen on 127.0.0.1, which the egress policy refuses unless the operator allows it.
+  process.env.EGRESS_ALLOW = "127.0.0.1";
+  resetEnv();
   tdb = await createTestDb();
   server = http.createServer((req, res) => {
     let body = "";
