@@ -2,6 +2,7 @@ import { z } from "zod";
 import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
 import { isAppError } from "../errors";
 import { listRunners, registerWorkspaceRunner, removeRunner, updateRunner } from "../services/runner-pool";
+import { oneLine } from "../text-rules";
 
 const RunnerId = z.string().min(1).max(100);
 
@@ -26,9 +27,9 @@ export const runnersRouter = createTRPCRouter({
   register: adminProcedure
     .input(
       z.object({
-        name: z.string().trim().min(1, "name: give the runner a name").max(60, "name: at most 60 characters"),
-        url: z.string().trim().min(1, "url: the runner's address, e.g. http://gpu-box:4100").max(500),
-        token: z.string().min(8, "token: the runner's RUNNER_TOKEN (at least 8 characters)").max(500),
+        name: oneLine(z.string().trim().min(1, "name: give the runner a name").max(60, "name: at most 60 characters")),
+        url: oneLine(z.string().trim().min(1, "url: the runner's address, e.g. http://gpu-box:4100").max(500)),
+        token: oneLine(z.string().min(8, "token: the runner's RUNNER_TOKEN (at least 8 characters)").max(500)),
         capacity: z.number().int().min(1).max(1000).optional(),
       }),
     )
