@@ -5,6 +5,8 @@
  *   const access = await requireAccess(req, "viewer");
  *   if (access instanceof Response) return access;
  *   // access.db, access.user, access.workspaceId, access.role
+ *
+ * These routes read (GET, HEAD): a request that carries a body is refused (413) before anything else.
  */
 import { getDb } from "../db";
 import { isAppError } from "../errors";
@@ -14,6 +16,7 @@ import { resolvePrincipal, type SessionUser } from "./principal";
 import { type Role } from "./roles";
 import { cookieValue, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./cookies";
 import { requireRole, resolveWorkspaceAccess } from "./workspace-access";
+import { REFUSAL_HEADERS, refuseBodyOnRead } from "../http/body-limit";
 
 export interface RequestAccess {
   db: Db;
@@ -23,7 +26,8 @@ export interface RequestAccess {
 }
 
 function json(status: number, message: string): Response {
-  return Response.json({ error: { message } }, { status, headers: status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : {} });
+  const headers: Record<string, string> = status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : status === 413 ? { ...REFUSAL_HEADERS } : {};
+  return Response.json({ error: { message } }, { status, headers });
 }
 
 /** The workspace the browser asked for: the header, else the workspace cookie. */
@@ -32,6 +36,8 @@ export function requestedWorkspace(headers: Headers): string | null {
 }
 
 export async function requireAccess(req: Request, needed: Role, opts: { db?: Db } = {}): Promise<RequestAccess | Response> {
+  const onRead = refuseBodyOnRead(req);
+  if (onRead) return json(onRead.status, onRead.message);
   if (!originAllowed(req.headers.get("origin"))) return json(403, "requests from this origin are not allowed");
   const db = opts.db ?? (await getDb());
   const principal = await resolvePrincipal(db, req.headers);
