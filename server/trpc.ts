@@ -35,8 +35,10 @@ export interface Context {
   user: SessionUser | null;
   /** Set when the caller authenticated with an API token: the token acts only in its workspace. */
   tokenWorkspaceId: string | null;
-  /** The workspace the caller asks to act in (the browser's workspace cookie, or a test's choice). */
+  /** The workspace the caller asks to act in (the x-rollbook-workspace header, or a test's choice): a member or FORBIDDEN. */
   requestedWorkspaceId: string | null;
+  /** The workspace the browser remembers (its cookie): used while the caller is a member, else their own. */
+  rememberedWorkspaceId: string | null;
   /** The runner new runs go to (default: RUNNER_NAME). */
   runnerName?: string;
   /** Where requests come from, for logs. */
@@ -48,8 +50,10 @@ export interface Context {
 export function createContext(opts: {
   db: Db;
   principal?: Principal | null;
-  /** The workspace to act in; default: the caller's oldest membership. */
+  /** The workspace to act in (the caller must be a member); default: the remembered one, else the caller's oldest membership. */
   workspaceId?: string | null;
+  /** The browser's remembered workspace (its cookie). */
+  rememberedWorkspaceId?: string | null;
   runnerName?: string;
   source?: string;
 }): Context {
@@ -58,6 +62,7 @@ export function createContext(opts: {
     user: opts.principal?.user ?? null,
     tokenWorkspaceId: opts.principal?.tokenWorkspaceId ?? null,
     requestedWorkspaceId: opts.workspaceId ?? null,
+    rememberedWorkspaceId: opts.rememberedWorkspaceId ?? null,
     runnerName: opts.runnerName,
     source: opts.source,
   };
@@ -163,6 +168,7 @@ function roleProcedure(needed: Role) {
     .use(async ({ ctx, next }) => {
       ctx.access ??= resolveWorkspaceAccess(ctx.db, ctx.user.id, {
         requestedWorkspaceId: ctx.requestedWorkspaceId,
+        rememberedWorkspaceId: ctx.rememberedWorkspaceId,
         tokenWorkspaceId: ctx.tokenWorkspaceId,
       });
       const { workspaceId, role } = await ctx.access;

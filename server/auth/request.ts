@@ -30,9 +30,12 @@ function json(status: number, message: string): Response {
   return Response.json({ error: { message } }, { status, headers });
 }
 
-/** The workspace the browser asked for: the header, else the workspace cookie. */
-export function requestedWorkspace(headers: Headers): string | null {
-  return headers.get(WORKSPACE_HEADER) || cookieValue(headers.get("cookie"), WORKSPACE_COOKIE);
+/**
+ * The workspace a request names: the header asks for one (a member or FORBIDDEN), the cookie remembers
+ * the browser's last choice (a user who left it falls back to their own). See workspace-access.ts.
+ */
+export function requestedWorkspace(headers: Headers): { requestedWorkspaceId: string | null; rememberedWorkspaceId: string | null } {
+  return { requestedWorkspaceId: headers.get(WORKSPACE_HEADER) || null, rememberedWorkspaceId: cookieValue(headers.get("cookie"), WORKSPACE_COOKIE) };
 }
 
 export async function requireAccess(req: Request, needed: Role, opts: { db?: Db } = {}): Promise<RequestAccess | Response> {
@@ -43,10 +46,7 @@ export async function requireAccess(req: Request, needed: Role, opts: { db?: Db 
   const principal = await resolvePrincipal(db, req.headers);
   if (!principal) return json(401, "sign in first, or send an API token as Authorization: Bearer …");
   try {
-    const access = await resolveWorkspaceAccess(db, principal.user.id, {
-      requestedWorkspaceId: requestedWorkspace(req.headers),
-      tokenWorkspaceId: principal.tokenWorkspaceId,
-    });
+    const access = await resolveWorkspaceAccess(db, principal.user.id, { ...requestedWorkspace(req.headers), tokenWorkspaceId: principal.tokenWorkspaceId });
     requireRole(access.role, needed);
     return { db, user: principal.user, ...access };
   } catch (e) {

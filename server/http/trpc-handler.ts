@@ -15,6 +15,12 @@ import { requestedWorkspace } from "../auth/request";
 import { cappedBody, capOf, REFUSAL_HEADERS, withBody } from "./body-limit";
 import type { Db } from "../services/types";
 
+/** The header's workspace is asked for; the cookie's is remembered (server/auth/workspace-access.ts). */
+function workspaceOf(headers: Headers) {
+  const { requestedWorkspaceId, rememberedWorkspaceId } = requestedWorkspace(headers);
+  return { workspaceId: requestedWorkspaceId, rememberedWorkspaceId };
+}
+
 export async function handleTrpcRequest(req: Request, db: Db, opts: { runnerName?: string } = {}): Promise<Response> {
   if (!originAllowed(req.headers.get("origin"))) {
     return Response.json({ error: { message: "requests from this origin are not allowed" } }, { status: 403 });
@@ -27,7 +33,7 @@ export async function handleTrpcRequest(req: Request, db: Db, opts: { runnerName
     endpoint: "/api/trpc",
     req: body ? withBody(req, body) : req,
     router: appRouter,
-    createContext: () => createContext({ db, principal, workspaceId: requestedWorkspace(req.headers), runnerName: opts.runnerName, source: "http" }),
+    createContext: () => createContext({ db, principal, ...workspaceOf(req.headers), runnerName: opts.runnerName, source: "http" }),
     onError({ error, path }) {
       // Unexpected failures are logged here with their stack; the client only sees "Internal server error".
       if (error.code === "INTERNAL_SERVER_ERROR") console.error(`[trpc] ${path ?? "?"}:`, error.cause ?? error);
