@@ -26,13 +26,13 @@ const cap = { limit: 10_000, setting: "TEST_CAP" };
 
 describe("body limits", () => {
   it("the settings' defaults: 20 MB for tRPC, 64 KB for auth, 4 MiB for chat, nothing for GET", () => {
-    const e = loadEnv({});
+    const e = loadEnv({ NODE_ENV: "test" });
     expect(capOf("trpc", e)).toEqual({ limit: 20_000_000, setting: "MAX_REQUEST_BYTES" });
     expect(capOf("auth", e)).toEqual({ limit: 65_536, setting: "MAX_AUTH_REQUEST_BYTES" });
     expect(capOf("chat", e).limit).toBe(4 * 1024 * 1024);
-    expect(capOf("chat", loadEnv({ MAX_REQUEST_BYTES: "100000" })).limit).toBe(100_000);
+    expect(capOf("chat", loadEnv({ NODE_ENV: "test", MAX_REQUEST_BYTES: "100000" })).limit).toBe(100_000);
     expect(capOf("none", e).limit).toBe(0);
-    expect(() => loadEnv({ MAX_REQUEST_BYTES: "10" })).toThrow(/MAX_REQUEST_BYTES/);
+    expect(() => loadEnv({ NODE_ENV: "test", MAX_REQUEST_BYTES: "10" })).toThrow(/MAX_REQUEST_BYTES/);
   });
 
   it("routes requests to their door", () => {
