@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { findTextProblem, formatTextPath, multiLine, NUL_MESSAGE, oneLine, textProblem } from "./text-rules";
+import { findTextProblem, formatTextPath, multiLine, NUL_MESSAGE, oneLine, textProblem, urlTextProblem } from "./text-rules";
 
 describe("text rules", () => {
   it("NUL is refused in every kind of text", () => {
@@ -50,5 +50,12 @@ describe("text rules", () => {
 
   it("escapes control characters in the path it prints", () => {
     expect(formatTextPath(["a\u001b", 3])).toBe("a\\u001b.3");
+  });
+
+  it("finds a NUL in an address's path or query", () => {
+    expect(urlTextProblem(new URL("http://x/api/export/runs?tag=ok&status=a&status=b"))).toBeNull();
+    expect(urlTextProblem(new URL("http://x/api/export/runs?status=a&tag=x%00"))).toBe(`tag: ${NUL_MESSAGE}`);
+    expect(urlTextProblem(new URL("http://x/api/runs/r%00/events"))).toBe(`path: ${NUL_MESSAGE}`);
+    expect(urlTextProblem(new URL("http://x/api/runs/%E0%A4%A/events"))).toBeNull();
   });
 });

@@ -100,3 +100,21 @@ export function findTextProblem(value: unknown, kindAt?: (path: TextPath) => Tex
   }
   return null;
 }
+
+/**
+ * A NUL in an address: the decoded path (a run id in /api/export/runs/<id>/…) or a query parameter
+ * (?tag=…), as "path: …" or "tag: …". Plain HTTP routes pass both on to queries, which Postgres refuses.
+ */
+export function urlTextProblem(url: URL): string | null {
+  let path = url.pathname;
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    // Not percent-encoded text: Next answers such a path itself.
+  }
+  if (path.includes("\u0000")) return `path: ${NUL_MESSAGE}`;
+  for (const [key, value] of url.searchParams) {
+    if (key.includes("\u0000") || value.includes("\u0000")) return `${formatTextPath([key])}: ${NUL_MESSAGE}`;
+  }
+  return null;
+}

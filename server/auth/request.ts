@@ -6,7 +6,8 @@
  *   if (access instanceof Response) return access;
  *   // access.db, access.user, access.workspaceId, access.role
  *
- * These routes read (GET, HEAD): a request that carries a body is refused (413) before anything else.
+ * These routes read (GET, HEAD): a request that carries a body is refused (413) before anything else, and
+ * a NUL in the path or a query parameter is refused (400) naming it (server/text-rules.ts).
  */
 import { getDb } from "../db";
 import { isAppError } from "../errors";
@@ -17,6 +18,7 @@ import { type Role } from "./roles";
 import { cookieValue, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./cookies";
 import { requireRole, resolveWorkspaceAccess } from "./workspace-access";
 import { REFUSAL_HEADERS, refuseBodyOnRead } from "../http/body-limit";
+import { urlTextProblem } from "../text-rules";
 
 export interface RequestAccess {
   db: Db;
@@ -41,6 +43,8 @@ export function requestedWorkspace(headers: Headers): { requestedWorkspaceId: st
 export async function requireAccess(req: Request, needed: Role, opts: { db?: Db } = {}): Promise<RequestAccess | Response> {
   const onRead = refuseBodyOnRead(req);
   if (onRead) return json(onRead.status, onRead.message);
+  const inAddress = urlTextProblem(new URL(req.url));
+  if (inAddress) return json(400, inAddress);
   if (!originAllowed(req.headers.get("origin"))) return json(403, "requests from this origin are not allowed");
   const db = opts.db ?? (await getDb());
   const principal = await resolvePrincipal(db, req.headers);
