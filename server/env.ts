@@ -52,6 +52,15 @@ export const ServerEnv = z.object({
     .url()
     .refine((u) => /^rediss?:\/\//.test(u), "REDIS_URL must be a redis:// or rediss:// URL")
     .optional(),
+  /**
+   * The largest request body (bytes) the web server reads on /api/trpc and any route without a cap of its
+   * own: an experiment's files are at most 8 MB, and JSON escaping can double every byte of them (quotes,
+   * backslashes), so 20 MB holds the largest experiment with room for the envelope. Bigger bodies are 413,
+   * refused before more than this is read (server/http/body-limit.ts).
+   */
+  MAX_REQUEST_BYTES: z.coerce.number().int().min(65_536, "MAX_REQUEST_BYTES: a whole number of bytes, at least 65536").default(20_000_000),
+  /** The largest request body (bytes) of the sign-in, sign-up and account routes at /api/auth: a few fields of text. */
+  MAX_AUTH_REQUEST_BYTES: z.coerce.number().int().min(1_024, "MAX_AUTH_REQUEST_BYTES: a whole number of bytes, at least 1024").default(65_536),
   /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
   STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
   /**

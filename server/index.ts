@@ -17,6 +17,7 @@ import { attachAdapter } from "./realtime/adapter";
 import { setIo, type RollbookIo } from "./realtime/io";
 import { attachRealtime } from "./realtime/socket-server";
 import { originAllowed } from "./auth/origins";
+import { refuseDeclaredOversize } from "./http/body-gate";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "./services/ingest";
@@ -54,6 +55,8 @@ async function main(): Promise<void> {
   server.on("request", (req, res) => {
     // socket.io answers its own path (it listens on the same server); everything else is Next's.
     if (req.url?.startsWith("/socket.io/")) return;
+    // A body declared over its route's cap is refused before Next reads any of it (server/http/body-gate.ts).
+    if (refuseDeclaredOversize(req, res, env)) return;
     // The client address that sign-in rate limits count by: the socket's, unless a proxy we trust in front
     // of us says who the client is. A client-sent X-Forwarded-For would otherwise dodge the limit.
     if (!env.TRUST_PROXY) req.headers["x-forwarded-for"] = req.socket.remoteAddress ?? "";

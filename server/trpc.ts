@@ -20,13 +20,14 @@
 import { initTRPC, TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import { type Diagnostic } from "@contracts";
+import { type Diagnostic, nestedTooDeepMessage, valueTooDeep } from "@contracts";
 import { AppError, isAppError, type AppErrorCode } from "./errors";
 import { resolveRunner, runnerById, type RunnerHandle } from "./runner-client";
 import { type Access, type Role } from "./auth/roles";
 import { requireRole, resolveWorkspaceAccess, type WorkspaceAccess } from "./auth/workspace-access";
 import type { Principal, SessionUser } from "./auth/principal";
 import type { Db } from "./services/types";
+import { findTextProblem } from "./text-rules";
 
 export interface Context {
   db: Db;
@@ -34,8 +35,10 @@ export interface Context {
   user: SessionUser | null;
   /** Set when the caller authenticated with an API token: the token acts only in its workspace. */
   tokenWorkspaceId: string | null;
-  /** The workspace the caller asks to act in (the browser's workspace cookie, or a test's choice). */
+  /** The workspace the caller asks to act in (the x-rollbook-workspace header, or a test's choice): a member or FORBIDDEN. */
   requestedWorkspaceId: string | null;
+  /** The workspace the browser remembers (its cookie): used while the caller is a member, else their own. */
+  rememberedWorkspaceId: string | null;
   /** The runner new runs go to (default: RUNNER_NAME). */
   runnerName?: string;
   /** Where requests come from, for logs. */
@@ -47,8 +50,10 @@ export interface Context {
 export function createContext(opts: {
   db: Db;
   principal?: Principal | null;
-  /** The workspace to act in; default: the caller's oldest membership. */
+  /** The workspace to act in (the caller must be a member); default: the remembered one, else the caller's oldest membership. */
   workspaceId?: string | null;
+  /** The browser's remembered workspace (its cookie). */
+  rememberedWorkspaceId?: string | null;
   runnerName?: string;
   source?: string;
 }): Context {
@@ -57,6 +62,7 @@ export function createContext(opts: {
     user: opts.principal?.user ?? null,
     tokenWorkspaceId: opts.principal?.tokenWorkspaceId ?? null,
     requestedWorkspaceId: opts.workspaceId ?? null,
+    rememberedWorkspaceId: opts.rememberedWorkspaceId ?? null,
     runnerName: opts.runnerName,
     source: opts.source,
   };
@@ -77,8 +83,24 @@ const CODE_MAP: Record<AppErrorCode, TRPC_ERROR_CODE_KEY> = {
   UNAUTHORIZED: "UNAUTHORIZED",
 };
 
+/**
+ * superjson, with the nesting of each HTTP input checked before superjson walks it: its walk of `meta`
+ * recurses, and a body nested a few thousand deep overflowed the stack (a 500). JSON.parse before it
+ * copes with any depth; valueTooDeep does not recurse.
+ */
+const transformer = {
+  input: {
+    serialize: (value: unknown) => superjson.serialize(value),
+    deserialize: (value: unknown) => {
+      if (valueTooDeep(value)) throw new TRPCError({ code: "BAD_REQUEST", message: `input: ${nestedTooDeepMessage()}` });
+      return superjson.deserialize(value as Parameters<typeof superjson.deserialize>[0]);
+    },
+  },
+  output: superjson,
+};
+
 const t = initTRPC.context<Context>().meta<Meta>().create({
-  transformer: superjson,
+  transformer,
   isDev: false, // never put stacks in responses
   errorFormatter({ shape, error }) {
     const cause = error.cause;
@@ -114,7 +136,19 @@ export const createTRPCRouter = t.router;
 export const createCallerFactory = t.createCallerFactory;
 export const mergeRouters = t.mergeRouters;
 
-const base = t.procedure.use(errorMapper);
+/**
+ * A NUL anywhere in the input is refused naming its path ("notes: contains a NUL character (\u0000)"):
+ * Postgres cannot store it, and it used to surface as a 500 naming nothing. Before the input is parsed, so
+ * it covers every procedure and every string, files included; the other control characters are refused
+ * per field by the input schemas (server/text-rules.ts).
+ */
+const refuseNul = t.middleware(async ({ getRawInput, next }) => {
+  const problem = findTextProblem(await getRawInput());
+  if (problem) throw new AppError("BAD_INPUT", problem);
+  return next();
+});
+
+const base = t.procedure.use(errorMapper).use(refuseNul);
 
 export const publicProcedure = base.meta({ access: "public" });
 
@@ -134,6 +168,7 @@ function roleProcedure(needed: Role) {
     .use(async ({ ctx, next }) => {
       ctx.access ??= resolveWorkspaceAccess(ctx.db, ctx.user.id, {
         requestedWorkspaceId: ctx.requestedWorkspaceId,
+        rememberedWorkspaceId: ctx.rememberedWorkspaceId,
         tokenWorkspaceId: ctx.tokenWorkspaceId,
       });
       const { workspaceId, role } = await ctx.access;

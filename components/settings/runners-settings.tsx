@@ -1,8 +1,10 @@
 "use client";
 /**
  * Settings → Runners: the runners this workspace may use (health, last seen, device, models, capacity,
- * running/queued), a register form whose server error lands on the field it names ("url: …", "token: …"),
- * enable/disable and remove. Everything a runner reports is rendered as text.
+ * this workspace's running/queued), a register form whose server error lands on the field it names ("url: …",
+ * "token: …"), enable/disable and remove. Everything a runner reports is rendered as text. A runner's
+ * address and error texts reach admins only (the server sends null to others), so the row shows them
+ * when they are there.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
@@ -122,7 +124,9 @@ export function RunnersSettings({ admin }: { admin: boolean }) {
               <th className="font-normal">Device</th>
               <th className="font-normal">Models</th>
               <th className="font-normal">Capacity</th>
-              <th className="font-normal whitespace-nowrap">Running / queued</th>
+              <th className="font-normal whitespace-nowrap" title="This workspace's runs">
+                Running / queued
+              </th>
               <th />
             </tr>
           </thead>
@@ -132,8 +136,7 @@ export function RunnersSettings({ admin }: { admin: boolean }) {
                 <td className="py-1">
                   <div className="text-zinc-100">{r.name}</div>
                   <div className="text-[12px] text-zinc-500">
-                    {r.url} · {r.scope === "instance" ? "this server's runner" : "this workspace"}
-                    {!r.enabled && " · disabled"}
+                    {[r.url, r.scope === "instance" ? "this server's runner" : "this workspace", !r.enabled && "disabled"].filter(Boolean).join(" · ")}
                   </div>
                 </td>
                 <td className="whitespace-nowrap">

@@ -8,6 +8,7 @@ export * from "./experiment";
 export * from "./mcp";
 export * from "./tasks";
 export * from "./bytes";
+export * from "./json-depth";
 export * from "./model-ref";
 export * from "./advantages";
 export * from "./rescore";

@@ -53,6 +53,12 @@ export const RunnerEnv = z.object({
    * never sends more). 2 by default: runs share one engine, whose batching serves concurrent runs together.
    */
   RUNNER_CAPACITY: z.coerce.number().int().min(1, "RUNNER_CAPACITY is a whole number, at least 1").max(1000).default(2),
+  /**
+   * The largest request body (bytes) the runner reads into memory: tRPC calls (a run start carries the
+   * experiment's files, up to 8 MB, JSON-escaped) and the chat pass-through (which has a tighter cap of its
+   * own). Bigger bodies are 413, before more is read. Checkpoint uploads stream to disk under their own cap.
+   */
+  RUNNER_MAX_REQUEST_BYTES: z.coerce.number().int().min(65_536, "RUNNER_MAX_REQUEST_BYTES: a whole number of bytes, at least 65536").default(32 * 1024 * 1024),
   /** Where run folders live: runs/<run>/events.jsonl here; the engine writes checkpoints beside them. */
   ROLLBOOK_RUNS_DIR: z.string().min(1).default(path.join(REPO_ROOT, "runs")),
   /**

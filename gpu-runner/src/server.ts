@@ -14,12 +14,10 @@ import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
 import { handleRunnerHttp, isRunnerHttpRoute, type RunnerHttpDeps } from "./http/routes";
+import { declaredBytes, sendRefusal, tooLargeMessage, trpcTooLarge } from "./http/body-cap";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
 import { weakTokenWarning } from "../contracts/tokens";
-
-/** The largest request body the runner reads: an 8 MB experiment even if JSON escaping tripled it. */
-export const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 export interface RunnerServer {
   port: number;
@@ -84,8 +82,9 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
 
   const trpcHandler = createHTTPHandler({
     router: runnerRouter,
-    // Files travel in request bodies (an experiment is up to 8 MB; JSON escaping can grow it).
-    maxBodySize: MAX_BODY_BYTES,
+    // Files travel in request bodies (an experiment is up to 8 MB; JSON escaping can grow it). Counted as
+    // the body streams; a declared length over it is refused before tRPC sees the request (below).
+    maxBodySize: env.RUNNER_MAX_REQUEST_BYTES,
     createContext: ({ req }): RunnerContext => ({
       manager,
       authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),
@@ -98,6 +97,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     token: env.RUNNER_TOKEN,
     engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
     detokenize: (ids) => supervisor.client.detokenize(ids),
+    maxRequestBytes: env.RUNNER_MAX_REQUEST_BYTES,
     imports: {
       sharedDir: env.ROLLBOOK_SHARED_CHECKPOINT_DIR,
       runnerName: env.RUNNER_NAME,
@@ -107,7 +107,9 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   };
   const server = http.createServer((req, res) => {
     if (isRunnerHttpRoute(req.url)) void handleRunnerHttp(req, res, httpDeps);
-    else trpcHandler(req, res);
+    else if (declaredBytes(req) > env.RUNNER_MAX_REQUEST_BYTES) {
+      sendRefusal(res, trpcTooLarge(tooLargeMessage(env.RUNNER_MAX_REQUEST_BYTES, "RUNNER_MAX_REQUEST_BYTES")));
+    } else trpcHandler(req, res);
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -147,12 +147,13 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
 type Procedure = { _def: { type: "query" | "mutation" | "subscription"; meta?: { access?: Access } } };
 const procedures = Object.entries(appRouter._def.procedures as unknown as Record<string, Procedure>);
 
-function caller(user: SessionUser | null, opts: { workspaceId?: string; tokenWorkspaceId?: string } = {}) {
+function caller(user: SessionUser | null, opts: { workspaceId?: string; rememberedWorkspaceId?: string; tokenWorkspaceId?: string } = {}) {
   return createCaller(
     createContext({
       db: db(),
       principal: user ? { user, tokenWorkspaceId: opts.tokenWorkspaceId ?? null, via: opts.tokenWorkspaceId ? "token" : "session" } : null,
       workspaceId: opts.workspaceId ?? null,
+      rememberedWorkspaceId: opts.rememberedWorkspaceId ?? null,
       runnerName,
       source: "matrix",
     }),
@@ -246,10 +247,12 @@ describe("authorization matrix", () => {
   });
 
   it("asking for B's workspace without being a member is FORBIDDEN, and never falls through to B", async () => {
-    const res = await call(caller(A.users.owner, { workspaceId: B.workspaceId }), "runs.get", { id: B.runId });
-    // The browser's remembered workspace falls back to the user's own: B's run is then simply not found.
+    // Asked for (the x-rollbook-workspace header): refused, never a silent switch to A's own workspace.
+    expect(await call(caller(A.users.owner, { workspaceId: B.workspaceId }), "runs.get", { id: B.runId })).toEqual({ ok: false, code: "FORBIDDEN" });
+    // Remembered (the browser's cookie) falls back to the user's own: B's run is then simply not found.
+    const res = await call(caller(A.users.owner, { rememberedWorkspaceId: B.workspaceId }), "runs.get", { id: B.runId });
     expect(res).toEqual({ ok: false, code: "NOT_FOUND" });
-    const list = await call(caller(A.users.owner, { workspaceId: B.workspaceId }), "runs.list", undefined);
+    const list = await call(caller(A.users.owner, { rememberedWorkspaceId: B.workspaceId }), "runs.list", undefined);
     expect(JSON.stringify(list)).not.toContain(B.runId);
   });
 

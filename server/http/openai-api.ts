@@ -11,15 +11,14 @@
  * Errors use OpenAI's shape, {"error": {message, type, param, code}}, so the SDKs raise their usual classes.
  * The answer's `model` is the name the caller sent, not the runner's internal one.
  */
-import { ChatCompletionRequest, checkpointModelName } from "@contracts";
+import { ChatCompletionRequest, checkpointModelName, MAX_JSON_DEPTH } from "@contracts";
 import { requireAccess } from "../auth/request";
 import { isAppError, rootMessage } from "../errors";
 import { errorMessage, forwardChat, resolveModel, workspaceBaseModels } from "../services/checkpoints";
 import type { Db } from "../services/types";
 import { renameModelInEvents } from "./sse-model-name";
+import { capOf, readCappedBody, REFUSAL_HEADERS } from "./body-limit";
 
-/** Bigger chat bodies are refused before they are read whole (the runner and the engine cap too). */
-export const MAX_CHAT_REQUEST_BYTES = 4 * 1024 * 1024;
 /** `n` is capped for this public door: 256 completions of one request would hold a shared runner for long. */
 export const MAX_CHOICES = 8;
 const MAX_LISTED_CHECKPOINTS = 2_000;
@@ -33,10 +32,8 @@ const TYPE_BY_STATUS: Record<number, string> = {
 };
 
 export function openaiError(status: number, message: string, param: string | null = null, code: string | null = null): Response {
-  return Response.json(
-    { error: { message, type: TYPE_BY_STATUS[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"), param, code } },
-    { status, headers: status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : {} },
-  );
+  const headers: Record<string, string> = status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : status === 413 ? { ...REFUSAL_HEADERS } : {};
+  return Response.json({ error: { message, type: TYPE_BY_STATUS[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"), param, code } }, { status, headers });
 }
 
 /** requireAccess answers {error: {message}}; OpenAI clients also read type and code. */
@@ -52,13 +49,15 @@ function appErrorResponse(e: unknown): Response {
   return openaiError(status, e.message, e.code === "NOT_FOUND" ? "model" : null, e.code === "NOT_FOUND" ? "model_not_found" : null);
 }
 
+/**
+ * The body as JSON: counted while it streams and refused past the chat cap (body-limit.ts), and refused
+ * when nested deeper than MAX_JSON_DEPTH (forwarding it to the runner stringifies it, recursively).
+ */
 async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false; res: Response }> {
-  const declared = Number(req.headers.get("content-length") ?? 0);
-  if (declared > MAX_CHAT_REQUEST_BYTES) return { ok: false, res: openaiError(413, `request body over ${MAX_CHAT_REQUEST_BYTES} bytes`) };
-  const text = await req.text();
-  if (Buffer.byteLength(text) > MAX_CHAT_REQUEST_BYTES) return { ok: false, res: openaiError(413, `request body over ${MAX_CHAT_REQUEST_BYTES} bytes`) };
+  const read = await readCappedBody(req, capOf("chat"), { maxJsonDepth: MAX_JSON_DEPTH });
+  if (!read.ok) return { ok: false, res: openaiError(read.status, read.message) };
   try {
-    return { ok: true, value: JSON.parse(text) };
+    return { ok: true, value: JSON.parse(new TextDecoder().decode(read.bytes)) };
   } catch {
     return { ok: false, res: openaiError(400, "the request body is not JSON") };
   }

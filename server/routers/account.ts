@@ -7,6 +7,7 @@ import { env } from "../env";
 import * as tokens from "../services/api-tokens";
 import * as invites from "../services/invites";
 import { myWorkspaces } from "../services/members";
+import { oneLine } from "../text-rules";
 
 export const accountRouter = createTRPCRouter({
   /** For the signed-out pages: does an owner exist yet (else the first visitor creates one), may one sign up. */
@@ -21,7 +22,7 @@ export const accountRouter = createTRPCRouter({
 
   /** A new workspace the caller owns (a team, a project): switch to it with the workspace cookie. */
   createWorkspace: userProcedure
-    .input(z.object({ name: z.string().trim().min(1, "a name is required").max(120) }))
+    .input(z.object({ name: oneLine(z.string().trim().min(1, "a name is required").max(120)) }))
     .mutation(({ ctx, input }) => createWorkspace(ctx.db, ctx.user.id, input.name, ctx.user.email)),
 
   /** What an invite link offers (shown before joining; also to a signed-out visitor, who must sign in first). */
@@ -38,7 +39,7 @@ export const accountRouter = createTRPCRouter({
 
   /** A new token: its secret is in this response only. */
   createToken: viewerProcedure
-    .input(z.object({ name: z.string().trim().min(1, "a name is required").max(100) }))
+    .input(z.object({ name: oneLine(z.string().trim().min(1, "a name is required").max(100)) }))
     .mutation(({ ctx, input }) => tokens.createApiToken(ctx.db, { userId: ctx.user.id, workspaceId: ctx.workspaceId, name: input.name })),
 
   revokeToken: viewerProcedure

@@ -8,6 +8,7 @@ import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
 import { listAlerts, markAlertsRead } from "../services/alerts/alerts";
 import { getWebhook, listDeliveries, removeWebhook, setWebhook } from "../services/alerts/webhook-settings";
 import { listRunFlags } from "../services/pathology/store";
+import { oneLine } from "../text-rules";
 
 export const alertsRouter = createTRPCRouter({
   /** The workspace's newest alerts and how many the caller has not seen. */
@@ -28,7 +29,7 @@ export const alertsRouter = createTRPCRouter({
 
   /** Set the webhook URL; a new signing secret is made and returned in this response only. */
   setWebhook: adminProcedure
-    .input(z.object({ url: z.string().max(2000, "url: at most 2000 characters") }))
+    .input(z.object({ url: oneLine(z.string().max(2000, "url: at most 2000 characters")) }))
     .mutation(({ ctx, input }) => setWebhook(ctx.db, ctx.workspaceId, input.url)),
 
   removeWebhook: adminProcedure.mutation(({ ctx }) => removeWebhook(ctx.db, ctx.workspaceId)),

@@ -5,11 +5,14 @@ import * as experiments from "../services/experiments";
 import * as projects from "../services/experiment-projects";
 import * as templates from "../services/templates";
 import { defaultExperimentId } from "../services/workspace";
+import { multiLine, oneLine } from "../text-rules";
 
 /** The files of one experiment (the contract caps their size and names: 8 MB, scenario/reward/tasks/config/lib). */
 export const FilesInput = ExperimentFiles;
 /** An experiment's name: unique in its workspace (a taken one is a CONFLICT naming it). */
-export const ExperimentName = z.string().trim().min(1, "a name is required").max(120, "a name has at most 120 characters");
+export const ExperimentName = oneLine(z.string().trim().min(1, "a name is required").max(120, "a name has at most 120 characters"));
+/** What an experiment is for: text of several lines. */
+export const ExperimentDescription = multiLine(z.string().max(2000));
 /** The version the editor loaded: a newer version with other files makes the write a CONFLICT (stale tab). */
 export const BaseVersion = z.number().int().min(1).optional();
 const ExperimentId = z.string().min(1);
@@ -31,7 +34,7 @@ export const experimentsRouter = createTRPCRouter({
   default: viewerProcedure.query(({ ctx }) => defaultExperimentId(ctx.db, ctx.workspaceId)),
 
   create: memberProcedure
-    .input(z.object({ name: ExperimentName, description: z.string().max(2000).optional(), files: FilesInput }))
+    .input(z.object({ name: ExperimentName, description: ExperimentDescription.optional(), files: FilesInput }))
     .mutation(({ ctx, input }) => experiments.createExperiment(ctx.db, ctx.workspaceId, input, ctx.user.id)),
 
   /** A new experiment with a template's files (template null: the blank experiment). Names are unique per workspace. */
@@ -39,7 +42,7 @@ export const experimentsRouter = createTRPCRouter({
     .input(
       z.object({
         name: ExperimentName,
-        description: z.string().max(2000).optional(),
+        description: ExperimentDescription.optional(),
         template: z.string().min(1).max(100).nullable(),
       }),
     )

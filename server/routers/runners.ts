@@ -1,34 +1,41 @@
 import { z } from "zod";
 import { adminProcedure, createTRPCRouter, viewerProcedure } from "../trpc";
 import { isAppError } from "../errors";
-import { listRunners, registerWorkspaceRunner, removeRunner, updateRunner } from "../services/runner-pool";
+import { listRunners, registerWorkspaceRunner, removeRunner, runnerStatusFor, updateRunner } from "../services/runner-pool";
+import { roleAtLeast } from "../auth/roles";
+import { oneLine } from "../text-rules";
 
 const RunnerId = z.string().min(1).max(100);
 
 export const runnersRouter = createTRPCRouter({
-  /** The configured runner and whether it answers (for a status badge); never throws when it is down. */
+  /**
+   * The configured runner and whether it answers (for a status badge); never throws when it is down. Only
+   * this workspace's runs; the URL, the engine's health and the error text for admins only (runnerStatusFor).
+   */
   status: viewerProcedure.query(async ({ ctx }) => {
     const runner = await ctx.getRunner();
+    const admin = roleAtLeast(ctx.role, "admin");
+    const url = admin ? runner.url : null;
     try {
-      const status = await runner.status();
+      const status = await runnerStatusFor(ctx.db, ctx.workspaceId, await runner.status(), { admin });
       await ctx.db.runner.update({ where: { id: runner.id }, data: { lastSeenAt: new Date() } });
-      return { name: runner.name, url: runner.url, reachable: true as const, status, error: null };
+      return { name: runner.name, url, reachable: true as const, status, error: null };
     } catch (e) {
       if (!isAppError(e)) throw e;
-      return { name: runner.name, url: runner.url, reachable: false as const, status: null, error: e.message };
+      return { name: runner.name, url, reachable: false as const, status: null, error: admin ? e.message : `runner '${runner.name}' did not answer` };
     }
   }),
 
-  /** The runners this workspace may use (its own and the instance's), with health and live run counts. */
-  list: viewerProcedure.query(({ ctx }) => listRunners(ctx.db, ctx.workspaceId)),
+  /** The runners this workspace may use (its own and the instance's), with health and this workspace's run counts. */
+  list: viewerProcedure.query(({ ctx }) => listRunners(ctx.db, ctx.workspaceId, { admin: roleAtLeast(ctx.role, "admin") })),
 
   /** Registers a runner of this workspace; the URL must answer and accept the token first (nothing saved otherwise). */
   register: adminProcedure
     .input(
       z.object({
-        name: z.string().trim().min(1, "name: give the runner a name").max(60, "name: at most 60 characters"),
-        url: z.string().trim().min(1, "url: the runner's address, e.g. http://gpu-box:4100").max(500),
-        token: z.string().min(8, "token: the runner's RUNNER_TOKEN (at least 8 characters)").max(500),
+        name: oneLine(z.string().trim().min(1, "name: give the runner a name").max(60, "name: at most 60 characters")),
+        url: oneLine(z.string().trim().min(1, "url: the runner's address, e.g. http://gpu-box:4100").max(500)),
+        token: oneLine(z.string().min(8, "token: the runner's RUNNER_TOKEN (at least 8 characters)").max(500)),
         capacity: z.number().int().min(1).max(1000).optional(),
       }),
     )

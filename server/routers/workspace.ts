@@ -4,6 +4,7 @@ import { RoleName } from "../auth/roles";
 import { adminProcedure, createTRPCRouter, ownerProcedure, viewerProcedure } from "../trpc";
 import * as invites from "../services/invites";
 import * as members from "../services/members";
+import { oneLine } from "../text-rules";
 
 export const workspaceRouter = createTRPCRouter({
   /** The workspace the caller is acting in, and their role there (the UI hides what the role cannot do). */
@@ -15,7 +16,7 @@ export const workspaceRouter = createTRPCRouter({
   members: viewerProcedure.query(({ ctx }) => members.listMembers(ctx.db, ctx.workspaceId)),
 
   rename: ownerProcedure
-    .input(z.object({ name: z.string().trim().min(1, "a name is required").max(120) }))
+    .input(z.object({ name: oneLine(z.string().trim().min(1, "a name is required").max(120)) }))
     .mutation(({ ctx, input }) => members.renameWorkspace(ctx.db, ctx.workspaceId, input.name)),
 
   setRole: adminProcedure

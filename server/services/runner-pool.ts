@@ -52,7 +52,24 @@ export async function recordRunnerFailure(db: DbOrTx, runnerId: string, e: unkno
 /** The runners a workspace may use: its own and the instance's (workspaceId null). */
 export const runnersOf = (workspaceId: string) => ({ OR: [{ workspaceId }, { workspaceId: null }] });
 
-export async function listRunners(db: DbOrTx, workspaceId: string) {
+/**
+ * What a workspace may see of a runner. One runner serves every workspace: its run list is cut to the
+ * caller's own runs (by the run ids this workspace owns in the database, never by what the runner says),
+ * and its address, its engine's health (memory, restart reasons with the engine's last output) and its
+ * error texts (which name the address) are the operator's business, shown to workspace admins only.
+ */
+export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: RunnerStatus, opts: { admin: boolean }): Promise<RunnerStatus> {
+  const ids = status.runs.map((r) => r.run_id);
+  const mine = new Set(
+    ids.length === 0 ? [] : (await db.run.findMany({ where: { id: { in: ids }, workspaceId }, select: { id: true } })).map((r) => r.id),
+  );
+  const runs = status.runs.filter((r) => mine.has(r.run_id));
+  if (opts.admin) return { ...status, runs };
+  return { ...status, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
+}
+
+/** The runners a workspace may use, for its settings page: see runnerStatusFor for what only admins see. */
+export async function listRunners(db: DbOrTx, workspaceId: string, opts: { admin: boolean } = { admin: false }) {
   const rows = await db.runner.findMany({
     where: runnersOf(workspaceId),
     orderBy: [{ workspaceId: { sort: "asc", nulls: "first" } }, { name: "asc" }],
@@ -70,19 +87,22 @@ export async function listRunners(db: DbOrTx, workspaceId: string) {
       lastError: true,
     },
   });
+  // This workspace's runs only: how busy a shared runner is with other workspaces' work is not theirs to see.
   const counts = await db.run.groupBy({
     by: ["runnerId", "status"],
-    where: { runnerId: { in: rows.map((r) => r.id) }, status: { in: ["running", "lost"] } },
+    where: { workspaceId, runnerId: { in: rows.map((r) => r.id) }, status: { in: ["running", "lost"] } },
     _count: { _all: true },
   });
   const pinned = await db.run.groupBy({
     by: ["pinnedRunnerId"],
-    where: { pinnedRunnerId: { in: rows.map((r) => r.id) }, status: "queued" },
+    where: { workspaceId, pinnedRunnerId: { in: rows.map((r) => r.id) }, status: "queued" },
     _count: { _all: true },
   });
-  const waiting = await db.run.count({ where: { status: "queued", runnerId: null, pinnedRunnerId: null } });
+  const waiting = await db.run.count({ where: { workspaceId, status: "queued", runnerId: null, pinnedRunnerId: null } });
   return rows.map((r) => ({
     ...r,
+    url: opts.admin ? r.url : null,
+    lastError: opts.admin ? r.lastError : null,
     scope: r.workspaceId === null ? ("instance" as const) : ("workspace" as const),
     running: counts.filter((c) => c.runnerId === r.id).reduce((n, c) => n + c._count._all, 0),
     /** Runs waiting that must go here (forks/evals of its checkpoints), and the unpinned queue it may serve. */

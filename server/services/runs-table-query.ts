@@ -5,6 +5,7 @@
  * be shared as a link and exported as exactly the rows it shows. Imports zod only: safe in the browser.
  */
 import { z } from "zod";
+import { multiLine, oneLine } from "../text-rules";
 
 export const RUN_STATUSES = ["queued", "running", "lost", "completed", "failed", "stopped"] as const;
 export const RUN_KINDS = ["train", "dry-run", "eval"] as const;
@@ -68,7 +69,7 @@ export const MAX_NOTES_CHARS = 10_000;
 
 /** Trimmed, empty ones dropped, duplicates dropped (first spelling kept), at most 20 of at most 40 characters. */
 export const RunTags = z
-  .array(z.string().max(200, `tags: each tag is at most ${MAX_TAG_CHARS} characters`))
+  .array(oneLine(z.string().max(200, `tags: each tag is at most ${MAX_TAG_CHARS} characters`)))
   .max(200, `tags: at most ${MAX_TAGS} tags`)
   .transform((tags) => [...new Set(tags.map((t) => t.trim()).filter((t) => t.length > 0))])
   .pipe(
@@ -80,7 +81,7 @@ export const RunTags = z
 export const RunUpdateInput = z.object({
   id: z.string().min(1).max(100),
   tags: RunTags.optional(),
-  notes: z.string().max(MAX_NOTES_CHARS, `notes: at most ${MAX_NOTES_CHARS.toLocaleString("en-US")} characters`).optional(),
+  notes: multiLine(z.string().max(MAX_NOTES_CHARS, `notes: at most ${MAX_NOTES_CHARS.toLocaleString("en-US")} characters`)).optional(),
 });
 export type RunUpdateInput = z.input<typeof RunUpdateInput>;
 

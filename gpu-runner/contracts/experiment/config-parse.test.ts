@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { parseRunConfig } from "./config-parse";
 import { findKeyOffset, offsetToPosition, parseJson } from "./json-position";
+import { MAX_JSON_DEPTH } from "../json-depth";
 
 const TEMPLATE = new URL("../../../templates/say-the-word/", import.meta.url);
 const template = { "config.json": readFileSync(new URL("config.json", TEMPLATE), "utf8") };
@@ -59,5 +60,17 @@ describe("json positions", () => {
     const bad = parseJson('{"a": 1,\n "b": }');
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(offsetToPosition('{"a": 1,\n "b": }', bad.offset)).toEqual({ line: 2, column: 7 });
+  });
+
+  it("refuses a config nested past MAX_JSON_DEPTH at the bracket, valid JSON or not, before anything recursive reads it", () => {
+    const deep = "[".repeat(100_000) + "]".repeat(100_000);
+    for (const text of [`{\n  "num_steps": 1,\n  "x": ${deep}\n}`, `{\n  "num_steps": 1,\n  "x": ${"[".repeat(100_000)}`]) {
+      const res = parseRunConfig(text);
+      expect(res).toEqual({
+        ok: false,
+        diagnostics: [{ file: "config.json", line: 3, column: 8 + MAX_JSON_DEPTH - 1, message: `config.json is nested deeper than ${MAX_JSON_DEPTH} levels`, severity: "error" }],
+      });
+      expect(findKeyOffset(text, ["x"])).toBeUndefined();
+    }
   });
 });

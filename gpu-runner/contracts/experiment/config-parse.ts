@@ -31,7 +31,8 @@ export function parseRunConfig(text: string, kind?: RunKind): ParseRunConfigResu
   const json = text.trim() === "" ? ({ ok: true, value: {} } as const) : parseJson(text);
   if (!json.ok) {
     const pos = offsetToPosition(text, json.offset);
-    return { ok: false, diagnostics: [{ file: FILE, ...pos, message: `config.json is not valid JSON: ${json.message}`, severity: "error" }] };
+    const message = json.tooDeep ? `config.json is ${json.message}` : `config.json is not valid JSON: ${json.message}`;
+    return { ok: false, diagnostics: [{ file: FILE, ...pos, message, severity: "error" }] };
   }
   const parsed = RunConfig.safeParse(json.value);
   if (!parsed.success) {

@@ -4,6 +4,7 @@
  * finds them; JSON.parse still decides validity and words the message users know.
  */
 import { parse as parseJsonc, parseTree, type Node, type ParseError } from "jsonc-parser";
+import { jsonTooDeepAt, nestedTooDeepMessage } from "../json-depth";
 
 export interface Position {
   line: number;
@@ -31,10 +32,18 @@ export function jsonErrorOffset(text: string): number {
   return errors[0]?.offset ?? 0;
 }
 
-export type JsonParseResult = { ok: true; value: unknown } | { ok: false; message: string; offset: number };
+export type JsonParseResult =
+  | { ok: true; value: unknown }
+  /** `tooDeep`: valid or not, the text nests deeper than MAX_JSON_DEPTH (`offset`: the bracket past it). */
+  | { ok: false; message: string; offset: number; tooDeep?: true };
 
-/** JSON.parse with the position of the error when it fails. */
+/**
+ * JSON.parse with the position of the error when it fails. Nesting is checked first: what reads the value
+ * next (zod, jsonc-parser's tree for positions) recurses, and would overflow the stack on a deep one.
+ */
 export function parseJson(text: string): JsonParseResult {
+  const deep = jsonTooDeepAt(text);
+  if (deep !== null) return { ok: false, message: nestedTooDeepMessage(), offset: deep, tooDeep: true };
   try {
     return { ok: true, value: JSON.parse(text) as unknown };
   } catch (err) {
@@ -62,6 +71,8 @@ function child(node: Node, key: string | number): { keyOffset: number; value: No
  * or undefined when not even the first key is there (a default was used, or the text is not an object).
  */
 export function findKeyOffset(text: string, path: readonly (string | number)[]): number | undefined {
+  // jsonc-parser builds its tree recursively: a text too deep for that has no key positions to give.
+  if (jsonTooDeepAt(text) !== null) return undefined;
   let node = parseTree(text, [], STRICT);
   let found: number | undefined;
   for (const key of path) {

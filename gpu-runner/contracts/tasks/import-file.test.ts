@@ -5,6 +5,7 @@ import { importTaskFile } from "./import-file";
 import { formatRowError } from "./row-error";
 import { MAX_TASKS_BYTES, MAX_TASK_ROWS } from "./limits";
 import type { ImportResult } from "./import-types";
+import { MAX_JSON_DEPTH } from "../json-depth";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
@@ -129,6 +130,14 @@ describe("importTaskFile: one bad row in 10,000 is named, and nothing is importe
   it("JSON: a syntax error is placed at its line and column", async () => {
     const r = expectErrors(await importTaskFile({ name: "t.json", bytes: bytes('[\n  {"a": 1},\n  {"a": 2,}\n]') }));
     expect(r.errors).toEqual([{ line: 3, column: 11, message: "invalid JSON: expected a key in double quotes (a trailing comma?)" }]);
+  });
+
+  it("JSON and JSON Lines: a row nested past MAX_JSON_DEPTH is refused at its line, before anything parses it", async () => {
+    const deep = `${"[".repeat(100_000)}${"]".repeat(100_000)}`;
+    const json = expectErrors(await importTaskFile({ name: "t.json", bytes: bytes(`[\n  {"a": 1},\n  {"a": ${deep}}\n]`) }));
+    expect(json.errors).toEqual([{ line: 3, column: 9 + MAX_JSON_DEPTH - 2, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+    const lines = expectErrors(await importTaskFile({ name: "t.jsonl", bytes: bytes(`{"a": 1}\n{"a": ${deep}}\n`) }));
+    expect(lines.errors).toEqual([{ row: 2, line: 2, column: 7 + MAX_JSON_DEPTH - 1, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
   });
 
   it("reports every bad row, capped at 50 plus a count of the rest", async () => {

@@ -9,6 +9,7 @@ import { MAX_TASK_ROWS, tooManyRowsMessage } from "./limits";
 import { type RowErrorList } from "./row-error";
 import { describeJsonType, isPlainObject, jsonSyntaxError, offsetToLineColumn } from "./json-syntax";
 import { parseJsonLines, splitLines } from "./json-lines";
+import { jsonTooDeepAt, nestedTooDeepMessage } from "../json-depth";
 import type { ImportedRow, TaskFileFormat } from "./import-types";
 
 /** True when the first non-blank line is a whole JSON object on its own and more lines follow. */
@@ -37,6 +38,12 @@ function elementLines(text: string, inData: boolean): (index: number) => number 
 }
 
 export function importJson(text: string, errors: RowErrorList): { format: TaskFileFormat; rows: ImportedRow[] } {
+  // Checked before anything parses it (see json-depth.ts); the line is named either way (JSON Lines or not).
+  const deep = jsonTooDeepAt(text);
+  if (deep !== null) {
+    errors.add({ ...offsetToLineColumn(text, deep), message: nestedTooDeepMessage() });
+    return { format: looksLikeJsonLines(text) ? "jsonl" : "json", rows: [] };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

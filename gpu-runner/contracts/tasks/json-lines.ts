@@ -7,6 +7,7 @@
 import { MAX_TASK_ROWS, tooManyRowsMessage } from "./limits";
 import { type RowErrorList } from "./row-error";
 import { describeJsonType, isPlainObject, jsonSyntaxError } from "./json-syntax";
+import { jsonTooDeepAt, nestedTooDeepMessage } from "../json-depth";
 
 export interface JsonLineRow {
   /** 1-based among non-blank lines. */
@@ -53,6 +54,13 @@ export function parseJsonLines(text: string, errors: RowErrorList, options: Json
     if (isBlank(raw)) continue;
     row++;
     const at = options.withRow ? { row, line: i + 1 } : { line: i + 1 };
+    // Before parsing: a row that parses fine at any depth later overflows the stack wherever it is walked
+    // (copied into the sandbox, stringified into an event), after Check has passed.
+    const deep = jsonTooDeepAt(raw);
+    if (deep !== null) {
+      errors.add({ ...at, column: deep + 1, message: nestedTooDeepMessage() });
+      continue;
+    }
     let value: unknown;
     try {
       value = JSON.parse(raw);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_TASKS_JSONL_BYTES, MAX_TASK_ROWS } from "./limits";
 import { parseTasks } from "./parse-tasks";
 import { toTasksJsonl } from "./write";
+import { MAX_JSON_DEPTH } from "../json-depth";
 
 function expectFail(text: string) {
   const r = parseTasks(text);
@@ -29,6 +30,16 @@ describe("parseTasks", () => {
     expect(r.diagnostics[1]).toMatchObject({ line: 3, column: 8 });
     expect(r.diagnostics[1]?.message).toContain("trailing comma");
     expect(r.errors[0]).toEqual({ line: 2, column: bad.indexOf("x") + 1, message: expect.stringMatching(/^invalid JSON/) });
+  });
+
+  it("refuses a row nested past MAX_JSON_DEPTH before parsing it, at its line and bracket", () => {
+    const deep = `{"word": "deep", "x": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`;
+    const r = expectFail(`{"a":1}\n{"a":2}\n${deep}\n{"a":4}\n`);
+    expect(r.errors).toEqual([{ line: 3, column: 23 + MAX_JSON_DEPTH - 1, message: `nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+    expect(r.diagnostics[0]?.message).toBe(`tasks.jsonl line 3: nested deeper than ${MAX_JSON_DEPTH} levels`);
+    // Exactly at the cap is fine.
+    const ok = parseTasks(`{"x": ${"[".repeat(MAX_JSON_DEPTH - 1)}${"]".repeat(MAX_JSON_DEPTH - 1)}}\n`);
+    expect(ok.ok).toBe(true);
   });
 
   it("names the split field when its value is wrong", () => {

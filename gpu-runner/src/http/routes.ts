@@ -15,21 +15,27 @@
  * Not tRPC because both are byte streams (a tar.gz, SSE chunks in OpenAI's shape) that other clients
  * consume as they are. The web server is the only caller: it checks the user's workspace and rewrites the
  * model name first (server/services/checkpoints.ts); users never reach the runner or the engine.
+ *
+ * Bodies: the GETs take none; the chat body is held in memory, so its declared length is checked before
+ * it is read and its bytes are counted as it streams (at most MAX_CHAT_BODY_BYTES, and never more than
+ * RUNNER_MAX_REQUEST_BYTES); uploads stream to disk under MAX_IMPORT_BYTES (body-cap.ts says why).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../contracts";
+import { jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../contracts";
 import { modelRefProblem } from "../loop/run-owner";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";
 import { EngineError } from "../engine/client";
 import { bearerToken, tokenMatches } from "../trpc";
+import { declaredBytes, declaresBody, noBodyMessage, sendRefusal, tooLargeMessage } from "./body-cap";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
 import { RolloutTokensNotFound, rolloutTokens } from "./rollout-tokens";
 import {
   ImportRefused,
+  MAX_IMPORT_BYTES,
   importCheckpoint,
   importEvents,
   importSideLog,
@@ -53,6 +59,8 @@ export interface RunnerHttpDeps {
   detokenize: (tokenIds: number[]) => Promise<string[]>;
   /** What moving a run here needs (the shared checkpoint folder, whether a run is running). */
   imports: Omit<RunImportDeps, "runsDir">;
+  /** RUNNER_MAX_REQUEST_BYTES: no body held in memory is bigger (default: MAX_CHAT_BODY_BYTES alone). */
+  maxRequestBytes?: number;
 }
 
 /** A chat request body bigger than this is refused (413): a prompt this size is far past any context. */
@@ -70,6 +78,25 @@ function sendError(res: ServerResponse, status: number, message: string, param: 
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
+/** OpenAI's error shape for a refused body (413), the connection closed so the rest is never read. */
+function refuseBody(res: ServerResponse, message: string): void {
+  sendRefusal(res, { error: { message, type: "invalid_request_error", param: null, code: 413 } });
+}
+
+/** Why this request's body is refused before any of it is read, or null. */
+function bodyRefusal(req: IncomingMessage, deps: RunnerHttpDeps): string | null {
+  if (req.method === "GET" || req.method === "HEAD") return declaresBody(req) ? noBodyMessage(req) : null;
+  if (req.method === "PUT") return declaredBytes(req) > MAX_IMPORT_BYTES ? tooLargeMessage(MAX_IMPORT_BYTES, "MAX_IMPORT_BYTES") : null;
+  const cap = chatCap(deps);
+  return declaredBytes(req) > cap.limit ? tooLargeMessage(cap.limit, cap.setting) : null;
+}
+
+function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
+  return deps.maxRequestBytes !== undefined && deps.maxRequestBytes < MAX_CHAT_BODY_BYTES
+    ? { limit: deps.maxRequestBytes, setting: "RUNNER_MAX_REQUEST_BYTES" }
+    : { limit: MAX_CHAT_BODY_BYTES, setting: "the chat pass-through's cap" };
+}
+
 /** True when the path is one of these routes (the caller hands everything else to tRPC). */
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
@@ -80,6 +107,8 @@ export function isRunnerHttpRoute(url: string | undefined): boolean {
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
   try {
     if (!tokenMatches(bearerToken(req), deps.token)) return sendError(res, 401, "missing or wrong runner token");
+    const refused = bodyRefusal(req, deps);
+    if (refused) return refuseBody(res, refused);
     const pathname = (req.url ?? "").split("?")[0] ?? "";
     const archive = ARCHIVE_ROUTE.exec(pathname);
     if (archive) {
@@ -208,23 +237,39 @@ async function sendRolloutTokens(res: ServerResponse, deps: RunnerHttpDeps, runI
   res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) }).end(body);
 }
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return null;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+/**
+ * The body, or null past `limit`: reading stops there and the rest is left unread (breaking out of a
+ * for-await would destroy the request, and with it the socket the 413 is to be written on).
+ */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (value: Buffer | null) => {
+      req.off("data", onData).off("end", onEnd).off("error", reject);
+      resolve(value);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.pause();
+      done(null);
+    };
+    const onEnd = () => done(Buffer.concat(chunks));
+    req.on("data", onData).on("end", onEnd).on("error", reject);
+  });
 }
 
 async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
-  const body = await readBody(req, MAX_CHAT_BODY_BYTES);
-  if (!body) return sendError(res, 413, `request body over ${MAX_CHAT_BODY_BYTES} bytes`);
+  const cap = chatCap(deps);
+  const body = await readBody(req, cap.limit);
+  if (!body) return refuseBody(res, tooLargeMessage(cap.limit, cap.setting));
+  const text = body.toString("utf8");
+  // The engine's JSON parser recurses; the web server checked already, this is the runner's own door.
+  if (jsonTooDeepAt(text) !== null) return sendError(res, 400, `request body is ${nestedTooDeepMessage()}`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body.toString("utf8"));
+    parsed = JSON.parse(text);
   } catch {
     return sendError(res, 400, "request body is not JSON");
   }

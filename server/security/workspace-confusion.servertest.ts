@@ -1,0 +1,234 @@
+/**
+ * Issue 16, findings 8 and 4, with three real accounts (signed up through Better Auth) across two
+ * workspaces, through the real HTTP handlers and a real (engineless) runner shared by both workspaces:
+ *
+ * - finding 8: a cookie session whose x-rollbook-workspace header names a workspace the user is not in is
+ *   403 naming it (it used to act silently in the user's own workspace); a stale workspace *cookie* still
+ *   falls back to the user's own (see server/auth/workspace-access.ts);
+ * - finding 4: runners.status shows a caller only its workspace's runs, and the runner's URL and engine
+ *   health only to admins; runners.list hides URLs and errors from non-admins and counts only the
+ *   caller's runs.
+ *
+ *   npx vitest run --project server server/security/workspace-confusion.servertest.ts
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import superjson from "superjson";
+import { handleAuthRequest } from "../http/auth-handler";
+import { handleTrpcRequest } from "../http/trpc-handler";
+import { handleRunsTableCsv } from "../http/export";
+import { WORKSPACE_COOKIE, WORKSPACE_HEADER } from "../auth/cookies";
+import { registerRunner } from "../runner-client";
+import { dispatcherFor } from "../services/dispatcher";
+import { ensureDefaultWorkspace } from "../services/workspace";
+import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
+import { createTestDb, templateFiles, type TestDb } from "../test/harness";
+
+const ORIGIN = "http://127.0.0.1:3000";
+const runnerName = "shared-runner";
+/** What only the runner's operator (and workspace admins) may read: engine memory, an internal path. */
+const ENGINE_SECRET_BYTES = 43_210_987_654;
+const RESTART_SECRET = "/srv/rollbook/internal/engine.log";
+
+let tdb: TestDb;
+let runner: EnginelessRunner;
+const db = () => tdb.handle.prisma;
+
+interface Person {
+  cookie: string;
+  id: string;
+  /** Their own workspace (made at sign-up). */
+  own: string;
+}
+let alice: Person; // owner of A
+let bob: Person; // owner of B
+let carol: Person; // viewer in A, member in B
+let A: string;
+let B: string;
+let runA: string;
+let runB: string;
+
+async function signUp(name: string, ip: string): Promise<Person> {
+  const res = await handleAuthRequest(
+    new Request(`${ORIGIN}/api/auth/sign-up/email`, {
+      method: "POST",
+      headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": ip },
+      body: JSON.stringify({ name, email: `${name.toLowerCase()}@example.com`, password: `${name} correct horse 1` }),
+    }),
+    db(),
+  );
+  const set = res.headers.getSetCookie().find((c) => c.startsWith("rollbook.session_token="));
+  if (!set) throw new Error(`sign-up of ${name}: no session cookie (status ${res.status})`);
+  const user = await db().user.findUniqueOrThrow({ where: { email: `${name.toLowerCase()}@example.com` }, select: { id: true } });
+  const own = await db().membership.findFirstOrThrow({ where: { userId: user.id }, select: { workspaceId: true } });
+  return { cookie: set.split(";")[0]!, id: user.id, own: own.workspaceId };
+}
+
+type TrpcBody = { error?: { json: { message: string; data: { code: string } } }; result?: { data: unknown } };
+
+/** A tRPC call as the browser (or a script using a session) makes it. */
+async function call(who: Person, path: string, input: unknown, opts: { header?: string; cookieWorkspace?: string; mutation?: boolean } = {}) {
+  const headers: Record<string, string> = {
+    origin: ORIGIN,
+    cookie: opts.cookieWorkspace ? `${who.cookie}; ${WORKSPACE_COOKIE}=${opts.cookieWorkspace}` : who.cookie,
+    ...(opts.header ? { [WORKSPACE_HEADER]: opts.header } : {}),
+  };
+  const encoded = JSON.stringify(superjson.serialize(input));
+  const req = opts.mutation
+    ? new Request(`${ORIGIN}/api/trpc/${path}`, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: encoded })
+    : new Request(`${ORIGIN}/api/trpc/${path}?input=${encodeURIComponent(encoded)}`, { headers });
+  const res = await handleTrpcRequest(req, db(), { runnerName });
+  const body = (await res.json()) as TrpcBody;
+  return { status: res.status, message: body.error?.json.message ?? null, data: body.result ? superjson.deserialize(body.result.data as never) : undefined };
+}
+
+async function snapshot() {
+  return {
+    tokens: await db().apiToken.count(),
+    experiments: await db().experiment.count(),
+    versions: await db().experimentVersion.count(),
+    runs: await db().run.count(),
+    names: await db().workspace.findMany({ orderBy: { id: "asc" }, select: { id: true, name: true } }),
+  };
+}
+
+async function startDryRun(who: Person, workspaceId: string): Promise<string> {
+  const exp = await call(who, "experiments.default", undefined, { header: workspaceId });
+  const experimentId = (exp.data as { id: string }).id;
+  const res = await call(who, "runs.start", { experimentId, files: templateFiles(), kind: "dry-run", baseVersion: 1 }, { header: workspaceId, mutation: true });
+  const out = res.data as { ok: boolean; runId?: string; error?: string };
+  if (!out?.ok || !out.runId) throw new Error(`runs.start in ${workspaceId}: ${res.status} ${res.message ?? out?.error}`);
+  return out.runId;
+}
+
+beforeAll(async () => {
+  tdb = await createTestDb();
+  await ensureDefaultWorkspace(db());
+  runner = await startEnginelessRunner("confusion");
+  // The engine's health as a real one reports it (memory), and why it last restarted: operator-only facts.
+  const supervisor = runner.server.supervisor;
+  const real = supervisor.status.bind(supervisor);
+  supervisor.status = () => ({
+    ...real(),
+    health: {
+      status: "ok",
+      backend: "torch",
+      device: "cpu",
+      model: "SmolLM2-135M-Instruct",
+      max_context_tokens: 2048,
+      memory: { rss_bytes: ENGINE_SECRET_BYTES, gpu_allocated_bytes: null },
+    },
+    lastRestart: { at: Date.now(), reason: `engine killed by SIGKILL; last output: ${RESTART_SECRET}` },
+  });
+  // The instance's runner (set in the web server's environment): every workspace's runs go to it.
+  await registerRunner(db(), { name: runnerName, url: runner.url, token: runner.token });
+
+  alice = await signUp("Alice", "10.8.0.1");
+  bob = await signUp("Bob", "10.8.0.2");
+  carol = await signUp("Carol", "10.8.0.3");
+  A = alice.own;
+  B = bob.own;
+  await db().membership.create({ data: { workspaceId: A, userId: carol.id, role: "viewer" } });
+  await db().membership.create({ data: { workspaceId: B, userId: carol.id, role: "member" } });
+
+  runA = await startDryRun(alice, A);
+  runB = await startDryRun(bob, B);
+  // Both runs reach the one runner (the dispatcher hands them over).
+  const end = Date.now() + 60_000;
+  for (;;) {
+    const ids = runner.server.manager.status().runs.map((r) => r.run_id);
+    if (ids.includes(runA) && ids.includes(runB)) break;
+    if (Date.now() > end) throw new Error(`runs never reached the runner: ${ids.join(", ")}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}, 180_000);
+
+afterAll(async () => {
+  if (tdb) await dispatcherFor(db()).stop();
+  await runner?.close();
+  await tdb?.drop();
+});
+
+describe("finding 8: the workspace header of a cookie session", () => {
+  it("naming a workspace the user is not in is 403 naming it, for createToken, experiments.create and workspace.rename; nothing changes", async () => {
+    const before = await snapshot();
+    const cases: [string, unknown][] = [
+      ["account.createToken", { name: "sneaky" }],
+      ["experiments.create", { name: "sneaky", files: templateFiles() }],
+      ["workspace.rename", { name: "renamed by alice" }],
+    ];
+    for (const [path, input] of cases) {
+      const res = await call(alice, path, input, { header: B, mutation: true });
+      expect(res.status, path).toBe(403);
+      expect(res.message, path).toContain(B);
+      expect(res.message, path).toMatch(new RegExp(WORKSPACE_HEADER));
+    }
+    // A workspace that does not exist reads the same as one the user is not in.
+    const none = await call(alice, "account.createToken", { name: "sneaky" }, { header: "no-such-workspace", mutation: true });
+    expect(none.status).toBe(403);
+    expect(none.message).toContain("no-such-workspace");
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("the plain HTTP routes (exports) refuse the same header with 403", async () => {
+    const res = await handleRunsTableCsv(new Request(`${ORIGIN}/api/export/runs`, { headers: { origin: ORIGIN, cookie: alice.cookie, [WORKSPACE_HEADER]: B } }), {
+      db: db(),
+    });
+    expect(res.status).toBe(403);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain(B);
+  });
+
+  it("a header naming a workspace the user is in acts there; a stale workspace cookie falls back to the user's own", async () => {
+    expect((await call(carol, "workspace.current", undefined, { header: B })).data).toMatchObject({ id: B, role: "member" });
+    expect((await call(carol, "workspace.current", undefined, { header: A })).data).toMatchObject({ id: A, role: "viewer" });
+    // The browser remembers the last workspace in a cookie; after leaving it, the user lands in their own.
+    expect((await call(alice, "workspace.current", undefined, { cookieWorkspace: B })).data).toMatchObject({ id: A, role: "owner" });
+  });
+});
+
+describe("finding 4: runners.status and runners.list", () => {
+  type Status = {
+    url: string | null;
+    reachable: boolean;
+    status: { runs: { run_id: string }[]; engine: { health: unknown; last_restart?: unknown } } | null;
+  };
+
+  it("a viewer sees only their workspace's runs, and neither the runner's URL nor the engine's health", async () => {
+    const res = await call(carol, "runners.status", undefined, { header: A });
+    expect(res.status).toBe(200);
+    const s = res.data as Status;
+    expect(s.reachable).toBe(true);
+    expect(s.status!.runs.map((r) => r.run_id)).toEqual([runA]);
+    expect(s.url).toBeNull();
+    const text = JSON.stringify(res.data);
+    for (const secret of [runB, runner.url, String(ENGINE_SECRET_BYTES), RESTART_SECRET]) expect(text).not.toContain(secret);
+  });
+
+  it("an admin sees the URL and the engine's health, still only their workspace's runs", async () => {
+    const a = (await call(alice, "runners.status", undefined, { header: A })).data as Status;
+    expect(a.url).toBe(runner.url);
+    expect(JSON.stringify(a.status!.engine)).toContain(String(ENGINE_SECRET_BYTES));
+    expect(a.status!.runs.map((r) => r.run_id)).toEqual([runA]);
+    const b = (await call(bob, "runners.status", undefined, { header: B })).data as Status;
+    expect(b.status!.runs.map((r) => r.run_id)).toEqual([runB]);
+    // Carol is a member (not an admin) of B: B's run, no URL.
+    const c = (await call(carol, "runners.status", undefined, { header: B })).data as Status;
+    expect(c.status!.runs.map((r) => r.run_id)).toEqual([runB]);
+    expect(c.url).toBeNull();
+  });
+
+  it("runners.list: URLs and error texts only for admins; running/queued count the caller's workspace only", async () => {
+    await db().runner.updateMany({ where: { name: runnerName }, data: { lastError: `runner '${runnerName}' at ${runner.url} answered 500` } });
+    type Row = { name: string; url: string | null; lastError: string | null; running: number; queued: number };
+    const viewer = (await call(carol, "runners.list", undefined, { header: A })).data as Row[];
+    const mine = viewer.find((r) => r.name === runnerName)!;
+    expect(mine.url).toBeNull();
+    expect(mine.lastError).toBeNull();
+    expect(JSON.stringify(viewer)).not.toContain(runner.url);
+    const admin = ((await call(alice, "runners.list", undefined, { header: A })).data as Row[]).find((r) => r.name === runnerName)!;
+    expect(admin.url).toBe(runner.url);
+    expect(admin.lastError).toContain(runner.url);
+    // Only A's own runs are counted: B's run on the same runner is not A's business.
+    const occupyingA = await db().run.count({ where: { workspaceId: A, status: { in: ["running", "lost", "queued"] } } });
+    expect(mine.running + mine.queued).toBe(occupyingA);
+  });
+});
