@@ -171,15 +171,17 @@ export class RunManager {
       if (judgeProblem) {
         return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_secret"]), message: judgeProblem, severity: "error" }]);
       }
+      const egress = await configEgressProblems(checked.config, this.egress);
+      if (egress.length > 0) {
+        return refuse(egress[0]!.message, egress.map((p) => ({ file: "config.json", ...keyPosition(spec.files["config.json"], p.path), message: p.message, severity: "error" as const })));
+      }
+
+      // Last of the checks, so a refused start leaves nothing behind: the run's workspace, written once.
       try {
         recordRunWorkspace(this.events.runsDir, runId, spec.workspace_id);
       } catch (err) {
         if (err instanceof RunOwnerConflict) return refuse(err.message);
         throw err;
-      }
-      const egress = await configEgressProblems(checked.config, this.egress);
-      if (egress.length > 0) {
-        return refuse(egress[0]!.message, egress.map((p) => ({ file: "config.json", ...keyPosition(spec.files["config.json"], p.path), message: p.message, severity: "error" as const })));
       }
 
       const controller = new AbortController();
