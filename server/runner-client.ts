@@ -44,7 +44,8 @@ export interface RunnerHandle {
   url: string;
   validate(input: { files: ExperimentFiles; kind: RunKind }): Promise<Diagnostic[]>;
   start(spec: RunSpecInput): Promise<StartResult>;
-  stop(runId: string): Promise<void>;
+  /** With `attempt`, only that attempt is stopped (a newer one the run was resumed as is left alone). */
+  stop(runId: string, attempt?: number): Promise<void>;
   /** timeoutMs: a heartbeat waits less than the default 5 s (it asks again soon anyway). */
   status(opts?: { timeoutMs?: number }): Promise<RunnerStatus>;
   /** An (edited) reward over stored trajectories: a what-if, the runner writes nothing. */
@@ -180,8 +181,8 @@ export function runnerHandle(row: RunnerRow, token: string = tokenFor(row)): Run
       const res = await withTimeout(row, "start", TIMEOUTS_MS.start, (signal) => client.start.mutate(spec, { signal }));
       return StartResult.parse(res);
     },
-    async stop(runId) {
-      await withTimeout(row, "stop", TIMEOUTS_MS.stop, (signal) => client.stop.mutate({ run_id: runId }, { signal }));
+    async stop(runId, attempt) {
+      await withTimeout(row, "stop", TIMEOUTS_MS.stop, (signal) => client.stop.mutate({ run_id: runId, ...(attempt !== undefined ? { attempt } : {}) }, { signal }));
     },
     async status(opts) {
       const res = await withTimeout(row, "status", opts?.timeoutMs ?? TIMEOUTS_MS.status, (signal) => client.status.query(undefined, { signal }));

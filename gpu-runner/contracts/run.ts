@@ -33,6 +33,12 @@ export const RunSpec = z.object({
   /** Resume a train run from its newest checkpoint instead of refusing an existing run id. */
   resume: z.boolean().default(false),
   /**
+   * Which attempt of the run this is: 1 when it is first started, N+1 for each resume or move. The runner
+   * tags every event of the attempt with it, so the web server never lets an older attempt's events (its
+   * run.finished arriving late) change the state of a newer one (server/services/run-lifecycle).
+   */
+  attempt: z.number().int().min(1).default(1),
+  /**
    * Train runs forked from a checkpoint: the first step samples from `<run_id>@<step>` and trains on from
    * its adapter (see InitFrom). The runner refuses it when the engine does not have that checkpoint.
    */
@@ -160,7 +166,18 @@ export const EvalMetrics = z.object({
 export type EvalMetrics = z.infer<typeof EvalMetrics>;
 
 const ev = <T extends string, P extends z.ZodTypeAny>(type: T, payload: P) =>
-  z.object({ run_id: z.string(), seq: z.number().int().min(1), ts: z.number(), type: z.literal(type), payload });
+  z.object({
+    run_id: z.string(),
+    seq: z.number().int().min(1),
+    ts: z.number(),
+    /** The attempt that appended it (RunSpec.attempt); absent in logs written before attempts: attempt 1. */
+    attempt: z.number().int().min(1).optional(),
+    type: z.literal(type),
+    payload,
+  });
+
+/** The attempt an event belongs to (events from before attempts were tagged belong to the first). */
+export const eventAttempt = (e: { attempt?: number }): number => e.attempt ?? 1;
 
 export const RunEvent = z.discriminatedUnion("type", [
   ev(
@@ -205,7 +222,16 @@ export const RunnerStatus = z.object({
       .optional()
       .describe('Why the runner last restarted its engine, e.g. "engine killed by SIGKILL — likely out of memory; last output: …".'),
   }),
-  runs: z.array(z.object({ run_id: z.string(), status: RunStatus, last_seq: z.number().int(), step: z.number().int() })),
+  runs: z.array(
+    z.object({
+      run_id: z.string(),
+      status: RunStatus,
+      last_seq: z.number().int(),
+      step: z.number().int(),
+      /** The attempt its log is at (the last run.started's); absent from older runners. */
+      attempt: z.number().int().min(1).optional(),
+    }),
+  ),
   // Optional so that a web server still parses an older runner's status (the pool then treats it as unknown).
   device: z.string().nullable().optional().describe('Where the engine computes, e.g. "cpu" or "cuda: NVIDIA H100"; null while the engine has not said.'),
   models: z.array(z.string()).optional().describe("Base models this runner's engine serves (config.json \"model\" must be one of them)."),

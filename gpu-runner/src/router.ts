@@ -2,7 +2,7 @@
  * The runner's API (RunnerRouter), used by the web server through createRunnerClient (client.ts).
  *   validate({files, kind})        mutation      → {ok, diagnostics}          (creates nothing)
  *   start(RunSpec)                 mutation      → StartResult                (refuses with diagnostics)
- *   stop({run_id})                 mutation      → {stopped}                  (resolves once it has ended)
+ *   stop({run_id, attempt?})       mutation      → {stopped}                  (resolves once it has ended)
  *   rescore(RescoreRequest)        mutation      → RescoreResponse            (a what-if: writes nothing)
  *   status()                       query         → RunnerStatus
  *   events({run_id, after_seq})    subscription  → RunEvent, tracked by seq   (resume with lastEventId)
@@ -37,9 +37,10 @@ export const runnerRouter = router({
     .mutation(({ ctx, input }) => ctx.manager.start(input)),
 
   stop: authedProcedure
-    .input(z.object({ run_id: z.string().min(1) }))
+    // attempt: stop only that attempt (the web server's late stop of an attempt must not end a newer one).
+    .input(z.object({ run_id: z.string().min(1), attempt: z.number().int().min(1).optional() }))
     .output(z.object({ stopped: z.boolean() }))
-    .mutation(({ ctx, input }) => ctx.manager.stop(input.run_id)),
+    .mutation(({ ctx, input }) => ctx.manager.stop(input.run_id, input.attempt)),
 
   rescore: authedProcedure
     .input(RescoreRequest)

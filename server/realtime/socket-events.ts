@@ -26,6 +26,8 @@ export interface RunStatusMessage {
   lastSeq: number;
   /** Status `lost`: since when its runner has not answered (ms since the epoch). */
   lostSince?: number | null;
+  /** The run's attempt (1, then +1 for each resume or move): a page's view of an older attempt is out of date. */
+  attempt?: number;
 }
 
 /** A pathology flag raised (or extended) on a run: server/services/pathology/store.ts. */

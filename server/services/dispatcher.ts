@@ -21,9 +21,10 @@ import { isAppError, rootMessage } from "../errors";
 import { runnerById, type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { fromDbKind } from "./run-convert";
-import { emitRunStatus, notifyRunStarted } from "./run-hooks";
+import { setDispatchKicker } from "./dispatch-kick";
+import { notifyRunStarted } from "./run-hooks";
+import { claimRun, failRun, startRun, unclaimRun } from "./run-lifecycle";
 import { recordRunnerFailure } from "./runner-pool";
-import { failRun } from "./runs";
 import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db, DbOrTx } from "./types";
 
@@ -96,7 +97,7 @@ export async function claimQueued(db: Db): Promise<Claim[]> {
     // only once it has been quiet that long since the claim, not since it was queued (it may have waited
     // for minutes, and the runner lists it only once its start returned).
     const now = new Date();
-    for (const c of claims) await tx.run.update({ where: { id: c.runId }, data: { runnerId: c.runnerId, lastHeartbeatAt: now } });
+    for (const c of claims) await claimRun(tx, c.runId, c.runnerId, now);
     return claims;
   });
 }
@@ -170,7 +171,7 @@ export class Dispatcher {
   async startClaimed(c: Claim): Promise<boolean> {
     const run = await this.db.run.findUnique({
       where: { id: c.runId },
-      select: { status: true, runnerId: true, workspaceId: true, kind: true, evalModel: true, initFrom: true, version: { select: { files: true } } },
+      select: { status: true, runnerId: true, workspaceId: true, kind: true, attempt: true, evalModel: true, initFrom: true, version: { select: { files: true } } },
     });
     // Stopped while being claimed: nothing to start.
     if (!run || run.status !== "queued" || run.runnerId !== c.runnerId) return false;
@@ -181,6 +182,7 @@ export class Dispatcher {
       const files = parseStoredFiles(run.version.files);
       const res = await runner.start({
         run_id: c.runId,
+        attempt: run.attempt,
         kind,
         files,
         // Its workspace, and the secrets and registered servers it names as they are now (a deleted one fails it here).
@@ -192,31 +194,25 @@ export class Dispatcher {
         const errors = res.diagnostics.filter((d: Diagnostic) => (d.severity ?? "error") === "error");
         const first = errors[0];
         const why = first ? `refused by runner '${runner.name}': ${first.file}:${first.line}:${first.column}: ${first.message}` : `refused by runner '${runner.name}': ${res.error}`;
-        await failRun(this.db, c.runId, why, res.diagnostics);
+        await failRun(this.db, c.runId, why, { diagnostics: res.diagnostics });
         return false;
       }
     } catch (e) {
       if (isAppError(e) && e.code === "RUNNER_UNAVAILABLE") {
         // Unreachable (or its token unreadable): back to the queue, and the runner is out until it answers.
         const health = await recordRunnerFailure(this.db, c.runnerId, e);
-        await this.db.run.updateMany({ where: { id: c.runId, status: "queued", runnerId: c.runnerId }, data: { runnerId: null } });
+        await unclaimRun(this.db, c.runId, c.runnerId);
         this.log(`run ${c.runId}: runner ${runner?.name ?? c.runnerId} ${health} (${e.message}); back in the queue`);
         return true;
       }
       await failRun(this.db, c.runId, isAppError(e) ? e.message : `runner failed to start the run: ${rootMessage(e)}`);
       return false;
     }
-    const now = new Date();
-    const res = await this.db.run.updateMany({
-      where: { id: c.runId, status: "queued", runnerId: c.runnerId },
-      data: { status: "running", startedAt: now, lastHeartbeatAt: now },
-    });
-    if (res.count === 0) {
+    if (!(await startRun(this.db, c.runId, c.runnerId))) {
       // Stopped while the runner was starting it: stop it there too rather than let it run unseen.
-      await runner.stop(c.runId).catch(() => undefined);
+      await runner.stop(c.runId, run.attempt).catch(() => undefined);
       return false;
     }
-    emitRunStatus({ runId: c.runId, status: "running", error: null, lastSeq: 0 });
     notifyRunStarted(c.runId);
     return false;
   }
@@ -239,10 +235,10 @@ export function dispatcherFor(db: Db, opts?: DispatcherOptions): Dispatcher {
   return d;
 }
 
-/** Something changed the queue or freed a slot: dispatch now in this process. */
-export function kickDispatch(db: Db): void {
-  dispatcherFor(db).kick();
-}
+// What frees a slot (the run lifecycle) kicks the dispatcher through dispatch-kick.ts, without importing it.
+setDispatchKicker((db) => dispatcherFor(db).kick());
+
+export { kickDispatch } from "./dispatch-kick";
 
 /** A queued run's place: 1 + the waiting runs ahead of it (null when it is not waiting). */
 export async function queuePosition(db: DbOrTx, runId: string): Promise<number | null> {

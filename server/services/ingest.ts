@@ -8,7 +8,7 @@
  * reconnect, a web restart or a runner replay therefore changes nothing. Subscriptions resume after the
  * stored lastSeq, so nothing is skipped either.
  */
-import { ACTIVE_RUN_STATUSES, RunEvent, countedReward, isTerminalStatus, type RunnerStatus, type RunStatus, type StepMetrics, type Trajectory } from "@contracts";
+import { ACTIVE_RUN_STATUSES, RunEvent, countedReward, isActiveStatus, isTerminalStatus, type RunnerStatus, type RunStatus, type StepMetrics, type Trajectory } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "../errors";
 import { type RunnerHandle, type RunnerSubscription } from "../runner-client";
@@ -16,11 +16,9 @@ import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./inges
 import { IngestLeases, newHolderId } from "./ingest-lease";
 import { fromDbKind, rowToEvent } from "./run-convert";
 import { schedulePostIngest } from "./pathology/after-ingest";
-import { markRunLost } from "./run-lost";
-import { kickDispatch } from "./dispatcher";
-import { emitRunEvents, emitRunStatus, setIngestHook } from "./run-hooks";
+import { emitRunEvents, setIngestHook } from "./run-hooks";
+import { announce, applyRunnerEvents, closeAttempt, failRun, loseRun, recordSignOfLife, recoverRun } from "./run-lifecycle";
 import { summaryPatch, type RunSummary } from "./run-summary";
-import { failRun, STOPPED_UNREACHABLE } from "./runs";
 import type { Db } from "./types";
 
 export type IngestResult = {
@@ -29,6 +27,9 @@ export type IngestResult = {
   lastSeq: number;
   status: RunStatus;
   error: string | null;
+  /** The run's attempt, and whether its runner may still append to it (false once its run.finished is stored). */
+  attempt: number;
+  attemptOpen: boolean;
   statusChanged: boolean;
   /** The batch came from a runner the run has since moved away from: nothing was stored. */
   superseded?: boolean;
@@ -88,21 +89,28 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
     async (tx) => {
       // The row lock serialises concurrent batches of one run, so "seq > lastSeq" is decided once.
       const locked = await tx.$queryRaw<
-        { lastSeq: number; status: RunStatus; error: string | null; kind: "train" | "dry_run" | "eval"; currentStep: number; startedAt: Date | null; runnerId: string | null }[]
-      >`SELECT "lastSeq", "status"::text AS "status", "error", "kind"::text AS "kind", "currentStep", "startedAt", "runnerId"
+        {
+          lastSeq: number;
+          status: RunStatus;
+          error: string | null;
+          kind: "train" | "dry_run" | "eval";
+          currentStep: number;
+          startedAt: Date | null;
+          runnerId: string | null;
+          attempt: number;
+          attemptOpen: boolean;
+        }[]
+      >`SELECT "lastSeq", "status"::text AS "status", "error", "kind"::text AS "kind", "currentStep", "startedAt", "runnerId", "attempt", "attemptOpen"
         FROM "Run" WHERE "id" = ${runId} FOR UPDATE`;
       const run = locked[0];
       if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
-      if (fromRunnerId !== undefined && run.runnerId !== fromRunnerId) {
-        return { fresh: [], lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false, superseded: true };
-      }
+      const unchanged = { lastSeq: run.lastSeq, status: run.status, error: run.error, attempt: run.attempt, attemptOpen: run.attemptOpen, statusChanged: false };
+      if (fromRunnerId !== undefined && run.runnerId !== fromRunnerId) return { fresh: [], ...unchanged, superseded: true };
 
       if (sorted.length > 0) await insertEvents(tx, runId, sorted);
       const seen = new Set<number>();
       const fresh = sorted.filter((e) => e.seq > run.lastSeq && !seen.has(e.seq) && seen.add(e.seq));
-      if (fresh.length === 0) {
-        return { fresh, lastSeq: run.lastSeq, status: run.status, error: run.error, statusChanged: false };
-      }
+      if (fresh.length === 0) return { fresh, ...unchanged };
 
       // A rollout re-emitted under the same trajectory id (a step redone after a resume) replaces the
       // earlier attempt's: the latest by seq wins, here and in the run page's reducer (run-state.ts).
@@ -110,12 +118,6 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
       const steps = new Map<number, StepMetrics>();
       let currentStep: number | undefined;
       const kind = fromDbKind(run.kind);
-      // Events arriving are the runner answering: a run marked lost is running again.
-      let status: RunStatus = run.status === "lost" ? "running" : run.status;
-      let error = run.error;
-      let diagnostics: Prisma.InputJsonValue | undefined;
-      let startedAt: Date | undefined;
-      let finishedAt: Date | undefined;
       // The runs table's summary metrics (last step's, last eval's), merged into Run.summary below.
       const summary: RunSummary = {};
       const bumpStep = (s: number) => {
@@ -125,10 +127,6 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
       for (const e of fresh) {
         Object.assign(summary, summaryPatch(e));
         switch (e.type) {
-          case "run.started":
-            if (status === "queued") status = "running";
-            startedAt ??= new Date(e.ts);
-            break;
           case "rollout.finished": {
             const t = e.payload;
             trajectories.set(t.id, { seq: e.seq, t });
@@ -146,16 +144,9 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
               update: { path: e.payload.path, sizeBytes: BigInt(e.payload.size_bytes) },
             });
             break;
+          case "run.started":
           case "run.finished":
-            // A run already failed here (e.g. "runner lost the run") or stopped while its runner was
-            // unreachable keeps its first verdict.
-            if (!isTerminalStatus(status)) {
-              status = e.payload.status;
-              error = e.payload.error;
-              if (e.payload.diagnostics.length > 0) diagnostics = e.payload.diagnostics as Prisma.InputJsonValue;
-              finishedAt = new Date(e.ts);
-            }
-            break;
+            break; // their effect on the status is the lifecycle's (below)
           case "run.log":
           case "train.progress":
           case "eval.finished":
@@ -170,6 +161,8 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
       }
       const last = fresh[fresh.length - 1]!;
+      // What the events do to the run's status and attempt: the lifecycle's to decide and write.
+      const next = await applyRunnerEvents(tx, runId, run, fresh);
       await tx.run.update({
         where: { id: runId },
         data: {
@@ -179,16 +172,18 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
           errorCount: { increment: counters.errors },
           rewardSum: { increment: counters.rewardSum },
           rewardCount: { increment: counters.rewardCount },
-          status,
-          error,
-          ...(run.status === "lost" ? { lostSince: null } : {}),
           ...(currentStep !== undefined && currentStep > run.currentStep ? { currentStep } : {}),
-          ...(startedAt && !run.startedAt ? { startedAt } : {}),
-          ...(finishedAt ? { finishedAt } : {}),
-          ...(diagnostics !== undefined ? { diagnostics } : {}),
         },
       });
-      return { fresh, lastSeq: last.seq, status, error, statusChanged: status !== run.status };
+      return {
+        fresh,
+        lastSeq: last.seq,
+        status: next.status,
+        error: next.error,
+        attempt: next.attempt,
+        attemptOpen: next.attemptOpen,
+        statusChanged: next.status !== run.status || next.attempt !== run.attempt,
+      };
     },
     { timeout: 30_000, maxWait: 10_000 },
   );
@@ -244,21 +239,27 @@ async function storeTrajectories(
 export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
   const res = await ingestEvents(db, runId, events, fromRunnerId);
   if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
-  if (res.statusChanged) emitRunStatus({ runId, status: res.status, error: res.error, lastSeq: res.lastSeq });
-  if (res.statusChanged && isTerminalStatus(res.status)) kickDispatch(db); // its runner has a free slot
+  if (res.statusChanged) announce(db, { runId, status: res.status, error: res.error, lastSeq: res.lastSeq, attempt: res.attempt });
   if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
   return res;
 }
 
+/** A run ingestion looks after: an active one, or an ended one whose runner may still be logging its attempt. */
 type ActiveRunRow = {
   id: string;
   status: RunStatus;
   runnerId: string | null;
   createdAt: Date;
   startedAt: Date | null;
+  finishedAt: Date | null;
   lastHeartbeatAt: Date | null;
   lostSince: Date | null;
+  attempt: number;
+  attemptOpen: boolean;
 };
+
+/** Active runs, and ended runs whose attempt is still open on their runner (ingestion follows both). */
+const FOLLOWED_RUNS = { OR: [{ status: { in: [...ACTIVE_RUN_STATUSES] } }, { attemptOpen: true }] };
 
 /** How long after a Stop recorded while the runner was unreachable the scan still tells the runner to stop it. */
 const STOP_LATER_WINDOW_MS = 24 * 3600_000;
@@ -330,8 +331,10 @@ class RunFollower {
     if (this.closed) return;
     const gen = ++this.generation;
     try {
-      const run = await this.db.run.findUnique({ where: { id: this.runId }, select: { lastSeq: true, status: true, runnerId: true } });
-      if (!run || !run.runnerId || isTerminalStatus(run.status)) return this.close();
+      const run = await this.db.run.findUnique({ where: { id: this.runId }, select: { lastSeq: true, status: true, runnerId: true, attemptOpen: true } });
+      // Followed until the runner's log and the database agree the attempt ended: a final status alone (stopped
+      // while the runner was unreachable) is not that, the runner may still be logging it.
+      if (!run || !run.runnerId || (isTerminalStatus(run.status) && !run.attemptOpen)) return this.close();
       const runner = await this.opts.runnerFor(run.runnerId);
       if (this.closed || gen !== this.generation) return;
       this.runnerId = run.runnerId;
@@ -381,7 +384,7 @@ class RunFollower {
           this.emittedSeq = Math.max(this.emittedSeq, res.lastSeq);
           this.opts.onStored?.(this.runId, batch, res);
         }
-        if (!res.superseded && isTerminalStatus(res.status)) {
+        if (!res.superseded && isTerminalStatus(res.status) && !res.attemptOpen) {
           this.finished = true;
           this.close();
         }
@@ -619,10 +622,7 @@ export class IngestService {
       } else {
         this.lastRenewOk = Date.now();
       }
-      const active = await this.db.run.findMany({
-        where: { status: { in: [...ACTIVE_RUN_STATUSES] } },
-        select: { id: true, status: true, runnerId: true, createdAt: true },
-      });
+      const active = await this.db.run.findMany({ where: FOLLOWED_RUNS, select: { id: true, status: true, runnerId: true, createdAt: true } });
       // A run resumed on another runner through another web process: follow it there now.
       for (const r of active) {
         const f = this.followers.get(r.id);
@@ -645,8 +645,8 @@ export class IngestService {
     this.scanning = true;
     try {
       const active = await this.db.run.findMany({
-        where: { status: { in: [...ACTIVE_RUN_STATUSES] } },
-        select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, lastHeartbeatAt: true, lostSince: true },
+        where: FOLLOWED_RUNS,
+        select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, finishedAt: true, lastHeartbeatAt: true, lostSince: true, attempt: true, attemptOpen: true },
       });
       // Queued runs too, once their start call has had time to finish: a start the runner accepted whose
       // "running" update was lost still gets its events (run.started makes it running).
@@ -663,8 +663,11 @@ export class IngestService {
     }
   }
 
-  private async checkRunners(active: ActiveRunRow[]): Promise<void> {
+  private async checkRunners(followed: ActiveRunRow[]): Promise<void> {
     const now = Date.now();
+    const active = followed.filter((r) => isActiveStatus(r.status));
+    // Ended here (stopped while the runner was unreachable, …) while the runner may still run the attempt.
+    const openEnded = followed.filter((r) => !isActiveStatus(r.status) && r.attemptOpen && r.runnerId);
     const quiet = active.filter((r) => {
       if (r.status === "lost") return true; // asked every scan until the runner answers
       const last = this.lastSignOfLife(r);
@@ -682,12 +685,13 @@ export class IngestService {
       }
       byRunner.set(r.runnerId, [...(byRunner.get(r.runnerId) ?? []), r]);
     }
-    // Runners that may still run a run stopped while they were unreachable.
-    const stoppedUnreachable = await this.db.run.findMany({
-      where: { status: "stopped", error: STOPPED_UNREACHABLE, runnerId: { not: null }, finishedAt: { gt: new Date(now - STOP_LATER_WINDOW_MS) } },
-      select: { id: true, runnerId: true },
-    });
-    for (const r of stoppedUnreachable) if (!byRunner.has(r.runnerId!)) byRunner.set(r.runnerId!, []);
+    const ask: ActiveRunRow[] = [];
+    for (const r of openEnded) {
+      // A runner gone for a day is not coming back with that attempt: stop waiting for its end.
+      if (r.finishedAt && now - r.finishedAt.getTime() > STOP_LATER_WINDOW_MS) await closeAttempt(this.db, r.id, r.attempt);
+      else ask.push(r);
+    }
+    for (const r of ask) if (!byRunner.has(r.runnerId!)) byRunner.set(r.runnerId!, []);
     // Runners a resume moved runs away from: one that comes back may still be running them.
     const movedAway = await this.db.run.findMany({ where: { movedFromRunnerId: { not: null } }, select: { id: true, movedFromRunnerId: true } });
     for (const r of movedAway) if (!byRunner.has(r.movedFromRunnerId!)) byRunner.set(r.movedFromRunnerId!, []);
@@ -715,14 +719,22 @@ export class IngestService {
         }
         this.followers.get(r.id)?.close();
       }
-      // Stopped here while the runner was unreachable, still running there: tell it now.
-      for (const r of stoppedUnreachable) {
-        if (r.runnerId !== runnerId || known.get(r.id)?.status !== "running") continue;
-        // Read again right before: a resume may have just made it running again.
-        const row = await this.db.run.findUnique({ where: { id: r.id }, select: { status: true, error: true } });
-        if (row?.status !== "stopped" || row.error !== STOPPED_UNREACHABLE) continue;
-        this.opts.log(`run ${r.id}: stopped while its runner was unreachable; telling the runner to stop it`);
-        await runner.stop(r.id).catch((e: unknown) => this.opts.log(`run ${r.id}: stop failed: ${e instanceof Error ? e.message : String(e)}`));
+      for (const r of ask) {
+        if (r.runnerId !== runnerId) continue;
+        const there = known.get(r.id);
+        // Nothing more can come from a runner that does not have the run: the attempt is over.
+        if (!there) {
+          await closeAttempt(this.db, r.id, r.attempt);
+          this.followers.get(r.id)?.close();
+          continue;
+        }
+        // Ended here, still running there: stop that attempt now (a newer one, resumed since, is left alone).
+        // Its events until it stops are still stored: the attempt stays open until its run.finished.
+        if (there.status === "running" && (there.attempt ?? 1) === r.attempt) {
+          this.opts.log(`run ${r.id}: ${r.status} here while its runner was unreachable; telling the runner to stop attempt ${r.attempt}`);
+          await runner.stop(r.id, r.attempt).catch((e: unknown) => this.opts.log(`run ${r.id}: stop failed: ${e instanceof Error ? e.message : String(e)}`));
+        }
+        this.followers.get(r.id)?.kick();
       }
       await this.stopMovedAway(runner, known, movedAway);
     }
@@ -755,23 +767,14 @@ export class IngestService {
 
   /** The runner did not answer: the run is `lost` since its last sign of life (kept if already lost). */
   private async markLost(r: ActiveRunRow, why: string): Promise<void> {
-    if (r.status === "lost" || r.status === "queued") return; // a queued run that never started is failed by start
-    if (await markRunLost(this.db, r.id, new Date(this.lastSignOfLife(r)))) this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
+    if (r.status !== "running") return; // lost already; a queued run that never started is failed by start
+    if (await loseRun(this.db, r.id, new Date(this.lastSignOfLife(r)))) this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
   }
 
   /** The runner answered and still has the run: it is alive (running again if it was lost). */
   private async markAnswering(r: ActiveRunRow): Promise<void> {
-    const now = new Date();
-    if (r.status !== "lost") {
-      await this.db.run.updateMany({ where: { id: r.id, status: r.status }, data: { lastHeartbeatAt: now } });
-      return;
-    }
-    const res = await this.db.run.updateMany({ where: { id: r.id, status: "lost" }, data: { status: "running", lostSince: null, lastHeartbeatAt: now } });
-    if (res.count > 0) {
-      this.opts.log(`run ${r.id}: runner answers again; running`);
-      const row = await this.db.run.findUnique({ where: { id: r.id }, select: { lastSeq: true } });
-      emitRunStatus({ runId: r.id, status: "running", error: null, lastSeq: row?.lastSeq ?? 0 });
-    }
+    if (r.status !== "lost") await recordSignOfLife(this.db, r.id, r.status);
+    else if (await recoverRun(this.db, r.id)) this.opts.log(`run ${r.id}: runner answers again; running`);
     this.followers.get(r.id)?.kick();
   }
 

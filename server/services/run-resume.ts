@@ -10,7 +10,8 @@
 import { AppError, isAppError } from "../errors";
 import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
-import { emitRunStatus, notifyRunMoved, notifyRunStarted } from "./run-hooks";
+import { notifyRunMoved, notifyRunStarted } from "./run-hooks";
+import * as lifecycle from "./run-lifecycle";
 import { moveRunTo } from "./run-move";
 import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db } from "./types";
@@ -51,7 +52,19 @@ async function defaultTarget(ownId: string, runners: ResumeRunners): Promise<Run
 export async function resumeRun(db: Db, workspaceId: string, id: string, runners: ResumeRunners, opts: ResumeOptions = {}): Promise<ResumeRunResult> {
   const run = await db.run.findFirst({
     where: { id, workspaceId },
-    select: { id: true, workspaceId: true, kind: true, status: true, runnerId: true, lastSeq: true, parentRunId: true, parentStep: true, version: { select: { files: true } } },
+    select: {
+      id: true,
+      workspaceId: true,
+      kind: true,
+      status: true,
+      runnerId: true,
+      lastSeq: true,
+      attempt: true,
+      attemptOpen: true,
+      parentRunId: true,
+      parentStep: true,
+      version: { select: { files: true } },
+    },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
   if (run.kind !== "train") throw new AppError("BAD_INPUT", "only train runs can be resumed (they have checkpoints)");
@@ -62,33 +75,24 @@ export async function resumeRun(db: Db, workspaceId: string, id: string, runners
 
   const runner = opts.target ?? (await defaultTarget(run.runnerId, runners));
   const moved = runner.id !== run.runnerId;
+  // The attempt it ended may still be running on its own runner (stopped here while it was unreachable):
+  // end that one there first (stop waits for it), so the new attempt starts from where it really stopped.
+  if (!moved && run.attemptOpen) await runner.stop(run.id, run.attempt);
   if (moved) await moveRunTo(db, run, runner);
 
   const files = parseStoredFiles(run.version.files);
   const initFrom = await forkStart(db, run);
   const workspacePart = await workspaceRunSpec(db, run.workspaceId, files, "train");
-  const res = await runner.start({ run_id: run.id, kind: "train", files, ...workspacePart, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
+  const attempt = run.attempt + 1;
+  const res = await runner.start({ run_id: run.id, attempt, kind: "train", files, ...workspacePart, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
-  const now = new Date();
-  const updated = await db.run.updateMany({
-    // Still on the runner it was read with: two resumes at once cannot both move it.
-    where: { id: run.id, status: { in: [...RESUMABLE] }, runnerId: run.runnerId },
-    data: {
-      status: "running",
-      error: null,
-      finishedAt: null,
-      lostSince: null,
-      lastHeartbeatAt: now,
-      ...(moved ? { runnerId: runner.id, movedFromRunnerId: run.runnerId } : {}),
-    },
-  });
-  if (updated.count === 0) {
-    // Someone else resumed (or stopped) it meanwhile: this copy must not run beside theirs.
-    if (moved) await runner.stop(run.id).catch(() => undefined);
+  const runnerId = run.runnerId;
+  if (!(await lifecycle.resumeRun(db, { id: run.id, runnerId, attempt: run.attempt }, { attempt, runnerId: runner.id, movedFrom: moved ? runnerId : null }))) {
+    // Someone else resumed (or stopped) it meanwhile: this attempt must not run beside theirs.
+    await runner.stop(run.id, attempt).catch(() => undefined);
     throw new AppError("CONFLICT", "the run changed while it was being resumed (resumed or stopped elsewhere); reload and try again");
   }
-  emitRunStatus({ runId: run.id, status: "running", error: null, lastSeq: run.lastSeq });
   if (moved) notifyRunMoved(run.id);
   else notifyRunStarted(run.id);
   return { ok: true, runId: run.id, runnerId: runner.id, moved };

@@ -2,7 +2,7 @@
  * Heartbeats: every HEARTBEAT_MS each enabled runner is asked for its status. An answer records it healthy
  * (lastSeenAt, device, models, capacity); silence records why (unreachable, unauthorized) and, once the
  * runner has not answered for RUNNER_LOST_AFTER_MS, marks its running runs `lost` ("runner lost" on the
- * page) with the same conditional update the ingest scan uses (run-lost.ts). A runner answering again
+ * page) with the same transition the ingest scan uses (run-lifecycle: lose). A runner answering again
  * makes the ingest scan put its lost runs back to running (or fail the ones it no longer knows).
  *
  * Several web processes may each run a monitor: every write is idempotent (health and lastSeenAt are the
@@ -12,8 +12,8 @@
  * Prisma pool does not pin to one connection.
  */
 import { runnerById, type RunnerHandle } from "../runner-client";
-import { kickDispatch } from "./dispatcher";
-import { markRunLost } from "./run-lost";
+import { kickDispatch } from "./dispatch-kick";
+import { loseRun } from "./run-lifecycle";
 import { recordRunnerAnswer, recordRunnerFailure } from "./runner-pool";
 import type { Db } from "./types";
 
@@ -86,7 +86,7 @@ export class RunnerMonitor {
       if (now - lastSign < this.opts.lostAfterMs) return false;
       const running = await this.db.run.findMany({ where: { runnerId: r.id, status: "running" }, select: { id: true } });
       for (const run of running) {
-        if (await markRunLost(this.db, run.id, new Date(lastSign))) this.log(`run ${run.id}: runner '${r.name}' ${health} for ${Math.round((now - lastSign) / 1000)} s; marked lost`);
+        if (await loseRun(this.db, run.id, new Date(lastSign))) this.log(`run ${run.id}: runner '${r.name}' ${health} for ${Math.round((now - lastSign) / 1000)} s; marked lost`);
       }
       return false;
     }

@@ -5,7 +5,6 @@
  */
 import { randomUUID } from "node:crypto";
 import {
-  ACTIVE_RUN_STATUSES,
   isActiveStatus,
   checkpointModelName,
   meanRewardOf,
@@ -23,12 +22,13 @@ import {
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError, isAppError } from "../errors";
 import { runnerById, type RunnerHandle } from "../runner-client";
-import { kickDispatch, queuePosition } from "./dispatcher";
+import { queuePosition } from "./dispatcher";
+import * as lifecycle from "./run-lifecycle";
+import { announceQueued, createRunRecord } from "./run-lifecycle";
 import { runnersOf } from "./runner-pool";
 import { checkFresh, codeHash, latestIfSame, parseStoredFiles, tasksHash, withNumberRetry, writeVersion } from "./experiments";
 import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "./run-convert";
 import type { Db, DbOrTx } from "./types";
-import { emitRunStatus } from "./run-hooks";
 import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
 import { listRunsTable } from "./runs-table";
 import { runReferenceDiagnostics } from "./workspace-config/run-references";
@@ -66,25 +66,6 @@ function summarize(diagnostics: Diagnostic[]): string {
 async function nextRunNumber(tx: DbOrTx, workspaceId: string): Promise<number> {
   const agg = await tx.run.aggregate({ where: { workspaceId }, _max: { number: true } });
   return (agg._max.number ?? 0) + 1;
-}
-
-/** Marks a run failed unless it already finished; tells socket subscribers. */
-export async function failRun(db: DbOrTx, runId: string, error: string, diagnostics?: Diagnostic[]): Promise<boolean> {
-  const res = await db.run.updateMany({
-    where: { id: runId, status: { in: [...ACTIVE_RUN_STATUSES] } },
-    data: {
-      status: "failed",
-      error,
-      finishedAt: new Date(),
-      lostSince: null,
-      ...(diagnostics && diagnostics.length > 0 ? { diagnostics: diagnostics as Prisma.InputJsonValue } : {}),
-    },
-  });
-  if (res.count > 0) {
-    const run = await db.run.findUnique({ where: { id: runId }, select: { lastSeq: true } });
-    emitRunStatus({ runId, status: "failed", error, lastSeq: run?.lastSeq ?? 0 });
-  }
-  return res.count > 0;
 }
 
 /**
@@ -169,8 +150,7 @@ export async function startRun(
 
   // Accepted: the version (new, or the latest when equal) and the queued run row in one transaction.
   const versionNumber = await createRow("queued", null, null, null, checked.runnerId);
-  emitRunStatus({ runId, status: "queued", error: null, lastSeq: 0 });
-  kickDispatch(db);
+  announceQueued(db, runId);
   return { ok: true, runId, versionNumber };
 }
 
@@ -265,7 +245,6 @@ async function createRunRow(
     fork: ResolvedFork | null;
   },
 ): Promise<number> {
-  const now = new Date();
   // Two starts (or a start and a save) racing for the same number: the whole transaction runs again.
   return withNumberRetry(() =>
     db.$transaction(async (tx) => {
@@ -276,8 +255,9 @@ async function createRunRow(
             number: v.number,
           }));
       const number = await nextRunNumber(tx, r.workspaceId);
-      await tx.run.create({
-        data: {
+      await createRunRecord(
+        tx,
+        {
           id: r.id,
           number,
           workspaceId: r.workspaceId,
@@ -289,8 +269,6 @@ async function createRunRow(
           initFrom: r.fork?.initFrom ? (r.fork.initFrom as unknown as Prisma.InputJsonValue) : undefined,
           createdById: r.createdById,
           kind: toDbKind(r.input.kind),
-          status: r.status,
-          error: r.error,
           config: r.config as unknown as Prisma.InputJsonValue,
           baseModel: r.config.model,
           seed: r.config.seed,
@@ -299,9 +277,9 @@ async function createRunRow(
           parentStep: r.fork?.parentStep ?? null,
           codeHash: codeHash(r.input.files),
           tasksHash: tasksHash(r.input.files),
-          finishedAt: r.status === "failed" ? now : null,
         },
-      });
+        r.status === "failed" ? { status: "failed", error: r.error ?? "the start failed" } : { status: "queued" },
+      );
       return version.number;
     }),
   );
@@ -314,45 +292,32 @@ export const STOPPED_UNREACHABLE = "stopped while the runner was unreachable";
  * Stop a run. Its runner stops it and logs run.finished(stopped), which ingestion stores ("stopping"). A
  * runner that no longer knows the run cannot stop it: the run is over already, so it is recorded as stopped
  * here. A runner that does not answer cannot be waited for: the stop is recorded at once, with the note
- * STOPPED_UNREACHABLE, and the ingest scan tells the runner when it answers again (ingestion keeps this
- * first verdict whatever the runner logs later).
+ * STOPPED_UNREACHABLE, and the attempt stays open: the ingest scan tells the runner to stop that attempt when
+ * it answers again, and stores what it logged meanwhile (ingestion keeps this first verdict).
  */
 export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {
-  const run = await db.run.findFirst({ where: { id, workspaceId }, select: { id: true, status: true, runnerId: true } });
+  const run = await db.run.findFirst({ where: { id, workspaceId }, select: { id: true, status: true, runnerId: true, attempt: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
   if (!isActiveStatus(run.status)) return { id, status: run.status as RunStatus };
   if (!run.runnerId) {
-    await markStopped(db, id);
+    await lifecycle.stopRun(db, id, { runnerMayRun: false });
     return { id, status: "stopped" as const };
   }
   try {
     const runner = await getRunner(run.runnerId);
     const status = await runner.status();
     if (!status.runs.some((r) => r.run_id === id)) {
-      await markStopped(db, id);
+      await lifecycle.stopRun(db, id, { runnerMayRun: false });
       return { id, status: "stopped" as const };
     }
-    await runner.stop(id);
+    await runner.stop(id, run.attempt);
     return { id, status: "stopping" as const };
   } catch (e) {
     if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
-    await markStopped(db, id, STOPPED_UNREACHABLE);
+    await lifecycle.stopRun(db, id, { note: STOPPED_UNREACHABLE, runnerMayRun: true });
     return { id, status: "stopped" as const };
   }
 }
-
-async function markStopped(db: Db, id: string, note: string | null = null) {
-  const res = await db.run.updateMany({
-    where: { id, status: { in: [...ACTIVE_RUN_STATUSES] } },
-    data: { status: "stopped", finishedAt: new Date(), lostSince: null, ...(note ? { error: note } : {}) },
-  });
-  if (res.count > 0) {
-    const run = await db.run.findUnique({ where: { id }, select: { lastSeq: true, error: true } });
-    emitRunStatus({ runId: id, status: "stopped", error: run?.error ?? null, lastSeq: run?.lastSeq ?? 0 });
-    kickDispatch(db); // a slot may be free
-  }
-}
-
 
 /**
  * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them

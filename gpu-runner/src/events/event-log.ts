@@ -1,16 +1,16 @@
 /**
- * Per-run append-only event log. Every event gets the next sequence number (1, 2, 3…) and is appended as
- * one JSON line to runs/<run>/events.jsonl before any subscriber sees it, so a runner restart can serve
- * the whole history. subscribe(run, afterSeq) yields the stored events after afterSeq, then live ones, in
+ * Per-run append-only event log. Every event gets the next sequence number (1, 2, 3…) and the attempt it
+ * belongs to (RunSpec.attempt), and is appended as one JSON line to runs/<run>/events.jsonl before any
+ * subscriber sees it, so a runner restart can serve the whole history. subscribe(run, afterSeq) yields the stored events after afterSeq, then live ones, in
  * seq order with no gap and no duplicate, and ends after run.finished.
  */
 import fs from "node:fs";
 import path from "node:path";
-import { NO_MASK, type RunEvent, type SecretMask } from "../../contracts";
+import { eventAttempt, NO_MASK, type RunEvent, type SecretMask } from "../../contracts";
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
-/** An event as emitted: the log fills in run_id, seq and ts. */
-export type RunEventInput = DistributiveOmit<RunEvent, "run_id" | "seq" | "ts">;
+/** An event as emitted: the log fills in run_id, seq, ts and attempt. */
+export type RunEventInput = DistributiveOmit<RunEvent, "run_id" | "seq" | "ts" | "attempt">;
 
 // The engine accepts the same alphabet (its checkpoint folders are runs/<run>/checkpoints).
 const RUN_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
@@ -30,6 +30,8 @@ class RunLog {
   active = false;
   /** The run's workspace secrets, masked in every line before it is written or handed to anyone. */
   mask: SecretMask = NO_MASK;
+  /** The attempt events are appended for (begin sets it; loaded logs continue their last one). */
+  attempt = 1;
 
   constructor(
     readonly runId: string,
@@ -56,6 +58,7 @@ class RunLog {
         throw new Error(`${this.file}: expected seq ${this.events.length + 1}, found ${event.seq}`);
       }
       this.events.push(event);
+      this.attempt = Math.max(this.attempt, eventAttempt(event));
       validBytes += Buffer.byteLength(line) + 1;
     }
     // Drop a torn tail so the next append starts on a clean line.
@@ -72,7 +75,7 @@ class RunLog {
   }
 
   append(input: RunEventInput): RunEvent {
-    let event = { ...input, run_id: this.runId, seq: this.events.length + 1, ts: Date.now() } as RunEvent;
+    let event = { ...input, run_id: this.runId, seq: this.events.length + 1, ts: Date.now(), attempt: this.attempt } as RunEvent;
     let line = JSON.stringify(event);
     if (!this.mask.empty) {
       const masked = this.mask.mask(line);
@@ -172,10 +175,16 @@ export class EventLog {
    * Mark the run as being written by this process (subscribers then wait past a previous run.finished), with
    * the secrets its events must never contain (kept in memory only, for as long as this process runs).
    */
-  begin(runId: string, mask: SecretMask = NO_MASK): void {
+  begin(runId: string, mask: SecretMask = NO_MASK, attempt = 1): void {
     const log = this.get(runId);
     log.active = true;
     log.mask = mask;
+    log.attempt = attempt;
+  }
+
+  /** The attempt the run's log is at: its last begin's, or for a loaded log the last event's. */
+  attemptOf(runId: string): number {
+    return this.get(runId).attempt;
   }
 
   /** The run's secret mask (NO_MASK when it has none), for its log lines outside the event log. */

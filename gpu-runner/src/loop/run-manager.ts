@@ -31,7 +31,7 @@ import { type EventLog, assertSafeRunId } from "../events/event-log";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
-import { modelRefProblem, recordRunWorkspace, RunOwnerConflict } from "./run-owner";
+import { modelRefProblem, recordRunWorkspace, RunOwnerConflict, runWorkspace } from "./run-owner";
 import { executeRun, type RunEngine } from "./run-loop";
 import { publishCheckpoint } from "./shared-checkpoints";
 
@@ -46,6 +46,8 @@ interface ActiveRun {
   controller: AbortController;
   done: Promise<void>;
   step: number;
+  /** RunSpec.attempt: a stop aimed at another attempt (an older one, stopped late) leaves this one alone. */
+  attempt: number;
 }
 
 export interface ValidateResult {
@@ -121,9 +123,15 @@ export class RunManager {
     }
     const runId = spec.run_id;
     if (this.active.has(runId) || this.starting.has(runId)) return refuse(`run ${runId} is already running`);
+    // A run id never changes workspace: checked first, so nothing else about another workspace's run is said.
+    const owner = runWorkspace(this.events.runsDir, runId);
+    if (owner !== null && owner !== spec.workspace_id) return refuse(`run ${runId} belongs to another workspace on this runner`);
     if (this.events.exists(runId)) {
       if (!spec.resume) return refuse(`run ${runId} already exists: pass resume=true to continue it, or use a new id`);
       if (spec.kind !== "train") return refuse(`only train runs can be resumed (${runId} is ${spec.kind})`);
+      // Each resume is a new attempt: one its log has already seen would mix two attempts' events.
+      const logged = this.events.attemptOf(runId);
+      if (spec.attempt <= logged) return refuse(`attempt ${spec.attempt} of run ${runId} is not newer than its log's attempt ${logged}`);
     }
     if (this.engine.status().state === "failed") return refuse("the engine has failed; see the runner's status");
     this.starting.add(runId);
@@ -188,11 +196,11 @@ export class RunManager {
       // Every rollout in flight listens on the run's signal (its watchdog, its model calls): more than
       // Node's default of 10 is normal here, not a leak (each listener goes when its rollout ends).
       setMaxListeners(10_000, controller.signal);
-      const record: ActiveRun = { controller, done: Promise.resolve(), step: 0 };
+      const record: ActiveRun = { controller, done: Promise.resolve(), step: 0, attempt: spec.attempt };
       // What the log holds before this attempt appends anything: the run loop reconciles it with the engine.
       const logged = spec.resume ? [...this.events.events(runId)] : undefined;
       const mask = new SecretMask(spec.secrets);
-      this.events.begin(runId, mask);
+      this.events.begin(runId, mask, spec.attempt);
       const signal = controller.signal;
       record.done = executeRun({
         runId,
@@ -256,10 +264,13 @@ export class RunManager {
     }
   }
 
-  /** Abort a run's in-flight rollouts; it ends with run.finished "stopped". Resolves when it has ended. */
-  async stop(runId: string): Promise<{ stopped: boolean }> {
+  /**
+   * Abort a run's in-flight rollouts; it ends with run.finished "stopped". Resolves when it has ended. With
+   * `attempt`, only that attempt is stopped: a late stop of an attempt that was resumed since is a no-op.
+   */
+  async stop(runId: string, attempt?: number): Promise<{ stopped: boolean }> {
     const run = this.active.get(runId);
-    if (!run) return { stopped: false };
+    if (!run || (attempt !== undefined && run.attempt !== attempt)) return { stopped: false };
     run.controller.abort();
     await run.done;
     return { stopped: true };
@@ -316,7 +327,9 @@ export class RunManager {
     return {
       runner: this.runnerName,
       engine: this.engine.status(),
-      runs: [...ids].sort().map((run_id) => ({ run_id, last_seq: this.events.lastSeq(run_id), ...this.runStatus(run_id) })),
+      runs: [...ids]
+        .sort()
+        .map((run_id) => ({ run_id, last_seq: this.events.lastSeq(run_id), attempt: this.events.attemptOf(run_id), ...this.runStatus(run_id) })),
     };
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Which workspace each run on this runner belongs to, kept beside its log (runs/<run>/owner.json), so the
+ * Which workspace each run on this runner belongs to, kept beside its log (runs/<run>/workspace.json), so the
  * runner can refuse on its own a model reference that crosses workspaces — a checkpoint of another
  * workspace's run named in eval_model, init_from, judge.model or a chat's model — even if the web server's
  * check (which comes first) had a bug. The web server says the workspace of every run it starts
@@ -10,7 +10,7 @@ import path from "node:path";
 import { parseCheckpointModel } from "../../contracts";
 import { assertSafeRunId } from "../events/event-log";
 
-const FILE = "owner.json";
+const FILE = "workspace.json";
 
 function ownerFile(runsDir: string, runId: string): string {
   assertSafeRunId(runId);

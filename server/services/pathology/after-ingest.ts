@@ -5,12 +5,17 @@
  * that arrive meanwhile are merged into one more pass. Never throws: the alerts watcher also raises a
  * missed run-ended alert, and the next step re-evaluates the whole history.
  */
-import type { IngestResult } from "../ingest";
+import { isTerminalStatus, type RunEvent, type RunStatus } from "@contracts";
 import { alertRunEnded } from "../alerts/alerts";
 import type { Db } from "../types";
 import { evaluateRun } from "./store";
 
-const TERMINAL: ReadonlySet<string> = new Set(["completed", "failed", "stopped"]);
+/** What a stored batch says (ingest.ts's IngestResult; named here so the two modules do not import each other). */
+export interface StoredBatch {
+  fresh: readonly RunEvent[];
+  status: RunStatus;
+  statusChanged: boolean;
+}
 
 interface Work {
   evaluate: boolean;
@@ -19,9 +24,9 @@ interface Work {
 const pending = new Map<string, Work>();
 const running = new Map<string, Promise<void>>();
 
-export function schedulePostIngest(db: Db, runId: string, res: IngestResult): void {
+export function schedulePostIngest(db: Db, runId: string, res: StoredBatch): void {
   const evaluate = res.fresh.some((e) => e.type === "step.finished");
-  const ended = res.statusChanged && TERMINAL.has(res.status);
+  const ended = res.statusChanged && isTerminalStatus(res.status);
   if (!evaluate && !ended) return;
   const w = pending.get(runId) ?? { evaluate: false, ended: false };
   w.evaluate ||= evaluate;
