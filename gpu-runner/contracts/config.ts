@@ -72,6 +72,23 @@ export const LimitsConfig = z
     max_tool_args_chars: z.number().int().min(100).max(8_000_000).default(100_000),
     /** Characters of JSON the scenario may return as its output. */
     max_output_chars: z.number().int().min(100).max(8_000_000).default(1_000_000),
+    fail_after_empty_steps: z
+      .number()
+      .int()
+      .min(0)
+      .max(1000)
+      .default(2)
+      .describe(
+        "A train run that samples this many steps in a row with nothing to learn from — no group with two valid rollouts of different " +
+          "rewards, and at least empty_step_exception_rate of its rollouts failed — stops as failed, naming the most frequent error, " +
+          "before it trains on nothing and checkpoints it. Fix the cause and Resume. 0 = never.",
+      ),
+    empty_step_exception_rate: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.9)
+      .describe("The share of a step's rollouts that must have failed for it to count as empty (see fail_after_empty_steps)."),
   })
   .strict();
 

@@ -29,6 +29,7 @@ import { deriveSeed } from "../rollout/seed";
 import type { ExperimentExports } from "../sandbox/inspect";
 import { applyGroupReward } from "./group-reward";
 import { initFromModel, initFromProblem } from "./init-from";
+import { EmptyStepGuard } from "./empty-steps";
 import { computeEvalMetrics, computeStepMetrics } from "./metrics";
 import { mapConcurrent } from "./pool";
 import { tasksForStep } from "./schedule";
@@ -311,12 +312,20 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
   const startModel = ctx.initFrom ? initFromModel(ctx.initFrom) : config.model;
   if (evalOn && resumedFrom === 0) await runEval(ctx, services, 0, startModel);
 
+  const guard = new EmptyStepGuard(config.limits);
   for (let step = resumedFrom + 1; step <= config.num_steps; step++) {
     checkStopped(ctx.signal);
     await ctx.waitForEngine();
     ctx.onStep?.(step);
     const model = step === 1 ? startModel : checkpointModel(runId, step - 1);
     const { groups, rolloutS, t0 } = await sampleStep(ctx, services, step, model);
+    const empty = guard.check(step, groups.map((g) => g.map((d) => d.trajectory)));
+    if (empty) {
+      // The step's record says what it sampled; nothing is trained or checkpointed.
+      const trajectories = groups.map((g) => g.map((d) => d.trajectory));
+      ctx.emit({ type: "step.finished", payload: computeStepMetrics(step, trajectories, null, { rolloutS, trainS: 0, stepS: (performance.now() - t0) / 1000 }) });
+      throw new Error(empty);
+    }
     const t1 = performance.now();
     const { metrics, checkpoint } = await trainStep(ctx, step, groups);
     const trainS = (performance.now() - t1) / 1000;
