@@ -392,6 +392,9 @@ export class EventLog {
       if (log.finished && !log.active) return;
       // Nothing new and the run is still going (or not started yet): wait for the next append.
       await log.waitForChange(signal);
+      // Forgotten (its file was replaced: a log handed back by the web server): end, so the reader comes
+      // back after its last seq and reads the file as it is now, not a copy nobody appends to.
+      if (this.logs.get(runId) !== log) return;
     }
   }
 
