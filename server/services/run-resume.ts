@@ -11,7 +11,7 @@ import { AppError, isAppError } from "../errors";
 import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { emitRunStatus, notifyRunMoved, notifyRunStarted } from "./run-hooks";
-import { moveRunTo } from "./run-move";
+import { handBackEventLog, moveRunTo } from "./run-move";
 import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db } from "./types";
 import { InitFrom, type Diagnostic, type RunStatus } from "@contracts";
@@ -63,11 +63,13 @@ export async function resumeRun(db: Db, workspaceId: string, id: string, runners
   const runner = opts.target ?? (await defaultTarget(run.runnerId, runners));
   const moved = runner.id !== run.runnerId;
   if (moved) await moveRunTo(db, run, runner);
+  else await handBackEventLog(db, run, runner);
 
   const files = parseStoredFiles(run.version.files);
   const initFrom = await forkStart(db, run);
   const workspacePart = await workspaceRunSpec(db, run.workspaceId, files, "train");
-  const res = await runner.start({ run_id: run.id, kind: "train", files, ...workspacePart, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
+  // last_seq: the runner never numbers an event at or below what is stored here.
+  const res = await runner.start({ run_id: run.id, kind: "train", files, ...workspacePart, resume: true, last_seq: run.lastSeq, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
   const now = new Date();
