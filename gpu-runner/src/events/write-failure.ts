@@ -4,6 +4,8 @@
  * run's failure and the runner's refusal of new work ("disk full on runner gpu-1: …").
  */
 
+import path from "node:path";
+
 /** errno codes that mean "this disk has no room" (a quota is a full disk for the runner's purposes). */
 const DISK_FULL_CODES = new Set(["ENOSPC", "EDQUOT"]);
 
@@ -51,18 +53,25 @@ export class LogWriteError extends Error {
     readonly written: number,
     readonly wanted: number,
   ) {
-    super(`${errnoText(cause)} writing ${file} (${written} of ${wanted} bytes written, cut back to the last whole line)`, { cause });
+    // Named from the runs folder down (<run>/events.jsonl): the message reaches the run's page, the runner's paths need not.
+    super(`${errnoText(cause)} writing ${path.join(path.basename(path.dirname(file)), path.basename(file))} (${written} of ${wanted} bytes written, cut back to the last whole line)`, { cause });
     this.name = "LogWriteError";
     this.code = errnoCode(cause);
   }
 }
 
+const prefix = (runnerName: string, err: unknown) => (isDiskFull(err) ? `disk full on runner ${runnerName}` : `cannot write to the disk of runner ${runnerName}`);
+
+/** Why a run failed when one of its writes failed: "disk full on runner gpu-1: no space left on device (ENOSPC) writing <run>/events.jsonl …". */
+export function writeFailureReason(runnerName: string, err: LogWriteError): string {
+  return `${prefix(runnerName, err)}: ${err.message}`;
+}
+
 /**
- * The reason a run fails, and new runs are refused, when the runner cannot write: "disk full on runner
- * gpu-1: no space left on device (ENOSPC) writing …/events.jsonl …".
+ * Why the runner refuses new runs ("disk full on runner gpu-1: no space left on device (ENOSPC)"): about
+ * the runner only, since every workspace using it may read it (no run id, no path).
  */
-export function writeFailureReason(runnerName: string, err: unknown): string {
-  const detail = err instanceof Error ? err.message : String(err);
-  if (isDiskFull(err)) return `disk full on runner ${runnerName}: ${detail}`;
-  return `cannot write to the disk of runner ${runnerName}: ${detail}`;
+export function diskFailureReason(runnerName: string, err: unknown): string {
+  const cause = err instanceof LogWriteError ? err.cause : err;
+  return `${prefix(runnerName, err)}: ${errnoText(cause)}`;
 }

@@ -111,9 +111,10 @@ describe("a runner whose disk fills during a run", () => {
     await manager.waitFor("r1");
     expect(disk).not.toBeNull();
 
-    const reason = /^disk full on runner gpu-test: no space left on device \(ENOSPC\) writing .*events\.jsonl/;
+    const reason = /^disk full on runner gpu-test: no space left on device \(ENOSPC\) writing r1\/events\.jsonl \(\d+ of \d+ bytes written, cut back to the last whole line\)$/;
     const status = manager.status();
-    expect(status.disk_error).toMatch(reason);
+    // The runner's own reason names no run and no path (every workspace using the runner may read it).
+    expect(status.disk_error).toBe("disk full on runner gpu-test: no space left on device (ENOSPC)");
     const run = status.runs.find((r) => r.run_id === "r1")!;
     expect(run).toMatchObject({ status: "failed", error: expect.stringMatching(reason) });
     // Whole lines only, seq 1..n without a gap, exactly what was handed out; no run.finished (it could not be written).
@@ -126,7 +127,8 @@ describe("a runner whose disk fills during a run", () => {
 
     // New work is refused with the reason while writes fail.
     const refused = await manager.start({ ...spec, run_id: "r2" });
-    expect(refused).toMatchObject({ ok: false, error: expect.stringMatching(/^disk full on runner gpu-test: .*new runs are refused until/) });
+    expect(refused).toMatchObject({ ok: false, error: expect.stringMatching(/^disk full on runner gpu-test: no space left on device \(ENOSPC\); new runs are refused until/) });
+    expect((refused as { error: string }).error).not.toContain("r1");
     expect(fs.existsSync(path.join(runsDir, "r2"))).toBe(false);
 
     // Space again: the run's end is written (the next seq, nothing reused), the runner takes work again.
@@ -187,7 +189,7 @@ describe("a checkpoint the engine cannot save", () => {
       payload: { status: "failed", error: expect.stringMatching(/^disk full on runner gpu-test: training step 2 failed: disk full: checkpoint 0002/) },
     });
     expect(log.filter((e) => e.type === "checkpoint.saved").map((e) => (e.payload as { step: number }).step)).toEqual([1]);
-    expect(manager.status().disk_error).toMatch(/^disk full on runner gpu-test/);
+    expect(manager.status().disk_error).toBe("disk full on runner gpu-test: the engine could not save a checkpoint");
     const disk = fillDisk();
     expect(await manager.start({ ...spec, run_id: "r2" })).toMatchObject({ ok: false, error: expect.stringMatching(/^disk full on runner gpu-test/) });
     disk.mockRestore();

@@ -35,7 +35,7 @@ import { configEgressProblems } from "../net/config-egress";
 import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { type EventLog, type RunEventInput, LogBehindError, LogDamagedError, LogWriteError, assertSafeRunId } from "../events/event-log";
 import { DiskHealth } from "../events/disk-health";
-import { DISK_FULL_TEXT, writeFailureReason } from "../events/write-failure";
+import { DISK_FULL_TEXT, diskFailureReason, writeFailureReason } from "../events/write-failure";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
@@ -131,12 +131,15 @@ export class RunManager {
     try {
       this.events.append(runId, event);
     } catch (err) {
-      if (!(err instanceof LogWriteError)) throw err;
-      const reason = writeFailureReason(this.runnerName, err);
-      this.disk.fail(reason);
+      // A full disk (the line was cut back), or a log that must not be appended to (damaged inside, behind
+      // what the web server stored): the run cannot record anything more.
+      if (!(err instanceof LogWriteError || err instanceof LogDamagedError || err instanceof LogBehindError)) throw err;
+      const reason = err instanceof LogWriteError ? writeFailureReason(this.runnerName, err) : err.message;
+      if (err instanceof LogWriteError) this.disk.fail(diskFailureReason(this.runnerName, err));
       if (event.type === "run.finished") {
-        const payload = event.payload.status === "failed" ? event.payload : { status: "failed" as const, error: reason, diagnostics: [] };
-        return this.endUnlogged(runId, payload);
+        // A run that completed but cannot say so has not finished its record: failed (a resume completes it).
+        const { status, error } = event.payload;
+        return this.endUnlogged(runId, { status: "failed", error: status === "failed" && error ? `${error}; ${reason}` : reason, diagnostics: event.payload.diagnostics });
       }
       this.writeFailed.set(runId, reason);
       controller?.abort(new RunWriteFailed(reason));
@@ -144,12 +147,15 @@ export class RunManager {
     }
   }
 
-  /** A run failed because the engine could not save a checkpoint on a full disk: say so as the runner's reason. */
+  /**
+   * A run failed because the engine could not save its checkpoint on a full disk: the runner says so as its
+   * own reason (its runs folder is the engine's: the same disk) and refuses new runs until a test write passes.
+   */
   private honestEnd(payload: UnloggedEnd): UnloggedEnd {
-    if (payload.status !== "failed" || !payload.error || !DISK_FULL_TEXT.test(payload.error)) return payload;
+    if (payload.status !== "failed" || !payload.error || !/^training step \d+ failed: /.test(payload.error) || !DISK_FULL_TEXT.test(payload.error)) return payload;
     const prefix = `disk full on runner ${this.runnerName}: `;
     const error = payload.error.startsWith(prefix) ? payload.error : prefix + payload.error;
-    this.disk.fail(error);
+    this.disk.fail(`${prefix}the engine could not save a checkpoint`);
     return { ...payload, error };
   }
 
@@ -190,14 +196,8 @@ export class RunManager {
     const recovered: string[] = [];
     for (const runId of this.events.listStored()) {
       if (this.active.has(runId) || this.events.isFinished(runId) || this.events.lastSeq(runId) === 0) continue;
-      const payload: UnloggedEnd = { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] };
-      try {
-        this.appendFor(runId, { type: "run.finished", payload });
-      } catch (err) {
-        // A damaged log is not written to: the run's status says why (and the web server can hand its copy back).
-        if (!(err instanceof LogDamagedError || err instanceof LogBehindError)) throw err;
-        this.endUnlogged(runId, { ...payload, error: `${payload.error}; ${err.message}` });
-      }
+      // Where it cannot be written (a full disk, a damaged log) status() reports it until it can.
+      this.appendFor(runId, { type: "run.finished", payload: { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] } });
       recovered.push(runId);
     }
     return recovered;
@@ -294,9 +294,9 @@ export class RunManager {
       } catch (err) {
         if (err instanceof RunOwnerConflict) return refuse(err.message);
         if (!(err as NodeJS.ErrnoException).code) throw err;
-        const reason = writeFailureReason(this.runnerName, err);
+        const reason = diskFailureReason(this.runnerName, err);
         this.disk.fail(reason);
-        return refuse(reason);
+        return refuse(`${reason}, writing the run's files`);
       }
       // The attempt before this one ended while its run.finished could not be written, and the web server
       // recorded that end from status(): say in the log how it ended, as a run.log (a run.finished now, just
@@ -311,9 +311,8 @@ export class RunManager {
           });
         } catch (err) {
           if (!(err instanceof LogWriteError)) throw err;
-          const reason = writeFailureReason(this.runnerName, err);
-          this.disk.fail(reason);
-          return refuse(reason);
+          this.disk.fail(diskFailureReason(this.runnerName, err));
+          return refuse(writeFailureReason(this.runnerName, err));
         }
         this.unloggedEnds.delete(runId);
       }

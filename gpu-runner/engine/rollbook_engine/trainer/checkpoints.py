@@ -135,9 +135,11 @@ def write_checkpoint(
         full = isinstance(err, Exception) and _disk_full(err, final.parent)
         shutil.rmtree(tmp, ignore_errors=True)
         if full:
+            # No path in the message: it reaches the run's page, the engine's folders need not.
+            why = os.strerror(err.errno) if isinstance(err, OSError) and err.errno else str(err)
             raise CheckpointNotSaved(
-                f"disk full: checkpoint {final.name} of run {final.parent.parent.name} could not be saved in {final.parent} "
-                f"({type(err).__name__}: {err}); nothing of it was kept, and the run can resume from its previous "
+                f"disk full: checkpoint {final.name} of run {final.parent.parent.name} could not be saved "
+                f"({type(err).__name__}: {why}); nothing of it was kept, and the run can resume from its previous "
                 "checkpoint once there is space"
             ) from err
         raise
