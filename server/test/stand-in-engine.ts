@@ -26,8 +26,8 @@ export interface StandInOptions {
   reply?: string;
   /** Bytes of adapter weights per checkpoint. */
   checkpointBytes?: number;
-  /** Called before each chat is answered, with the model asked (`<run>@<step>` after step 1). */
-  onChat?: (model: string) => void;
+  /** Called before each chat is answered, with the model asked (`<run>@<step>` after step 1); the answer waits for it. */
+  onChat?: (model: string) => void | Promise<void>;
 }
 
 const FILES = ["adapter_config.json", "adapter_model.safetensors", "optimizer.pt", "trainer_state.json"] as const;
@@ -94,7 +94,7 @@ export async function startStandInEngine(opts: StandInOptions): Promise<StandInE
       }
       if (url.pathname === "/v1/chat/completions" && req.method === "POST") {
         const chat = JSON.parse(await body(req)) as ChatCompletionRequest;
-        opts.onChat?.(chat.model);
+        await opts.onChat?.(chat.model);
         const response: ChatCompletionResponse = {
           id: "chatcmpl-stand-in",
           object: "chat.completion",
