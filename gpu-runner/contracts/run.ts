@@ -39,6 +39,12 @@ export const RunSpec = z.object({
    */
   attempt: z.number().int().min(1).default(1),
   /**
+   * Resume: the highest seq of this run the web server has stored. The runner never numbers an event at or
+   * below it (ingestion would drop it as a duplicate): it refuses the resume when its own log ends earlier
+   * (lines lost in a crash, a wiped runs folder) until the web server hands its copy back.
+   */
+  last_seq: z.number().int().min(0).optional(),
+  /**
    * Train runs forked from a checkpoint: the first step samples from `<run_id>@<step>` and trains on from
    * its adapter (see InitFrom). The runner refuses it when the engine does not have that checkpoint.
    */
@@ -230,11 +236,24 @@ export const RunnerStatus = z.object({
       step: z.number().int(),
       /** The attempt its log is at (the last run.started's); absent from older runners. */
       attempt: z.number().int().min(1).optional(),
+      error: z
+        .string()
+        .nullable()
+        .optional()
+        .describe(
+          "Why a failed run failed. Also reported when its run.finished could not be written (disk full): the web server records it " +
+            "from here when its stored log already holds everything the runner's does.",
+        ),
     }),
   ),
   // Optional so that a web server still parses an older runner's status (the pool then treats it as unknown).
   device: z.string().nullable().optional().describe('Where the engine computes, e.g. "cpu" or "cuda: NVIDIA H100"; null while the engine has not said.'),
   models: z.array(z.string()).optional().describe("Base models this runner's engine serves (config.json \"model\" must be one of them)."),
   capacity: z.number().int().min(1).optional().describe("How many runs this runner takes at once (RUNNER_CAPACITY); the web server's dispatcher never sends more."),
+  disk_error: z
+    .string()
+    .nullable()
+    .optional()
+    .describe('Why this runner cannot write to its runs folder now, e.g. "disk full on runner gpu-1: …"; null when it can. While set, start refuses new runs.'),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

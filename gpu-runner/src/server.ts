@@ -121,6 +121,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   const close = () =>
     (closing ??= (async () => {
       await manager.stopAll();
+      manager.close();
       server.closeAllConnections(); // open event streams would otherwise hold close() forever
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await supervisor.stop();

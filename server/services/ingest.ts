@@ -248,6 +248,7 @@ export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], f
 type ActiveRunRow = {
   id: string;
   status: RunStatus;
+  lastSeq: number;
   runnerId: string | null;
   createdAt: Date;
   startedAt: Date | null;
@@ -646,7 +647,7 @@ export class IngestService {
     try {
       const active = await this.db.run.findMany({
         where: FOLLOWED_RUNS,
-        select: { id: true, status: true, runnerId: true, createdAt: true, startedAt: true, finishedAt: true, lastHeartbeatAt: true, lostSince: true, attempt: true, attemptOpen: true },
+        select: { id: true, status: true, lastSeq: true, runnerId: true, createdAt: true, startedAt: true, finishedAt: true, lastHeartbeatAt: true, lostSince: true, attempt: true, attemptOpen: true },
       });
       // Queued runs too, once their start call has had time to finish: a start the runner accepted whose
       // "running" update was lost still gets its events (run.started makes it running).
@@ -710,7 +711,9 @@ export class IngestService {
       }
       const known = new Map(reported.map((r) => [r.run_id, r]));
       for (const r of runs) {
-        if (known.has(r.id)) {
+        const reported = known.get(r.id);
+        if (reported && (await this.recordUnloggedFailure(r, reported))) continue;
+        if (reported) {
           await this.markAnswering(r);
           continue;
         }
@@ -769,6 +772,20 @@ export class IngestService {
   private async markLost(r: ActiveRunRow, why: string): Promise<void> {
     if (r.status !== "running") return; // lost already; a queued run that never started is failed by start
     if (await loseRun(this.db, r.id, new Date(this.lastSignOfLife(r)))) this.opts.log(`run ${r.id}: runner not answering (${why}); marked lost`);
+  }
+
+  /**
+   * The runner says the run failed, and its log holds nothing this database lacks: the verdict will not
+   * arrive as an event (its run.finished could not be written: "disk full on runner …"), so it is recorded
+   * from here. The follower stays: the run.finished the runner writes once its disk takes writes again is
+   * still stored (the first verdict kept).
+   */
+  private async recordUnloggedFailure(r: ActiveRunRow, reported: RunnerStatus["runs"][number]): Promise<boolean> {
+    if (reported.status !== "failed" || reported.last_seq > r.lastSeq) return false;
+    const error = reported.error ?? `the runner reports the run failed without a reason; its event log ends at seq ${reported.last_seq}`;
+    // The runner still has the run and writes its run.finished once its disk takes writes: the attempt stays open.
+    if (await failRun(this.db, r.id, error, { runnerMayRun: true })) this.opts.log(`run ${r.id}: failed on its runner: ${error}`);
+    return true;
   }
 
   /** The runner answered and still has the run: it is alive (running again if it was lost). */

@@ -119,12 +119,21 @@ function eventLogStream(db: Db, runId: string, lastSeq: number): ReadableStream<
  * reach the new runner.
  */
 export async function moveRunTo(db: Db, run: { id: string; runnerId: string | null; lastSeq: number }, to: RunnerHandle): Promise<MoveResult> {
-  const newest = await db.checkpoint.findFirst({ where: { runId: run.id }, orderBy: { step: "desc" }, select: { step: true } });
-  const step = newest?.step ?? 0;
+  const step = await newestRecordedCheckpoint(db, run.id);
   let via: MoveResult["checkpointVia"] = step === 0 ? "none" : "shared-or-local";
   if (step > 0 && run.runnerId && (await copyThroughApis(db, run.id, step, run.runnerId, to))) via = "runner-api";
   const sideLogs = via === "runner-api" || (step === 0 && run.runnerId) ? await copySideLogs(db, run.id, run.runnerId!, to) : [];
+  const lastSeq = await putEventLog(db, run, step, to);
+  return { checkpointStep: step, lastSeq, checkpointVia: via, sideLogs };
+}
 
+async function newestRecordedCheckpoint(db: Db, runId: string): Promise<number> {
+  const newest = await db.checkpoint.findFirst({ where: { runId }, orderBy: { step: "desc" }, select: { step: true } });
+  return newest?.step ?? 0;
+}
+
+/** PUT the stored log (1..lastSeq) to `to`, which continues from checkpoint `step`; returns the runner's last_seq. */
+async function putEventLog(db: Db, run: { id: string; lastSeq: number }, step: number, to: RunnerHandle): Promise<number> {
   const put = await runnerFetch(db, to.id, `/runs/${encodeURIComponent(run.id)}/events.jsonl?checkpoint_step=${step}`, {
     method: "PUT",
     headers: { "content-type": "application/x-ndjson" },
@@ -135,6 +144,18 @@ export async function moveRunTo(db: Db, run: { id: string; runnerId: string | nu
     const message = await runnerMessage(put);
     throw new AppError(put.status === 409 ? "CONFLICT" : "RUNNER_ERROR", `cannot resume run on runner '${to.name}': ${message}`);
   }
-  const body = (await put.json()) as { last_seq: number };
-  return { checkpointStep: step, lastSeq: body.last_seq, checkpointVia: via, sideLogs };
+  return ((await put.json()) as { last_seq: number }).last_seq;
+}
+
+/**
+ * The run's own runner lost lines of its log that this database holds (a crash before they reached its
+ * disk, a wiped runs folder): it would number new events over stored ones, so it refuses the resume. Hand it
+ * the stored log back, to continue from the newest recorded checkpoint (which it has: it wrote it). Returns
+ * whether it had to.
+ */
+export async function handBackEventLog(db: Db, run: { id: string; lastSeq: number }, to: RunnerHandle): Promise<boolean> {
+  const onRunner = (await to.status()).runs.find((r) => r.run_id === run.id);
+  if ((onRunner?.last_seq ?? 0) >= run.lastSeq) return false;
+  await putEventLog(db, run, await newestRecordedCheckpoint(db, run.id), to);
+  return true;
 }

@@ -12,7 +12,7 @@ import { type RunnerHandle } from "../runner-client";
 import { parseStoredFiles } from "./experiments";
 import { notifyRunMoved, notifyRunStarted } from "./run-hooks";
 import * as lifecycle from "./run-lifecycle";
-import { moveRunTo } from "./run-move";
+import { handBackEventLog, moveRunTo } from "./run-move";
 import { workspaceRunSpec } from "./workspace-config/run-references";
 import type { Db } from "./types";
 import { InitFrom, type Diagnostic, type RunStatus } from "@contracts";
@@ -79,12 +79,14 @@ export async function resumeRun(db: Db, workspaceId: string, id: string, runners
   // end that one there first (stop waits for it), so the new attempt starts from where it really stopped.
   if (!moved && run.attemptOpen) await runner.stop(run.id, run.attempt);
   if (moved) await moveRunTo(db, run, runner);
+  else await handBackEventLog(db, run, runner);
 
   const files = parseStoredFiles(run.version.files);
   const initFrom = await forkStart(db, run);
   const workspacePart = await workspaceRunSpec(db, run.workspaceId, files, "train");
   const attempt = run.attempt + 1;
-  const res = await runner.start({ run_id: run.id, attempt, kind: "train", files, ...workspacePart, resume: true, ...(initFrom ? { init_from: initFrom } : {}) });
+  // last_seq: the runner never numbers an event at or below what is stored here.
+  const res = await runner.start({ run_id: run.id, attempt, kind: "train", files, ...workspacePart, resume: true, last_seq: run.lastSeq, ...(initFrom ? { init_from: initFrom } : {}) });
   if (!res.ok) return { ok: false, error: res.error, diagnostics: res.diagnostics };
 
   const runnerId = run.runnerId;

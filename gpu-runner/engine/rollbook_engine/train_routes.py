@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from .contracts.train import ErrorLine, ProgressLine, TrainRequest
 from .trainer.batch import BadRequest
-from .trainer.checkpoints import list_checkpoints
+from .trainer.checkpoints import CheckpointNotSaved, list_checkpoints
 from .trainer.tenancy import tenants as tenants_report
 from .trainer.trainer import RUN_ID_RE, StepConflict, TrainFailure, check_request, train_step
 
@@ -93,8 +93,8 @@ async def train(request: Request):
             yield _line(queue.get_nowait())
         try:
             yield _line(task.result())
-        except (BadRequest, StepConflict, TrainFailure) as e:
-            # Raced with another request for the same step, or the step failed (nothing saved).
+        except (BadRequest, StepConflict, TrainFailure, CheckpointNotSaved) as e:
+            # Raced with another request for the same step, or the step failed (nothing saved; a full disk says so).
             yield _line(ErrorLine(message=str(e)))
         except Exception as e:  # noqa: BLE001 — the stream must end with a line, never a stack trace
             log.exception("train step %s of run %s failed", req.step, req.run_id)

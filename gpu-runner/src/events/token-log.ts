@@ -5,9 +5,9 @@
  * they would bloat the in-memory event log, the stored events and every socket message, while only an
  * export asks for them (GET /runs/<run>/tokens.jsonl, gpu-runner/src/http/routes.ts).
  */
-import fs from "node:fs";
 import path from "node:path";
 import type { TokenSequence } from "../../contracts";
+import { appendWhole } from "./append-whole";
 import { assertSafeRunId } from "./event-log";
 
 export interface TokenLine {
@@ -23,9 +23,7 @@ export function tokenLogFile(runsDir: string, runId: string): string {
 /** Appends one rollout's sequences (a failure to write is logged, never fails the rollout). */
 export function appendTokenLine(runsDir: string, runId: string, line: TokenLine, onError: (message: string) => void): void {
   try {
-    const file = tokenLogFile(runsDir, runId);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.appendFileSync(file, JSON.stringify(line) + "\n");
+    appendWhole(tokenLogFile(runsDir, runId), JSON.stringify(line) + "\n");
   } catch (e) {
     onError(`could not record the token ids of ${line.trajectory_id}: ${(e as Error).message}`);
   }

@@ -6,10 +6,10 @@
  * writing them itself: the engine may run on another machine (ENGINE_URL) and share no folder with us.
  * Read back by the token view (http/rollout-tokens.ts).
  */
-import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import type { TrainGroup, TrainedTokens } from "../../contracts";
+import { appendWhole } from "./append-whole";
 import { assertSafeRunId } from "./event-log";
 
 export const TrainLogprobLine = z.object({
@@ -44,9 +44,7 @@ export function trainLogprobLines(step: number, groups: readonly TrainGroup[], t
 export function appendTrainLogprobs(runsDir: string, runId: string, lines: readonly TrainLogprobLine[], onError: (message: string) => void): void {
   if (lines.length === 0) return;
   try {
-    const file = trainLogprobFile(runsDir, runId);
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    fs.appendFileSync(file, lines.map((l) => JSON.stringify(l) + "\n").join(""));
+    appendWhole(trainLogprobFile(runsDir, runId), lines.map((l) => JSON.stringify(l) + "\n").join(""));
   } catch (e) {
     onError(`could not record the trainer's logprobs of step ${lines[0]!.step}: ${(e as Error).message}`);
   }

@@ -25,6 +25,7 @@ import { Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import * as tar from "tar";
 import { assertSafeRunId } from "../events/event-log";
+import { diskFailureReason, isDiskFull } from "../events/write-failure";
 import { CHECKPOINT_FILES, SIDE_LOGS, claimSharedRun, fetchSharedCheckpoints, setAsideNewerCheckpoints } from "../loop/shared-checkpoints";
 import { checkpointDir, CheckpointNotFound, resolveCheckpoint } from "./checkpoint-archive";
 
@@ -55,6 +56,20 @@ export class ImportRefused extends Error {
   ) {
     super(message);
     this.name = "ImportRefused";
+  }
+}
+
+/** A full disk refuses the upload as such (507, "disk full on runner <name>: …"); anything else is left as it was. */
+function diskRefusal(err: unknown, deps: RunImportDeps): unknown {
+  if (err instanceof ImportRefused || !isDiskFull(err)) return err;
+  return new ImportRefused(507, `${diskFailureReason(deps.runnerName, err)}: the upload was not kept`);
+}
+
+function writeAll(fd: number, bytes: Buffer): void {
+  for (let written = 0; written < bytes.length; ) {
+    const n = fs.writeSync(fd, bytes, written, bytes.length - written);
+    if (n <= 0) throw Object.assign(new Error("write(2) wrote nothing"), { code: "EIO" });
+    written += n;
   }
 }
 
@@ -106,7 +121,9 @@ export async function importCheckpoint(req: IncomingMessage, deps: RunImportDeps
   checkRun(runId, deps);
   const step = parseStep(stepText);
   const final = checkpointDir(deps.runsDir, runId, step);
-  const stage = await stagingDir(deps.runsDir, runId);
+  const stage = await stagingDir(deps.runsDir, runId).catch((e: unknown) => {
+    throw diskRefusal(e, deps);
+  });
   try {
     const refused: string[] = [];
     const allowed = new Set<string>(CHECKPOINT_FILES);
@@ -125,6 +142,7 @@ export async function importCheckpoint(req: IncomingMessage, deps: RunImportDeps
       }),
     ).catch((e: unknown) => {
       if (e instanceof ImportRefused) throw e;
+      if (isDiskFull(e)) throw diskRefusal(e, deps);
       throw new ImportRefused(400, `the checkpoint archive could not be read: ${(e as Error).message}`);
     });
     if (refused.length > 0) throw new ImportRefused(400, `the checkpoint archive holds entries other than ${CHECKPOINT_FILES.join(", ")}: ${refused.slice(0, 3).join(", ")}`);
@@ -162,10 +180,14 @@ export function sideLogStream(runsDir: string, runId: string, name: string): fs.
 export async function importSideLog(req: IncomingMessage, deps: RunImportDeps, runId: string, name: string): Promise<{ bytes: number }> {
   const file = sideLogPath(deps.runsDir, runId, name);
   checkRun(runId, deps);
-  const stage = await stagingDir(deps.runsDir, runId);
+  const stage = await stagingDir(deps.runsDir, runId).catch((e: unknown) => {
+    throw diskRefusal(e, deps);
+  });
   try {
     const staged = path.join(stage, name);
-    await pipeline(req, byteLimit(MAX_IMPORT_BYTES), fs.createWriteStream(staged));
+    await pipeline(req, byteLimit(MAX_IMPORT_BYTES), fs.createWriteStream(staged)).catch((e: unknown) => {
+      throw diskRefusal(e, deps);
+    });
     await fsp.rename(staged, file);
     return { bytes: (await fsp.stat(file)).size };
   } finally {
@@ -187,10 +209,14 @@ export async function importEvents(
 ): Promise<{ last_seq: number; checkpoint_step: number }> {
   checkRun(runId, deps);
   const step = parseStep(query.get("checkpoint_step") ?? "0");
-  const stage = await stagingDir(deps.runsDir, runId);
+  const stage = await stagingDir(deps.runsDir, runId).catch((e: unknown) => {
+    throw diskRefusal(e, deps);
+  });
   try {
     const staged = path.join(stage, "events.jsonl");
-    const out = fs.createWriteStream(staged);
+    // Written synchronously line by line, so a failed write (a full disk) fails the import there and then,
+    // and synced before the rename: the log this runner numbers on from must be on its disk.
+    const out = fs.openSync(staged, "w");
     let seq = 0;
     const limited = req.pipe(byteLimit(MAX_IMPORT_BYTES));
     let failed = false;
@@ -213,15 +239,22 @@ export async function importEvents(
         if (event.run_id !== runId) return reject(new ImportRefused(400, `events.jsonl line ${seq + 1}: run_id ${JSON.stringify(event.run_id)} is not ${runId}`));
         if (event.seq !== seq + 1) return reject(new ImportRefused(400, `events.jsonl line ${seq + 1}: seq ${String(event.seq)}, expected ${seq + 1}`));
         if (typeof event.type !== "string") return reject(new ImportRefused(400, `events.jsonl line ${seq + 1}: no type`));
+        try {
+          writeAll(out, Buffer.from(line + "\n"));
+        } catch (e) {
+          return reject(diskRefusal(e, deps));
+        }
         seq++;
-        out.write(line + "\n");
       });
       lines.once("close", () => resolve());
     });
     try {
       await reading;
+      fs.fsyncSync(out);
+    } catch (e) {
+      throw diskRefusal(e, deps);
     } finally {
-      await new Promise<void>((resolve) => out.end(resolve));
+      fs.closeSync(out);
     }
     if (seq === 0) throw new ImportRefused(400, "events.jsonl is empty: a run to continue has at least its run.started");
 

@@ -1,6 +1,12 @@
 /**
  * The runner's registry of runs: validates and starts them, stops them, reports their status, and owns
  * their event logs. One process, many runs; a failing run never takes the runner down.
+ *
+ * A run's events reach its log through one door (appendFor). When a line cannot be written (a full disk:
+ * the log cuts it back, events/event-log.ts), the run fails with the reason ("disk full on runner gpu-1:
+ * …"), its rollouts in flight are aborted and nothing more of it is written; its run.finished waits until
+ * the disk takes writes again (events/disk-health.ts) — meanwhile status() reports the run failed with that
+ * reason, which is how the web server learns it — and new runs are refused with the reason.
  */
 import type { z } from "zod";
 import {
@@ -27,7 +33,9 @@ import { connectRunMcp } from "../mcp/run-connection";
 import type { StdioSandboxSettings } from "../mcp/sandbox";
 import { configEgressProblems } from "../net/config-egress";
 import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
-import { type EventLog, assertSafeRunId } from "../events/event-log";
+import { type EventLog, type RunEventInput, LogBehindError, LogDamagedError, LogWriteError, assertSafeRunId } from "../events/event-log";
+import { DiskHealth } from "../events/disk-health";
+import { DISK_FULL_TEXT, diskFailureReason, writeFailureReason } from "../events/write-failure";
 import { appendTokenLine } from "../events/token-log";
 import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-log";
 import { initFromProblem } from "./init-from";
@@ -48,6 +56,22 @@ interface ActiveRun {
   step: number;
   /** RunSpec.attempt: a stop aimed at another attempt (an older one, stopped late) leaves this one alone. */
   attempt: number;
+}
+
+/** How a run ended when its run.finished could not be written (yet). */
+type UnloggedEnd = Extract<RunEventInput, { type: "run.finished" }>["payload"];
+
+/** Thrown into a run whose event could not be written: it ends failed with `reason`, nothing more is written. */
+export class RunWriteFailed extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "RunWriteFailed";
+  }
+}
+
+export interface RunManagerOptions {
+  /** How often a runner that could not write tries a test write (default 2 s). */
+  diskRetryMs?: number;
 }
 
 export interface ValidateResult {
@@ -71,6 +95,11 @@ export interface RunnerMcpSettings {
 export class RunManager {
   private active = new Map<string, ActiveRun>();
   private starting = new Set<string>();
+  /** Runs an event of which could not be written: why (nothing more of them is written until they end). */
+  private writeFailed = new Map<string, string>();
+  /** Runs that ended while their run.finished could not be written: written once the disk takes writes. */
+  private unloggedEnds = new Map<string, UnloggedEnd>();
+  private readonly disk: DiskHealth;
 
   constructor(
     readonly events: EventLog,
@@ -82,7 +111,84 @@ export class RunManager {
     private readonly sharedCheckpointDir?: string,
     /** EGRESS_ALLOW: internal addresses judges and http/sse MCP servers may be at (none by default). */
     private readonly egress: EgressAllow = NO_EGRESS_EXCEPTIONS,
-  ) {}
+    options: RunManagerOptions = {},
+  ) {
+    this.disk = new DiskHealth(events.runsDir, () => this.writeUnloggedEnds(), options.diskRetryMs);
+  }
+
+  /**
+   * Appends one of the run's events: the only way this manager writes to a run's log. A run whose write
+   * failed writes nothing more (its end waits in unloggedEnds); a failed write fails the run (RunWriteFailed
+   * is thrown, its controller aborted) and the runner's disk health.
+   */
+  private appendFor(runId: string, input: RunEventInput, controller?: AbortController): void {
+    let event = input;
+    const failed = this.writeFailed.get(runId);
+    if (failed !== undefined) {
+      if (event.type !== "run.finished") throw new RunWriteFailed(failed);
+      // The run loop reports an aborted run as stopped; it failed, for this reason.
+      return this.endUnlogged(runId, { status: "failed", error: failed, diagnostics: [] });
+    }
+    if (event.type === "run.finished") event = { ...event, payload: this.honestEnd(event.payload) };
+    try {
+      this.events.append(runId, event);
+    } catch (err) {
+      // A full disk (the line was cut back), or a log that must not be appended to (damaged inside, behind
+      // what the web server stored): the run cannot record anything more.
+      if (!(err instanceof LogWriteError || err instanceof LogDamagedError || err instanceof LogBehindError)) throw err;
+      const reason = err instanceof LogWriteError ? writeFailureReason(this.runnerName, err) : err.message;
+      if (err instanceof LogWriteError) this.disk.fail(diskFailureReason(this.runnerName, err));
+      if (event.type === "run.finished") {
+        // A run that completed but cannot say so has not finished its record: failed (a resume completes it).
+        const { status, error } = event.payload;
+        return this.endUnlogged(runId, { status: "failed", error: status === "failed" && error ? `${error}; ${reason}` : reason, diagnostics: event.payload.diagnostics });
+      }
+      this.writeFailed.set(runId, reason);
+      controller?.abort(new RunWriteFailed(reason));
+      throw new RunWriteFailed(reason);
+    }
+  }
+
+  /**
+   * A run failed because the engine could not save its checkpoint on a full disk: the runner says so as its
+   * own reason (its runs folder is the engine's: the same disk) and refuses new runs until a test write passes.
+   */
+  private honestEnd(payload: UnloggedEnd): UnloggedEnd {
+    if (payload.status !== "failed" || !payload.error || !/^training step \d+ failed: /.test(payload.error) || !DISK_FULL_TEXT.test(payload.error)) return payload;
+    const prefix = `disk full on runner ${this.runnerName}: `;
+    const error = payload.error.startsWith(prefix) ? payload.error : prefix + payload.error;
+    this.disk.fail(`${prefix}the engine could not save a checkpoint`);
+    return { ...payload, error };
+  }
+
+  private endUnlogged(runId: string, payload: UnloggedEnd): void {
+    this.unloggedEnds.set(runId, payload);
+    this.events.endUnlogged(runId);
+    process.stderr.write(`run ${runId}: ended ${payload.status} (${payload.error ?? "no error"}); its run.finished is written once the disk takes writes\n`);
+  }
+
+  /** The disk takes writes again: write the run.finished of runs that ended meanwhile. False if one still fails. */
+  private writeUnloggedEnds(): boolean {
+    for (const [runId, payload] of [...this.unloggedEnds]) {
+      if (this.active.has(runId) || this.starting.has(runId)) continue;
+      try {
+        this.events.append(runId, { type: "run.finished", payload });
+      } catch (err) {
+        if (err instanceof LogWriteError) return false;
+        // A log that cannot take it for another reason (damaged, behind the web server): status() keeps reporting it.
+        process.stderr.write(`run ${runId}: its run.finished cannot be written: ${(err as Error).message}\n`);
+        continue;
+      }
+      this.unloggedEnds.delete(runId);
+      this.writeFailed.delete(runId);
+    }
+    return true;
+  }
+
+  /** Try a test write now (a start does too; a timer does every few seconds): true when writes succeed. */
+  checkDisk(): boolean {
+    return this.disk.retry();
+  }
 
   /**
    * Close logs of runs that were in progress when a previous runner process died: they get a
@@ -92,10 +198,8 @@ export class RunManager {
     const recovered: string[] = [];
     for (const runId of this.events.listStored()) {
       if (this.active.has(runId) || this.events.isFinished(runId) || this.events.lastSeq(runId) === 0) continue;
-      this.events.append(runId, {
-        type: "run.finished",
-        payload: { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] },
-      });
+      // Where it cannot be written (a full disk, a damaged log) status() reports it until it can.
+      this.appendFor(runId, { type: "run.finished", payload: { status: "failed", error: "the runner restarted while this run was in progress", diagnostics: [] } });
       recovered.push(runId);
     }
     return recovered;
@@ -126,6 +230,10 @@ export class RunManager {
     // A run id never changes workspace: checked first, so nothing else about another workspace's run is said.
     const owner = runWorkspace(this.events.runsDir, runId);
     if (owner !== null && owner !== spec.workspace_id) return refuse(`run ${runId} belongs to another workspace on this runner`);
+    // What the web server stored is never numbered over: a log that ends earlier is refused until it is handed back.
+    if (spec.resume && spec.last_seq !== undefined) this.events.noteHeldElsewhere(runId, spec.last_seq);
+    const logProblem = this.events.problem(runId);
+    if (logProblem) return refuse(logProblem);
     if (this.events.exists(runId)) {
       if (!spec.resume) return refuse(`run ${runId} already exists: pass resume=true to continue it, or use a new id`);
       if (spec.kind !== "train") return refuse(`only train runs can be resumed (${runId} is ${spec.kind})`);
@@ -136,6 +244,10 @@ export class RunManager {
     if (this.engine.status().state === "failed") return refuse("the engine has failed; see the runner's status");
     this.starting.add(runId);
     try {
+      // Starting marks the run, so a recovering disk does not write this run's pending end as a run.finished.
+      if (this.disk.error && !this.disk.retry()) {
+        return refuse(`${this.disk.error}; new runs are refused until a test write to this runner's runs folder succeeds`);
+      }
       const checked = await validateExperiment(spec.files, spec.kind);
       if (!checked.ok) {
         const errors = checked.diagnostics.filter((d) => d.severity === "error").length;
@@ -189,8 +301,30 @@ export class RunManager {
         recordRunWorkspace(this.events.runsDir, runId, spec.workspace_id);
       } catch (err) {
         if (err instanceof RunOwnerConflict) return refuse(err.message);
-        throw err;
+        if (!(err as NodeJS.ErrnoException).code) throw err;
+        const reason = diskFailureReason(this.runnerName, err);
+        this.disk.fail(reason);
+        return refuse(`${reason}, writing the run's files`);
       }
+      // The attempt before this one ended while its run.finished could not be written, and the web server
+      // recorded that end from status(): say in the log how it ended, as a run.log (a run.finished now, just
+      // before this attempt's run.started, would read as this attempt ending).
+      const previousEnd = this.unloggedEnds.get(runId);
+      if (previousEnd) {
+        const how = previousEnd.status === "failed" ? "failed" : `ended ${previousEnd.status}`;
+        try {
+          this.events.append(runId, {
+            type: "run.log",
+            payload: { level: previousEnd.status === "failed" ? "error" : "info", message: `the previous attempt ${how}: ${previousEnd.error ?? "no error"} (its run.finished could not be written at the time)` },
+          });
+        } catch (err) {
+          if (!(err instanceof LogWriteError)) throw err;
+          this.disk.fail(diskFailureReason(this.runnerName, err));
+          return refuse(writeFailureReason(this.runnerName, err));
+        }
+        this.unloggedEnds.delete(runId);
+      }
+      this.writeFailed.delete(runId);
 
       const controller = new AbortController();
       // Every rollout in flight listens on the run's signal (its watchdog, its model calls): more than
@@ -227,26 +361,24 @@ export class RunManager {
                   repoRoot: REPO_ROOT,
                   egress: this.egress,
                   signal,
-                  onProblem: (message) => this.events.append(runId, { type: "run.log", payload: { level: "error", message } }),
+                  onProblem: (message) => this.appendFor(runId, { type: "run.log", payload: { level: "error", message } }, controller),
                 }),
         waitForEngine: () => this.engine.waitReady(signal),
-        emit: (event) => {
-          this.events.append(runId, event);
-        },
+        emit: (event) => this.appendFor(runId, event, controller),
         signal,
         onStep: (step) => {
           record.step = step;
         },
         recordTokens: (trajectoryId, sequences) =>
           appendTokenLine(this.events.runsDir, runId, { trajectory_id: trajectoryId, sequences }, (message) =>
-            this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
+            this.appendFor(runId, { type: "run.log", payload: { level: "warn", message } }, controller),
           ),
         publishCheckpoint: this.sharedCheckpointDir
           ? (step) => publishCheckpoint(this.events.runsDir, this.sharedCheckpointDir!, runId, step, this.runnerName)
           : undefined,
         recordTrainLogprobs: (step, groups, trained) =>
           appendTrainLogprobs(this.events.runsDir, runId, trainLogprobLines(step, groups, trained), (message) =>
-            this.events.append(runId, { type: "run.log", payload: { level: "warn", message } }),
+            this.appendFor(runId, { type: "run.log", payload: { level: "warn", message } }, controller),
           ),
       })
         .then(() => undefined)
@@ -282,9 +414,9 @@ export class RunManager {
 
   /** Append a run.log event to every active run (e.g. the engine restarted under them). */
   logToActiveRuns(level: "info" | "warn" | "error", message: string): void {
-    for (const runId of this.active.keys()) {
+    for (const [runId, run] of this.active) {
       try {
-        this.events.append(runId, { type: "run.log", payload: { level, message } });
+        this.appendFor(runId, { type: "run.log", payload: { level, message } }, run.controller);
       } catch (err) {
         process.stderr.write(`run ${runId}: could not log "${message}": ${(err as Error).message}\n`);
       }
@@ -305,21 +437,27 @@ export class RunManager {
     await this.active.get(runId)?.done;
   }
 
-  private runStatus(runId: string): { status: RunStatus; step: number } {
+  private runStatus(runId: string): { status: RunStatus; step: number; error: string | null } {
     const events = this.events.events(runId);
     let step = 0;
     let status: RunStatus = this.active.has(runId) ? "running" : "queued";
+    let error: string | null = null;
     for (const e of events) {
       if (e.type === "step.finished" || e.type === "checkpoint.saved") step = Math.max(step, e.payload.step);
       else if (e.type === "eval.finished") step = Math.max(step, e.payload.step);
-      else if (e.type === "run.started") status = "running";
-      else if (e.type === "run.finished") status = e.payload.status;
+      else if (e.type === "run.started") [status, error] = ["running", null];
+      else if (e.type === "run.finished") [status, error] = [e.payload.status, e.payload.error];
     }
     if (this.active.has(runId)) {
       status = "running";
+      error = null;
       step = Math.max(step, this.active.get(runId)!.step);
+      return { status, step, error };
     }
-    return { status, step };
+    // Ended, but its run.finished is not in the log (yet): how it ended is known here only.
+    const unlogged = this.unloggedEnds.get(runId);
+    if (unlogged) return { status: unlogged.status, step, error: unlogged.error };
+    return { status, step, error };
   }
 
   status(): RunnerStatus {
@@ -330,7 +468,13 @@ export class RunManager {
       runs: [...ids]
         .sort()
         .map((run_id) => ({ run_id, last_seq: this.events.lastSeq(run_id), attempt: this.events.attemptOf(run_id), ...this.runStatus(run_id) })),
+      disk_error: this.disk.error,
     };
+  }
+
+  /** Stop the disk's retry timer (the server's shutdown). */
+  close(): void {
+    this.disk.stop();
   }
 }
 

@@ -9,10 +9,15 @@ It is written into a hidden temp folder beside the final one and renamed into pl
 a complete checkpoint or none (the temp folder is swept on the next step). A folder only counts when its
 name is all digits and it has trainer_state.json, written last. "The run's step" is the newest such folder,
 as in ART.
+
+A save that fails on a full disk removes its temp folder and raises CheckpointNotSaved, "disk full: checkpoint
+0003 of run … could not be saved …": the step fails (the trainer drops the run's in-memory state, so the step
+is redone from the previous checkpoint once there is space) and the runner names the full disk on the run.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -74,6 +79,34 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+class CheckpointNotSaved(Exception):
+    """A checkpoint could not be written on a full disk; nothing of it was kept."""
+
+
+# Below this many free bytes after a failed save, the disk was full even when the writer did not say so
+# (torch.save reports only "file write failed"; safetensors' message carries "os error 28").
+_FULL_BELOW_BYTES = 1 << 20
+_FULL_TEXT = ("No space left on device", "os error 28", "Disk quota exceeded", "os error 122")
+
+
+def _free_bytes(path: Path) -> int:
+    return shutil.disk_usage(path).free
+
+
+def _disk_full(err: BaseException, folder: Path) -> bool:
+    e: BaseException | None = err
+    while e is not None:
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(t in str(e) for t in _FULL_TEXT):
+            return True
+        e = e.__cause__ or e.__context__
+    try:
+        return _free_bytes(folder) < _FULL_BELOW_BYTES
+    except OSError:
+        return False
+
+
 def write_checkpoint(
     final: Path,
     adapter_state: dict[str, torch.Tensor],
@@ -97,8 +130,18 @@ def write_checkpoint(
             _fsync(f)
         os.rename(tmp, final)
         _fsync(final.parent)
-    except BaseException:
+    except BaseException as err:
+        # Asked before the temp folder goes: removing it frees the very space whose lack made the save fail.
+        full = isinstance(err, Exception) and _disk_full(err, final.parent)
         shutil.rmtree(tmp, ignore_errors=True)
+        if full:
+            # No path in the message: it reaches the run's page, the engine's folders need not.
+            why = os.strerror(err.errno) if isinstance(err, OSError) and err.errno else str(err)
+            raise CheckpointNotSaved(
+                f"disk full: checkpoint {final.name} of run {final.parent.parent.name} could not be saved "
+                f"({type(err).__name__}: {why}); nothing of it was kept, and the run can resume from its previous "
+                "checkpoint once there is space"
+            ) from err
         raise
     return CheckpointInfo(step=int(final.name), path=str(final.resolve()), size_bytes=_dir_size(final))
 
