@@ -23,10 +23,11 @@ export async function insertEvents(tx: Tx, runId: string, events: readonly RunEv
   const types = events.map((e) => e.type);
   const payloads = events.map((e) => JSON.stringify(e.payload));
   const ts = events.map((e) => isoText(e.ts));
+  const attempts = events.map((e) => e.attempt ?? null);
   await tx.$executeRaw`
-    INSERT INTO "RunEvent" ("runId", "seq", "type", "payload", "ts")
-    SELECT ${runId}, u.seq, u.type, u.payload::jsonb, u.ts::timestamp(3)
-    FROM unnest(${seqs}::int[], ${types}::text[], ${payloads}::text[], ${ts}::text[]) AS u(seq, type, payload, ts)
+    INSERT INTO "RunEvent" ("runId", "seq", "type", "payload", "ts", "attempt")
+    SELECT ${runId}, u.seq, u.type, u.payload::jsonb, u.ts::timestamp(3), u.attempt
+    FROM unnest(${seqs}::int[], ${types}::text[], ${payloads}::text[], ${ts}::text[], ${attempts}::int[]) AS u(seq, type, payload, ts, attempt)
     ON CONFLICT DO NOTHING`;
 }
 

@@ -15,8 +15,16 @@ export function eventToRow(runId: string, e: RunEvent) {
   };
 }
 
-export function rowToEvent(row: { runId: string; seq: number; type: string; payload: Prisma.JsonValue; ts: Date }): RunEvent {
-  return { run_id: row.runId, seq: row.seq, ts: row.ts.getTime(), type: row.type, payload: row.payload } as RunEvent;
+export function rowToEvent(row: { runId: string; seq: number; type: string; payload: Prisma.JsonValue; ts: Date; attempt?: number | null }): RunEvent {
+  return {
+    run_id: row.runId,
+    seq: row.seq,
+    ts: row.ts.getTime(),
+    // Absent (not null) for events logged before attempts, as the runner's own log has them.
+    ...(row.attempt != null ? { attempt: row.attempt } : {}),
+    type: row.type,
+    payload: row.payload,
+  } as RunEvent;
 }
 
 export function trajectoryToRow(runId: string, seq: number, t: Trajectory) {

@@ -1,6 +1,6 @@
 /**
  * A page of a run's event log as JSON text written by Postgres (see server/http/run-events.ts for why):
- * each element is exactly what rowToEvent makes of a row ({run_id, seq, ts (ms), type, payload}).
+ * each element is exactly what rowToEvent makes of a row ({run_id, seq, ts (ms), attempt when set, type, payload}).
  */
 import { AppError } from "../errors";
 import type { DbOrTx } from "./types";
@@ -16,9 +16,12 @@ export async function runEventsJson(db: DbOrTx, workspaceId: string, runId: stri
   const run = await db.run.findFirst({ where: { id: runId, workspaceId }, select: { id: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
   const rows = await db.$queryRaw<{ body: string | null; count: bigint; last: number | null }[]>`
-    SELECT json_agg(json_build_object(
-             'run_id', e."runId", 'seq', e."seq", 'ts', floor(extract(epoch FROM e."ts") * 1000)::bigint,
-             'type', e."type", 'payload', e."payload") ORDER BY e."seq")::text AS body,
+    SELECT json_agg(CASE WHEN e."attempt" IS NULL
+             THEN json_build_object('run_id', e."runId", 'seq', e."seq", 'ts', floor(extract(epoch FROM e."ts") * 1000)::bigint,
+                                    'type', e."type", 'payload', e."payload")
+             ELSE json_build_object('run_id', e."runId", 'seq', e."seq", 'ts', floor(extract(epoch FROM e."ts") * 1000)::bigint,
+                                    'attempt', e."attempt", 'type', e."type", 'payload', e."payload")
+           END ORDER BY e."seq")::text AS body,
            count(*) AS count, max(e."seq") AS last
     FROM (SELECT * FROM "RunEvent" WHERE "runId" = ${runId} AND "seq" > ${afterSeq} ORDER BY "seq" LIMIT ${limit}) e`;
   const row = rows[0];

@@ -143,7 +143,7 @@ describe("a runner whose disk fills during a run", () => {
     expect(events.events("r3").at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
 
     // Resumed: it continues after its last seq, from its last checkpoint.
-    expect(await manager.start({ ...spec, resume: true, last_seq: after.length })).toMatchObject({ ok: true });
+    expect(await manager.start({ ...spec, resume: true, attempt: 2, last_seq: after.length })).toMatchObject({ ok: true });
     await manager.waitFor("r1");
     const resumed = fileEvents(runsDir, "r1");
     expect(resumed.map((e) => e.seq)).toEqual(resumed.map((_, i) => i + 1));
@@ -162,7 +162,7 @@ describe("a runner whose disk fills during a run", () => {
     const before = fileEvents(runsDir, "r1").length;
     disk!.mockRestore();
     // The web server recorded the failure from status() and resumes straight away.
-    expect(await manager.start({ ...spec, resume: true, last_seq: before })).toMatchObject({ ok: true });
+    expect(await manager.start({ ...spec, resume: true, attempt: 2, last_seq: before })).toMatchObject({ ok: true });
     await manager.waitFor("r1");
     const log = fileEvents(runsDir, "r1");
     expect(log[before]).toMatchObject({ seq: before + 1, type: "run.log", payload: { level: "error", message: expect.stringMatching(/^the previous attempt failed: disk full on runner gpu-test/) } });
@@ -194,7 +194,7 @@ describe("a checkpoint the engine cannot save", () => {
     expect(await manager.start({ ...spec, run_id: "r2" })).toMatchObject({ ok: false, error: expect.stringMatching(/^disk full on runner gpu-test/) });
     disk.mockRestore();
     full = false;
-    expect(await manager.start({ ...spec, resume: true, last_seq: log.length })).toMatchObject({ ok: true });
+    expect(await manager.start({ ...spec, resume: true, attempt: 2, last_seq: log.length })).toMatchObject({ ok: true });
     await manager.waitFor("r1");
     expect(events.events("r1").at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed" } });
     manager.close();

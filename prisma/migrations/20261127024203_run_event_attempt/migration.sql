@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "RunEvent" ADD COLUMN     "attempt" INTEGER;
