@@ -226,7 +226,7 @@ export const RunnerStatus = z.object({
       .object({ at: z.number().describe("ms since the epoch"), reason: z.string() })
       .nullable()
       .optional()
-      .describe('Why the runner last restarted its engine, e.g. "engine killed by SIGKILL — likely out of memory; last output: …".'),
+      .describe('Why the runner last restarted its engine, e.g. "engine killed by SIGKILL, likely out of memory — RSS was 3.1 GB at the last health check (…); last output: …".'),
   }),
   runs: z.array(
     z.object({

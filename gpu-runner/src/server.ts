@@ -9,6 +9,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
+import { restartCause } from "./engine/restart-recovery";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
@@ -51,26 +52,35 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
         },
     onLog: options.onEngineLog,
     // The runs waiting on the engine say why it went away (their model calls fail meanwhile).
-    onRestart: (restart) => manager.logToActiveRuns("warn", `engine restarted: ${restart.reason}`),
+    onRestart: (restart) => manager.logToActiveRuns("warn", `${restartCause(restart)}; the runs wait for it, and what it was doing is sent again once`),
     ...options.supervisor,
   });
   supervisor.start();
 
+  /** The engine ready, or the run's signal aborted (a run waiting through a restart can still be stopped). */
+  const waitReady = (signal: AbortSignal) =>
+    new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason ?? new Error("aborted"));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener("abort", onAbort, { once: true });
+      supervisor.waitReady().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+    });
   const events = new EventLog(env.ROLLBOOK_RUNS_DIR);
   const manager = new RunManager(
     events,
     {
       engine: supervisor.client,
-      waitReady: (signal) =>
-        new Promise<void>((resolve, reject) => {
-          const onAbort = () => reject(signal.reason ?? new Error("aborted"));
-          if (signal.aborted) return onAbort();
-          signal.addEventListener("abort", onAbort, { once: true });
-          supervisor.waitReady().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-        }),
+      waitReady: (signal) => waitReady(signal),
       status: () => {
         const s = supervisor.status();
         return { state: s.state, restarts: s.restarts, health: s.health, last_restart: s.lastRestart };
+      },
+      watch: {
+        restarts: () => supervisor.status().restarts,
+        lastRestart: () => supervisor.status().lastRestart,
+        restarting: () => supervisor.state === "restarting",
+        probe: () => supervisor.client.health(2_000).then(() => undefined),
+        waitReady: (signal) => waitReady(signal),
       },
     },
     env.RUNNER_NAME,

@@ -7,7 +7,14 @@
 import type { RunEvent } from "@contracts";
 import { createRunnerClient } from "@/gpu-runner/src/client";
 
-export function collectRunEvents(runnerUrl: string, token: string, runId: string, timeoutMs = 500_000): Promise<RunEvent[]> {
+export function collectRunEvents(
+  runnerUrl: string,
+  token: string,
+  runId: string,
+  timeoutMs = 500_000,
+  /** Sees each event as it arrives (a chaos test breaks something at a chosen moment of the run). */
+  onEvent?: (event: RunEvent, soFar: readonly RunEvent[]) => void,
+): Promise<RunEvent[]> {
   const client = createRunnerClient(runnerUrl, token);
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
@@ -19,7 +26,10 @@ export function collectRunEvents(runnerUrl: string, token: string, runId: string
       sub = client.events.subscribe(
         { run_id: runId, after_seq: 0 },
         {
-          onData: (t) => events.push(t.data as RunEvent),
+          onData: (t) => {
+            events.push(t.data as RunEvent);
+            onEvent?.(t.data as RunEvent, events);
+          },
           onComplete: () => (clearTimeout(timer), resolve(events)),
           onError: (err) => {
             const notYet = (err as { data?: { code?: string } }).data?.code === "NOT_FOUND" && Date.now() < deadline;

@@ -9,6 +9,7 @@
  * status().lastRestart, and reported through onRestart so the runner can tell the runs that were waiting.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { EngineClient } from "./client";
 import { randomToken } from "../tokens";
 import { type EngineHealth } from "../../contracts";
@@ -63,10 +64,11 @@ export interface EngineStatus {
 }
 
 /** "exited with code 1", "killed by SIGKILL — likely out of memory", plus the last stderr lines. */
-export function describeExit(code: number | null, signal: NodeJS.Signals | null, stderrTail: readonly string[]): string {
+export function describeExit(code: number | null, signal: NodeJS.Signals | null, stderrTail: readonly string[], rssBytes: number | null = null): string {
+  const rss = rssBytes === null ? "" : ` — RSS was ${(rssBytes / 2 ** 30).toFixed(1)} GB at the last health check`;
   let reason =
     signal === "SIGKILL"
-      ? "killed by SIGKILL — likely out of memory (the kernel's OOM killer sends SIGKILL; the runner did not)"
+      ? `killed by SIGKILL, likely out of memory${rss} (the kernel's OOM killer sends SIGKILL; the runner did not)`
       : signal
         ? `killed by ${signal}`
         : `exited with code ${code ?? "unknown"}`;
@@ -90,6 +92,8 @@ export class EngineSupervisor {
   private lastRestart: EngineRestart | null = null;
   private readyWaiters = new Set<() => void>();
   private tail: string[] = [];
+  /** The engine's resident memory at the last health check: what a SIGKILL's reason quotes. */
+  private rssBytes: number | null = null;
   private readonly exitHook = () => this.killGroup("SIGKILL");
   private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "token">> &
     Pick<SupervisorOptions, "spawn" | "onRestart">;
@@ -237,7 +241,8 @@ export class EngineSupervisor {
       this.child = null;
       this.health = null;
       if (this.stopping) return;
-      const reason = `engine ${describeExit(code, signal, stderrTail)}`;
+      const reason = `engine ${describeExit(code, signal, stderrTail, this.rssBytes)}`;
+      this.rssBytes = null;
       this.lastError = this.lastError?.startsWith("could not start") ? this.lastError : reason;
       this.scheduleRestart(reason);
     });
@@ -296,6 +301,7 @@ export class EngineSupervisor {
     try {
       const health = await this.client.health(Math.max(2_000, this.opts.healthIntervalMs));
       this.health = health;
+      this.rssBytes = this.child?.pid ? residentBytes(this.child.pid) : null;
       this.failedChecks = 0;
       if (health.status === "ok") {
         this.consecutiveRestarts = 0;
@@ -322,5 +328,15 @@ export class EngineSupervisor {
     }
     const soon = this.stateValue === "ready" ? this.opts.healthIntervalMs : Math.min(1_000, this.opts.healthIntervalMs);
     this.schedule(soon);
+  }
+}
+
+/** A process's resident set size from /proc (Linux), or null where it cannot be read. */
+function residentBytes(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
   }
 }

@@ -20,6 +20,7 @@ import {
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient } from "../engine/client";
+import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
 import { type RunEventInput } from "../events/event-log";
 import type { JudgeClient } from "../judge/judge-client";
 import { executeRollout, type ExecutedRollout, type RolloutServices } from "../rollout/execute";
@@ -70,6 +71,8 @@ export interface RunContext {
   connectMcp?: () => Promise<McpConnection>;
   /** Resolves when the engine can serve (waits through a restart). */
   waitForEngine: () => Promise<void>;
+  /** The supervisor's view of the engine: a train step or model call cut by an engine restart is retried once. */
+  engineWatch?: EngineWatch;
   emit: (event: RunEventInput) => void;
   signal: AbortSignal;
   /** Called when a step starts, for status(). */
@@ -235,11 +238,50 @@ async function trainStep(
       result = { metrics: line.metrics, checkpoint: line.checkpoint };
       ctx.recordTrainLogprobs?.(step, trainGroups, line.token_logprobs);
     } else {
-      throw new Error(`training step ${step} failed: ${line.message}`);
+      throw new TrainStepFailed(`training step ${step} failed: ${line.message}`);
     }
   }
   if (!result) throw new Error(`training step ${step}: the engine ended the stream without a result`);
   return result;
+}
+
+/** The engine trained the step and said it failed (an answer, not a lost connection): never retried. */
+class TrainStepFailed extends Error {}
+
+/**
+ * A train step that survives one engine restart. Idempotent by run and step: the engine trains step N only
+ * when its newest checkpoint is N − 1 (else 409), so after a restart the checkpoint folder says whether the
+ * step was saved before the engine died (then that checkpoint is the step's, its trainer numbers lost) or
+ * not (then it is trained once more, on the same groups). Never trained twice; a second failure fails the
+ * run with both causes.
+ */
+async function trainStepSurvivingRestart(
+  ctx: RunContext,
+  step: number,
+  groups: readonly ExecutedRollout[][],
+): Promise<{ metrics: TrainMetrics | null; checkpoint: CheckpointInfo }> {
+  const watch = ctx.engineWatch;
+  const since = watch?.restarts() ?? 0;
+  try {
+    return await trainStep(ctx, step, groups);
+  } catch (err) {
+    if (!watch || err instanceof TrainStepFailed || ctx.signal.aborted || !isTransportFailure(err)) throw err;
+    const restart = await restartSince(watch, since, ctx.signal);
+    if (!restart) throw err;
+    const cause = restartCause(restart);
+    const saved = (await ctx.engine.checkpoints(ctx.runId)).find((c) => c.step === step);
+    if (saved) {
+      ctx.emit({ type: "run.log", payload: { level: "warn", message: `step ${step}: ${cause}; checkpoint ${step} was saved before it died and is kept (the trainer's metrics of this step are lost)` } });
+      return { metrics: null, checkpoint: saved };
+    }
+    ctx.emit({ type: "run.log", payload: { level: "warn", message: `step ${step}: ${cause}; training step ${step} again on the same rollouts` } });
+    try {
+      return await trainStep(ctx, step, groups);
+    } catch (retryErr) {
+      if (ctx.signal.aborted) throw retryErr;
+      throw new Error(`training step ${step}: ${cause}; trained again, it failed too: ${retryErr instanceof Error ? retryErr.message : String(retryErr)}`);
+    }
+  }
 }
 
 async function sampleStep(ctx: RunContext, services: RolloutServices, step: number, model: string) {
@@ -327,7 +369,7 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
       throw new Error(empty);
     }
     const t1 = performance.now();
-    const { metrics, checkpoint } = await trainStep(ctx, step, groups);
+    const { metrics, checkpoint } = await trainStepSurvivingRestart(ctx, step, groups);
     const trainS = (performance.now() - t1) / 1000;
     if (ctx.publishCheckpoint) {
       // A failed copy does not stop training (the checkpoint is safe here); it only limits where the run can move.
@@ -451,7 +493,7 @@ export async function executeRun(runCtx: RunContext): Promise<"completed" | "sto
       for (const line of connection.ready) ctx.emit({ type: "run.log", payload: { level: "info", message: line } });
       for (const line of connection.problems) ctx.emit({ type: "run.log", payload: { level: "error", message: line } });
     }
-    const services: RolloutServices = { engine: ctx.engine, judge: ctx.judge, mcp: connection?.mcp ?? NO_MCP };
+    const services: RolloutServices = { engine: ctx.engine, judge: ctx.judge, mcp: connection?.mcp ?? NO_MCP, engineWatch: ctx.engineWatch };
     if (ctx.kind === "train") await runTrain(ctx, services, resumedFrom);
     else if (ctx.kind === "dry-run") await runDry(ctx, services);
     else await runEvalOnly(ctx, services);

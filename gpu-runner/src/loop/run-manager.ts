@@ -41,6 +41,7 @@ import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-
 import { initFromProblem } from "./init-from";
 import { modelRefProblem, recordRunWorkspace, RunOwnerConflict, runWorkspace } from "./run-owner";
 import { executeRun, type RunEngine } from "./run-loop";
+import type { EngineWatch } from "../engine/restart-recovery";
 import { publishCheckpoint } from "./shared-checkpoints";
 
 export interface EngineAccess {
@@ -48,6 +49,8 @@ export interface EngineAccess {
   /** Resolves when the engine serves; rejects when it failed for good. */
   waitReady: (signal: AbortSignal) => Promise<void>;
   status: () => RunnerStatus["engine"];
+  /** The supervisor's restarts, for runs to survive one (absent: an engine nobody restarts, as in unit tests). */
+  watch?: EngineWatch;
 }
 
 interface ActiveRun {
@@ -364,6 +367,7 @@ export class RunManager {
                   onProblem: (message) => this.appendFor(runId, { type: "run.log", payload: { level: "error", message } }, controller),
                 }),
         waitForEngine: () => this.engine.waitReady(signal),
+        engineWatch: this.engine.watch,
         emit: (event) => this.appendFor(runId, event, controller),
         signal,
         onStep: (step) => {

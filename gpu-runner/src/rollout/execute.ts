@@ -23,6 +23,7 @@ import type { ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
+import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
 import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
@@ -42,6 +43,8 @@ export interface RolloutServices {
   engine: Pick<EngineClient, "chat">;
   judge: JudgeClient;
   mcp: RunMcp;
+  /** The supervisor's view of the engine: a model call cut by an engine restart is retried once on the new engine. */
+  engineWatch?: EngineWatch;
 }
 
 export interface ExecuteRolloutInput {
@@ -159,14 +162,40 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       request.continue_from = { token_ids: [...last.promptTokenIds, ...last.completionTokenIds], message_count: last.requestMessages.length + 1 };
     }
 
-    const t0 = performance.now();
+    const callSignal = signal ? AbortSignal.any([gateSignal, signal]) : gateSignal;
+    let t0 = performance.now();
     let response;
+    const restartsBefore = services.engineWatch?.restarts() ?? 0;
     try {
-      response = await services.engine.chat(request, signal ? AbortSignal.any([gateSignal, signal]) : gateSignal);
+      response = await services.engine.chat(request, callSignal);
     } catch (err) {
       if (gateSignal.aborted || signal?.aborted) throw err;
-      modelError = err instanceof EngineError ? err.message : `model call failed: ${(err as Error).message}`;
-      throw Object.assign(new Error(modelError), { name: "ModelError" });
+      let failure = err;
+      // The engine died under this call (a crash, an OOM kill): once the supervisor has it back, the same
+      // request is sent once more — nothing of the lost answer reached the scenario, so nothing is doubled.
+      const watch = services.engineWatch;
+      const restart =
+        watch && isTransportFailure(err)
+          ? await restartSince(watch, restartsBefore, callSignal).catch((waitErr: unknown) => {
+              if (callSignal.aborted) throw waitErr;
+              failure = waitErr; // the supervisor gave up on the engine: that is the cause
+              return null;
+            })
+          : null;
+      if (restart) {
+        notes.push(`turn ${turnIndex + 1}: ${restartCause(restart)}; the model call was sent again to the restarted engine`);
+        t0 = performance.now();
+        try {
+          response = await services.engine.chat(request, callSignal);
+        } catch (retryErr) {
+          if (gateSignal.aborted || signal?.aborted) throw retryErr;
+          failure = new Error(`${restartCause(restart)}; the model call sent again failed too: ${(retryErr as Error).message}`);
+        }
+      }
+      if (!response) {
+        modelError = failure instanceof EngineError || restart ? (failure as Error).message : `model call failed: ${(failure as Error).message}`;
+        throw Object.assign(new Error(modelError), { name: "ModelError" });
+      }
     }
     const modelMs = performance.now() - t0;
     const choice = response.choices[0];
