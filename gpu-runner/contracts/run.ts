@@ -212,7 +212,15 @@ export type RunEventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
 /** Runner → web answer to start(spec): either accepted, or refused before it started, with diagnostics. */
 export const StartResult = z.discriminatedUnion("ok", [
   z.object({ ok: z.literal(true), run_id: z.string() }),
-  z.object({ ok: z.literal(false), error: z.string(), diagnostics: z.array(Diagnostic) }),
+  z.object({
+    ok: z.literal(false),
+    error: z.string(),
+    diagnostics: z.array(Diagnostic),
+    runner_unavailable: z
+      .boolean()
+      .optional()
+      .describe("The refusal is about this runner (its disk is full, its engine failed), not the run: the web server puts the run back in the queue for another runner instead of failing it."),
+  }),
 ]);
 export type StartResult = z.infer<typeof StartResult>;
 

@@ -32,6 +32,7 @@ import { dispatcherFor } from "../services/dispatcher";
 import { IngestService } from "../services/ingest";
 import { rowToEvent } from "../services/run-convert";
 import { resumeRun } from "../services/run-resume";
+import { recordRunnerAnswer } from "../services/runner-pool";
 import { ensureDefaultExperiment } from "../services/workspace";
 
 let tdb: TestDb;
@@ -189,11 +190,15 @@ describe("the runner's disk fills under a running run (real runner, stand-in eng
     expect(status.disk_error).toBe(`disk full on runner ${NAME}: no space left on device (ENOSPC)`);
     expect(status.runs.find((r) => r.run_id === runId)).toMatchObject({ status: "failed", last_seq: log.length, error: expect.stringMatching(reason) });
 
-    // New work is refused with the reason (and leaves nothing on the runner's disk).
+    // New work is refused with the reason (and leaves nothing on the runner's disk): the run is not failed for
+    // the runner's condition but waits in the queue, and the runner reads "error: disk full" until it can write.
     const refusedId = await startRun(2);
-    expect(await runRow(refusedId)).toMatchObject({ status: "failed", error: expect.stringMatching(new RegExp(`^refused by runner '${NAME}': disk full on runner ${NAME}: .*new runs are refused`)) });
+    expect(await runRow(refusedId)).toMatchObject({ status: "queued", runnerId: null, error: null });
+    const runnerRow = await db().runner.findUniqueOrThrow({ where: { id: row.id } });
+    expect(runnerRow).toMatchObject({ health: "error", lastError: expect.stringMatching(new RegExp(`^disk full on runner ${NAME}: .*new runs are refused`)) });
+    expect(runnerRow.lastError).not.toContain(runId); // another run's id is none of a workspace's business
     expect(fs.existsSync(path.join(disk.dir, refusedId))).toBe(false);
-    expect((await runRow(refusedId)).error).not.toContain(runId); // another run's id is none of its business
+    await callerFor(db(), ws, NAME).runs.stop({ id: refusedId }); // it would take the runner's slot once the disk is back
 
     // A log handed to it now (a move, a hand-back) is refused as such, and the runner stays up.
     const handed = await fetch(`${runner.url}/runs/handed-${refusedId}/events.jsonl?checkpoint_step=0`, {
@@ -215,7 +220,9 @@ describe("the runner's disk fills under a running run (real runner, stand-in eng
     expect(ended.at(-1)).toMatchObject({ seq: log.length + 1, payload: { status: "failed", error: expect.stringMatching(reason) } });
     await until("the database to store the run's end", 10_000, async () => (await runRow(runId)).lastSeq === ended.length);
     expect(await runRow(runId)).toMatchObject({ status: "failed", error: expect.stringMatching(reason) });
-    expect((await (await handle()).status()).disk_error).toBeNull();
+    // The next heartbeat finds it writing again: healthy, and the dispatcher sends it runs again.
+    expect(await recordRunnerAnswer(db(), row.id, await (await handle()).status())).toBe("healthy");
+    expect(await db().runner.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ health: "healthy", lastError: null });
 
     // Resumed: it continues from checkpoint 2, after the stored seq, to the end.
     expect(await resume(runId)).toMatchObject({ ok: true, moved: false });
@@ -347,7 +354,9 @@ describe.skipIf(!engineAvailable)("a checkpoint the real engine cannot save on a
     const refused = await api.runs.start({ experimentId, files, kind: "train" });
     if (!refused.ok) throw new Error(refused.error);
     await dispatcherFor(db()).idle();
-    expect(await runRow(refused.runId)).toMatchObject({ status: "failed", error: expect.stringMatching(new RegExp(`^refused by runner '${NAME}': disk full on runner ${NAME}`)) });
+    expect(await runRow(refused.runId)).toMatchObject({ status: "queued", runnerId: null });
+    expect(await db().runner.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ health: "error", lastError: expect.stringMatching(new RegExp(`^disk full on runner ${NAME}`)) });
+    await api.runs.stop({ id: refused.runId });
 
     disk.free();
     expect(await resumeRun(db(), ws, runId, { byId: (id) => runnerById(db(), id), fallback: () => runnerById(db(), row.id) })).toMatchObject({ ok: true });

@@ -190,6 +190,13 @@ export class Dispatcher {
         eval_model: run.evalModel ?? undefined,
         init_from: (run.initFrom as InitFrom | null) ?? undefined,
       });
+      if (!res.ok && res.runner_unavailable) {
+        // The runner's condition, not the run's (its disk is full): the run waits for a runner that can take it.
+        await recordRunnerFailure(this.db, c.runnerId, new Error(res.error));
+        await unclaimRun(this.db, c.runId, c.runnerId);
+        this.log(`run ${c.runId}: runner ${runner.name} cannot take runs (${res.error}); back in the queue`);
+        return true;
+      }
       if (!res.ok) {
         const errors = res.diagnostics.filter((d: Diagnostic) => (d.severity ?? "error") === "error");
         const first = errors[0];

@@ -77,8 +77,8 @@ export class RunnerMonitor {
       // A slow answer is still an answer: waiting up to 5 s (less than lostAfterMs allows) keeps a busy
       // runner from reading as lost; rounds do not overlap, so a hung one delays only its own next beat.
       const status = await runner.status({ timeoutMs: Math.min(5_000, Math.max(1_000, this.opts.lostAfterMs / 2)) });
-      await recordRunnerAnswer(this.db, r.id, status);
-      return r.health !== "healthy";
+      // Back: it answers and can take runs (a runner whose disk is full answers, but is not back).
+      return (await recordRunnerAnswer(this.db, r.id, status)) === "healthy" && r.health !== "healthy";
     } catch (e) {
       const health = await recordRunnerFailure(this.db, r.id, e);
       const now = Date.now();

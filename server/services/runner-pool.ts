@@ -26,21 +26,27 @@ export function healthOfError(e: unknown): RunnerHealth {
   return "error";
 }
 
-/** The runner answered: it is healthy; what it says about itself is stored (an admin's capacity wins). */
-export async function recordRunnerAnswer(db: DbOrTx, runnerId: string, status: RunnerStatus): Promise<void> {
+/**
+ * The runner answered: it is healthy — unless it says it cannot write its runs folder (disk full), which the
+ * dispatcher must not send runs to: "error", with its reason for the runners page. What it says about itself
+ * is stored (an admin's capacity wins). Returns the health recorded.
+ */
+export async function recordRunnerAnswer(db: DbOrTx, runnerId: string, status: RunnerStatus): Promise<RunnerHealth> {
   const row = await db.runner.findUnique({ where: { id: runnerId }, select: { capacityOverride: true } });
-  if (!row) return;
+  const health: RunnerHealth = status.disk_error ? "error" : "healthy";
+  if (!row) return health;
   await db.runner.update({
     where: { id: runnerId },
     data: {
-      health: "healthy",
-      lastError: null,
+      health,
+      lastError: status.disk_error ?? null,
       lastSeenAt: new Date(),
       ...(status.device !== undefined ? { device: status.device } : {}),
       ...(status.models ? { models: status.models } : {}),
       ...(row.capacityOverride == null && status.capacity ? { capacity: status.capacity } : {}),
     },
   });
+  return health;
 }
 
 export async function recordRunnerFailure(db: DbOrTx, runnerId: string, e: unknown): Promise<RunnerHealth> {

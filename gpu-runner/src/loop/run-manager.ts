@@ -244,12 +244,13 @@ export class RunManager {
       const logged = this.events.attemptOf(runId);
       if (spec.attempt <= logged) return refuse(`attempt ${spec.attempt} of run ${runId} is not newer than its log's attempt ${logged}`);
     }
-    if (this.engine.status().state === "failed") return refuse("the engine has failed; see the runner's status");
+    const unavailable = (error: string): StartResult => ({ ok: false, error, diagnostics: [], runner_unavailable: true });
+    if (this.engine.status().state === "failed") return unavailable("the engine has failed; see the runner's status");
     this.starting.add(runId);
     try {
       // Starting marks the run, so a recovering disk does not write this run's pending end as a run.finished.
       if (this.disk.error && !this.disk.retry()) {
-        return refuse(`${this.disk.error}; new runs are refused until a test write to this runner's runs folder succeeds`);
+        return unavailable(`${this.disk.error}; new runs are refused until a test write to this runner's runs folder succeeds`);
       }
       const checked = await validateExperiment(spec.files, spec.kind);
       if (!checked.ok) {
