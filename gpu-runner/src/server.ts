@@ -10,6 +10,7 @@ import { pathToFileURL } from "node:url";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
+import { FairQueue } from "./engine/fair-queue";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
@@ -61,6 +62,9 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     events,
     {
       engine: supervisor.client,
+      // The engine's batch capacity, as its last health check said (else the setting): more calls would only
+      // queue inside the engine, where the runner can neither order them nor tell waiting from working.
+      slots: new FairQueue(() => supervisor.status().health?.batch_capacity ?? env.ENGINE_BATCH_CAPACITY),
       waitReady: (signal) =>
         new Promise<void>((resolve, reject) => {
           const onAbort = () => reject(signal.reason ?? new Error("aborted"));

@@ -23,6 +23,8 @@ import type { ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
+import type { FairQueue } from "../engine/fair-queue";
+import { RolloutClock } from "../sandbox/rollout-clock";
 import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
@@ -40,6 +42,11 @@ export interface RecordedTurn extends SampledTurn {
 /** The run's services a rollout uses. */
 export interface RolloutServices {
   engine: Pick<EngineClient, "chat">;
+  /**
+   * The runner's fair queue in front of the engine (engine/fair-queue.ts): every ctx.chat waits there for a
+   * slot. Absent (tests with a stand-in engine): calls go straight to the engine.
+   */
+  slots?: Pick<FairQueue, "run">;
   judge: JudgeClient;
   mcp: RunMcp;
 }
@@ -120,6 +127,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   const notes: string[] = [];
   let modelError: string | null = null;
   const startedAt = Date.now();
+  // What the wall-clock limit counts: paused while this rollout only waits for an engine slot.
+  const clock = new RolloutClock();
 
   const chat = async (messages: ChatMessage[], options: ChatOptions, gateSignal: AbortSignal): Promise<ChatResult> => {
     const turnIndex = turns.length;
@@ -144,8 +153,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
       logprobs: true,
       return_token_ids: true,
-      // The engine shares its batches fairly between runs by this key (many runs on one engine).
-      user: input.runId,
+      // The engine shares its batches fairly by run, then by rollout within the run, by this key.
+      user: `${input.runId}/${id}`,
     };
     if (options.stop !== undefined) request.stop = options.stop;
     if (options.tools !== undefined && options.tools.length > 0) {
@@ -159,10 +168,17 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       request.continue_from = { token_ids: [...last.promptTokenIds, ...last.completionTokenIds], message_count: last.requestMessages.length + 1 };
     }
 
-    const t0 = performance.now();
+    const callSignal = signal ? AbortSignal.any([gateSignal, signal]) : gateSignal;
+    let t0 = performance.now();
+    const sample = () => {
+      t0 = performance.now(); // model time starts with the slot: the wait for one is queued time
+      return services.engine.chat(request, callSignal);
+    };
     let response;
     try {
-      response = await services.engine.chat(request, signal ? AbortSignal.any([gateSignal, signal]) : gateSignal);
+      response = services.slots
+        ? await services.slots.run({ runId: input.runId, rolloutId: id, runCap: config.limits.max_run_inflight_calls, clock, signal: callSignal }, sample)
+        : await sample();
     } catch (err) {
       if (gateSignal.aborted || signal?.aborted) throw err;
       modelError = err instanceof EngineError ? err.message : `model call failed: ${(err as Error).message}`;
@@ -236,6 +252,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     mcpServers: services.mcp.servers,
     getMessages: () => transcript.map((m) => ({ ...m })),
     signal,
+    clock,
   });
 
   let error: RolloutError | null = result.error;
@@ -276,7 +293,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     error,
     model,
     tokens: { prompt: promptTokens, completion: completionTokens },
-    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0) },
+    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0), queued_ms: result.queuedMs },
     logs: [...notes, ...result.logs],
     turns: turnFigures,
   };
