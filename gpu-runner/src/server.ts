@@ -25,6 +25,8 @@ export interface RunnerServer {
   url: string;
   manager: RunManager;
   supervisor: EngineSupervisor;
+  /** The fair queue every run's model calls wait in for an engine slot. */
+  slots: FairQueue;
   close: () => Promise<void>;
 }
 
@@ -58,13 +60,14 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   supervisor.start();
 
   const events = new EventLog(env.ROLLBOOK_RUNS_DIR);
+  // The engine's batch capacity, as its last health check said (else the setting): more calls would only
+  // queue inside the engine, where the runner can neither order them nor tell waiting from working.
+  const slots = new FairQueue(() => supervisor.status().health?.batch_capacity ?? env.ENGINE_BATCH_CAPACITY);
   const manager = new RunManager(
     events,
     {
       engine: supervisor.client,
-      // The engine's batch capacity, as its last health check said (else the setting): more calls would only
-      // queue inside the engine, where the runner can neither order them nor tell waiting from working.
-      slots: new FairQueue(() => supervisor.status().health?.batch_capacity ?? env.ENGINE_BATCH_CAPACITY),
+      slots,
       waitReady: (signal) =>
         new Promise<void>((resolve, reject) => {
           const onAbort = () => reject(signal.reason ?? new Error("aborted"));
@@ -133,7 +136,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       events.close();
     })());
 
-  return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, close };
+  return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, slots, close };
 }
 
 async function main(): Promise<void> {

@@ -45,18 +45,17 @@ describe("FairQueue", () => {
     await flush();
     expect(h.served).toEqual(["A/loop", "A/loop"]);
     await h.finish("A/loop");
-    // The freed slot goes to a sibling (none in flight), not to the looper's older waiting call.
+    // The freed slot goes to a sibling (none in flight), not to the looper's older waiting calls.
     expect(h.served.slice(2)).toEqual(["A/r1"]);
     await h.finish("A/loop");
-    // Now the looper has none in flight either, and its call has waited longest: its turn.
-    expect(h.served.slice(3)).toEqual(["A/loop"]);
+    // The looper has none in flight now either, and its calls waited longest; but r2 was never served.
+    expect(h.served.slice(3)).toEqual(["A/r2"]);
     await h.finish("A/r1");
-    expect(h.served.slice(4)).toEqual(["A/r2"]);
-    await h.finish("A/loop");
-    // The looper (none in flight) and r3 (none) tie: the call that waited longest — the looper's 4th.
-    expect(h.served.slice(5)).toEqual(["A/loop"]);
+    expect(h.served.slice(4)).toEqual(["A/r3"]);
     await h.finish("A/r2");
-    expect(h.served.slice(6)).toEqual(["A/r3"]);
+    expect(h.served.slice(5)).toEqual(["A/loop"]);
+    await h.finish("A/r3");
+    expect(h.served.slice(6)).toEqual(["A/loop"]);
   });
 
   it("goes round-robin across runs before rollouts: a run with many rollouts does not crowd out one with few", async () => {

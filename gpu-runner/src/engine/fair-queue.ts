@@ -8,7 +8,8 @@
  * - a run has at most its limits.max_run_inflight_calls on the engine;
  * - when a slot frees, it goes round-robin across runs (the run served least recently that has a call
  *   waiting and is under its cap), then within that run to the rollout with the fewest calls on the engine,
- *   ties to the one whose call waited longest;
+ *   ties to the one served least recently (never served first), then to the call that waited longest. A
+ *   looping rollout's calls are always queued: by age alone they would go before a sibling's first call;
  * - a call whose rollout ended or was aborted leaves the queue at once.
  * Each rollout's RolloutClock hears when it waits and when it is served, so its wall-clock limit does not
  * count time spent here. (The engine shares its own batches by run, then rollout, too: the OpenAI `user`
@@ -39,6 +40,8 @@ interface Waiter {
 
 interface RolloutState {
   inFlight: number;
+  /** When one of its calls last got a slot (0: never). */
+  lastServed: number;
   waiters: Waiter[];
 }
 
@@ -47,6 +50,13 @@ interface RunState {
   /** The last time (a sequence number) one of its calls got a slot: least recent goes first. */
   lastServed: number;
   rollouts: Map<string, RolloutState>;
+}
+
+/** `a` should be served before `b`: fewer calls on the engine, then served less recently, then waited longer. */
+function neediest(a: RolloutState, b: RolloutState): boolean {
+  if (a.inFlight !== b.inFlight) return a.inFlight < b.inFlight;
+  if (a.lastServed !== b.lastServed) return a.lastServed < b.lastServed;
+  return (a.waiters[0] as Waiter).seq < (b.waiters[0] as Waiter).seq;
 }
 
 export interface FairQueueStatus {
@@ -146,11 +156,7 @@ export class FairQueue {
       if (best === null) return; // every waiting run is at its cap
       let pick: RolloutState | null = null;
       for (const rollout of best.rollouts.values()) {
-        const head = rollout.waiters[0];
-        if (!head) continue;
-        if (pick === null || rollout.inFlight < pick.inFlight || (rollout.inFlight === pick.inFlight && head.seq < (pick.waiters[0] as Waiter).seq)) {
-          pick = rollout;
-        }
+        if (rollout.waiters.length > 0 && (pick === null || neediest(rollout, pick))) pick = rollout;
       }
       const waiter = (pick as RolloutState).waiters.shift() as Waiter;
       this.waiting--;
@@ -164,6 +170,7 @@ export class FairQueue {
     run.inFlight++;
     rollout.inFlight++;
     run.lastServed = ++this.seq;
+    rollout.lastServed = this.seq;
   }
 
   private hasWaiter(run: RunState): boolean {
@@ -194,7 +201,7 @@ export class FairQueue {
   private rolloutState(run: RunState, rolloutId: string): RolloutState {
     let rollout = run.rollouts.get(rolloutId);
     if (!rollout) {
-      rollout = { inFlight: 0, waiters: [] };
+      rollout = { inFlight: 0, lastServed: 0, waiters: [] };
       run.rollouts.set(rolloutId, rollout);
     }
     return rollout;

@@ -1,0 +1,96 @@
+/**
+ * Issue 16, finding 7 ("one rollout starves the others"), tried as it was found, on a REAL runner with its
+ * REAL engine (CPU, SmolLM2-135M) and real sandboxes. The engine runs with a batch capacity of 1
+ * (ROLLBOOK_MAX_BATCH=1), so every model call beyond one waits for a slot — the crowded engine of the
+ * finding, made certain on any machine:
+ *
+ * - a rollout calling ctx.chat in four tight loops beside normal sibling rollouts: every sibling completes
+ *   with a reward (none times out), and the looper is ended by its own limit, having been answered;
+ * - a run started while another run's long model call holds the engine: its rollouts wait longer than their
+ *   whole wall-clock limit for a slot, and none is failed for it — each records the wait (timings.queued_ms).
+ *   Before the runner's fair queue and clock, the wait counted against the limit and every one timed out.
+ *
+ *   npx vitest run --project server server/security/fairness.servertest.ts
+ */
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadEnv } from "../../gpu-runner/src/env";
+import { startTestRunner, type TestRunner } from "../../gpu-runner/src/test-support/test-runner";
+import { dryRun, fairnessFiles, trajectories, wordOf } from "../../bench/fairness-experiment";
+
+const TOKEN = randomBytes(24).toString("hex");
+const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });
+const engineAvailable = Boolean(env0.ENGINE_URL) || fs.existsSync(env0.ENGINE_PYTHON);
+if (!engineAvailable) console.warn(`fairness.servertest: skipped, no engine python at ${env0.ENGINE_PYTHON} (npm run setup)`);
+
+/** Polls a state (not a fixed sleep); fails naming what it waited for. */
+async function until(what: string, ok: () => boolean, ms: number): Promise<void> {
+  const end = performance.now() + ms;
+  while (!ok()) {
+    if (performance.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, real engine)", () => {
+  let runner: TestRunner | undefined;
+
+  beforeAll(async () => {
+    const before = process.env.ROLLBOOK_MAX_BATCH;
+    process.env.ROLLBOOK_MAX_BATCH = "1"; // the engine child inherits it: one call on the engine at a time
+    try {
+      runner = await startTestRunner({ name: "fairness", token: TOKEN, env: { ENGINE_URL: "" } });
+    } finally {
+      if (before === undefined) delete process.env.ROLLBOOK_MAX_BATCH;
+      else process.env.ROLLBOOK_MAX_BATCH = before;
+    }
+    expect(runner.server.supervisor.status().health?.batch_capacity).toBe(1);
+  }, 600_000);
+
+  afterAll(() => runner?.close(), 60_000);
+
+  it("a rollout calling ctx.chat in tight loops does not starve its siblings: every sibling completes with a reward", async () => {
+    const r = runner as TestRunner;
+    const words = ["apple", "river", "candle"];
+    const events = await dryRun(r.client, "siblings", fairnessFiles({ words, looper: { tokens: 32, loops: 4 }, rolloutTimeoutMs: 30_000, maxTokens: 8 }));
+    const all = trajectories(events);
+    const normal = all.filter((t) => wordOf(t) !== "loop");
+    expect(normal.map(wordOf).sort()).toEqual([...words].sort());
+    for (const t of normal) {
+      expect(t.error, `${wordOf(t)}: ${t.error?.message}`).toBeNull();
+      expect(t.reward).toBe(1);
+    }
+    // The looper was answered too (fair share, not exclusion), until its own limit ended it.
+    const looper = all.find((t) => wordOf(t) === "loop");
+    expect(looper?.metrics.turns).toBeGreaterThan(0);
+    expect(looper?.error).toMatchObject({ kind: "timeout", message: expect.stringMatching(/ran \d+\.\d s \(code and model\), waited \d+\.\d s for an engine slot/) });
+  }, 600_000);
+
+  it("does not fail a rollout whose wall clock expired only while it waited for an engine slot", async () => {
+    const r = runner as TestRunner;
+    // Another run's long call (up to 768 tokens) holds the engine's one slot; its run never ends by itself.
+    const hog = dryRun(r.client, "hog", fairnessFiles({ words: [], looper: { tokens: 768, loops: 1 }, rolloutTimeoutMs: 600_000, maxTokens: 8 }));
+    hog.catch(() => {});
+    await until("the hog's call on the engine", () => r.server.slots.status().in_flight >= 1, 300_000);
+    const limitMs = 4_000;
+    try {
+      const events = await dryRun(r.client, "patient", fairnessFiles({ words: ["apple", "river"], rolloutTimeoutMs: limitMs, maxTokens: 8 }));
+      const normal = trajectories(events);
+      expect(normal).toHaveLength(2);
+      for (const t of normal) {
+        expect(t.error, `${wordOf(t)}: ${t.error?.message}`).toBeNull();
+        expect(t.reward).toBe(1);
+        expect(t.timings.queued_ms).toBeGreaterThan(0);
+      }
+      // At least the first waited out a long call: longer in all than its limit, which only its own time counts.
+      const longest = Math.max(...normal.map((t) => t.timings.duration_ms));
+      const waited = normal.find((t) => t.timings.duration_ms === longest);
+      expect(longest).toBeGreaterThan(limitMs);
+      expect(longest - (waited?.timings.queued_ms ?? 0)).toBeLessThan(limitMs);
+    } finally {
+      await r.client.stop.mutate({ run_id: "hog" });
+      await hog;
+    }
+  }, 600_000);
+});
