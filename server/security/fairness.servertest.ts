@@ -35,6 +35,13 @@ async function until(what: string, ok: () => boolean, ms: number): Promise<void>
 
 describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, real engine)", () => {
   let runner: TestRunner | undefined;
+  /**
+   * This machine's speed, measured by the first case: a normal rollout's own time, and the model's time per
+   * sampled token at a batch of one. The second case sizes its limit and the other run's call from them, so
+   * the wait is longer than the limit and the limit longer than the rollout's own time on any machine.
+   */
+  let ownMs = 3_000;
+  let tokenMs = 100;
 
   beforeAll(async () => {
     const before = process.env.ROLLBOOK_MAX_BATCH;
@@ -64,20 +71,28 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
     // The looper was answered too (fair share, not exclusion), until its own limit ended it.
     const looper = all.find((t) => wordOf(t) === "loop");
     expect(looper?.metrics.turns).toBeGreaterThan(0);
+    ownMs = Math.max(...normal.map((t) => t.timings.duration_ms - (t.timings.queued_ms ?? 0)));
+    const turns = looper?.turns ?? [];
+    const sampled = turns.reduce((n, t) => n + t.completion_tokens, 0);
+    if (sampled > 0) tokenMs = turns.reduce((n, t) => n + t.model_ms, 0) / sampled;
     expect(looper?.error).toMatchObject({ kind: "timeout", message: expect.stringMatching(/ran \d+\.\d s \(code and model\), waited \d+\.\d s for an engine slot/) });
   }, 600_000);
 
   it("does not fail a rollout whose wall clock expired only while it waited for an engine slot", async () => {
     const r = runner as TestRunner;
-    // Another run's long call (up to 768 tokens) holds the engine's one slot; its run never ends by itself.
-    const hog = dryRun(r.client, "hog", fairnessFiles({ words: [], looper: { tokens: 768, loops: 1 }, rolloutTimeoutMs: 600_000, maxTokens: 8 }));
+    // The limit: well above this rollout's own time here. The other run's calls: sized to take 2.5× the limit.
+    const limitMs = Math.max(3_000, Math.ceil(2 * ownMs));
+    const hogTokens = Math.min(900, Math.max(64, Math.ceil((2.5 * limitMs) / tokenMs)));
+    // Another run's long calls hold the engine's one slot, one after another; that run never ends by itself.
+    const hog = dryRun(r.client, "hog", fairnessFiles({ words: [], looper: { tokens: hogTokens, loops: 1 }, rolloutTimeoutMs: 3_600_000, maxTokens: 8 }));
     hog.catch(() => {});
-    await until("the hog's call on the engine", () => r.server.slots.status().in_flight >= 1, 300_000);
-    const limitMs = 4_000;
+    await until("the other run's call on the engine", () => r.server.slots.status().in_flight >= 1, 300_000);
     try {
       const events = await dryRun(r.client, "patient", fairnessFiles({ words: ["apple", "river"], rolloutTimeoutMs: limitMs, maxTokens: 8 }));
       const normal = trajectories(events);
       expect(normal).toHaveLength(2);
+      console.log(`fairness: own time ${ownMs} ms, ${tokenMs.toFixed(1)} ms/token; limit ${limitMs} ms, other run's calls ${hogTokens} tokens; ` +
+        normal.map((t) => `${wordOf(t)} ${t.timings.duration_ms} ms (queued ${t.timings.queued_ms} ms)`).join(", "));
       for (const t of normal) {
         expect(t.error, `${wordOf(t)}: ${t.error?.message}`).toBeNull();
         expect(t.reward).toBe(1);
