@@ -6,9 +6,9 @@
  *
  * - a rollout calling ctx.chat in four tight loops beside normal sibling rollouts: every sibling completes
  *   with a reward (none times out), and the looper is ended by its own limit, having been answered;
- * - a run started while another run's long model call holds the engine: its rollouts wait 1.5× their whole
- *   wall-clock limit for a slot (then that run is stopped), and none is failed for it — each records the
- *   wait (timings.queued_ms).
+ * - a run started while another call holds the engine's one slot (the test holds it in the runner's fair
+ *   queue, so the wait does not depend on how long the model talks): its rollouts wait 1.5× their whole
+ *   wall-clock limit, then are served, and none is failed for it — each records the wait (timings.queued_ms).
  *   Before the runner's fair queue and clock, the wait counted against the limit and every one timed out.
  *
  *   npx vitest run --project server server/security/fairness.servertest.ts
@@ -77,18 +77,19 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
     const r = runner as TestRunner;
     // The limit: well above this rollout's own time here.
     const limitMs = Math.max(3_000, Math.ceil(2 * ownMs));
-    // Another run's long call (900 tokens) holds the engine's one slot; that run never ends by itself.
-    const hog = dryRun(r.client, "hog", fairnessFiles({ words: [], looper: { tokens: 900, loops: 1 }, rolloutTimeoutMs: 3_600_000, maxTokens: 8 }));
-    hog.catch(() => {});
-    await until("the other run's call on the engine", () => r.server.slots.status().in_flight >= 1, 300_000);
+    // Another run's call holds the engine's one slot in the runner's fair queue — held by this test, so the
+    // wait does not depend on how long the model talks — until the patient run's calls have waited 1.5× their
+    // limit. Before, the limit counted the wait: both rollouts timed out.
+    let letGo: (() => void) | undefined;
+    const held = r.server.slots.run({ runId: "other-run", rolloutId: "other-run:s1:g0:r0", runCap: 1 }, () => new Promise<void>((resolve) => (letGo = resolve)));
+    expect(r.server.slots.status()).toMatchObject({ in_flight: 1, waiting: 0 });
     try {
       const patient = dryRun(r.client, "patient", fairnessFiles({ words: ["apple", "river"], rolloutTimeoutMs: limitMs, maxTokens: 8 }));
-      // Both of its calls wait for the slot; once they have waited 1.5× their limit, the other run stops
-      // (its call is cancelled) and they are served. Before, the limit counted the wait: both timed out.
       await until("the patient run's two calls in the queue", () => r.server.slots.status().waiting >= 2, 300_000);
       const queuedAt = performance.now();
       await until("1.5× the limit of waiting", () => performance.now() - queuedAt > 1.5 * limitMs, 3 * limitMs);
-      await r.client.stop.mutate({ run_id: "hog" });
+      letGo?.();
+      await held;
       const events = await patient;
       const normal = trajectories(events);
       expect(normal).toHaveLength(2);
@@ -103,8 +104,7 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
         expect(t.timings.duration_ms - (t.timings.queued_ms ?? 0)).toBeLessThan(limitMs);
       }
     } finally {
-      await r.client.stop.mutate({ run_id: "hog" });
-      await hog;
+      letGo?.();
     }
   }, 600_000);
 });
