@@ -241,5 +241,7 @@ export const EngineHealth = z.object({
   max_context_tokens: z.number().int(),
   memory: z.object({ rss_bytes: z.number(), gpu_allocated_bytes: z.number().nullable() }),
   error: z.string().nullable().optional(),
+  /** Rows the engine samples in one batch: the runner's fair queue keeps at most this many chat calls on it. */
+  batch_capacity: z.number().int().min(1).nullable().optional(),
 });
 export type EngineHealth = z.infer<typeof EngineHealth>;

@@ -58,7 +58,11 @@ export const TrainerConfig = z
 
 export const LimitsConfig = z
   .object({
-    /** Wall-clock limit of one rollout (scenario + reward), awaited model calls included. */
+    /**
+     * Wall-clock limit of one rollout (scenario + reward): its own time, code and model work. Time a call
+     * waits for a slot on the shared engine (the runner's fair queue) does not count; an absolute backstop of
+     * 3× this limit of real time still ends a rollout that never gets served.
+     */
     rollout_timeout_ms: z.number().int().min(100).max(3_600_000).default(60_000),
     /** Time user code runs in the isolate (isolated-vm's CPU time), per call: module load, scenario, reward. */
     cpu_timeout_ms: z.number().int().min(10).max(600_000).default(5_000),
@@ -66,6 +70,16 @@ export const LimitsConfig = z
     memory_mb: z.number().int().min(8).max(4096).default(64),
     /** Model, judge and MCP calls one rollout may have in flight; more wait in a short queue. */
     max_inflight_calls: z.number().int().min(1).max(64).default(4),
+    max_run_inflight_calls: z
+      .number()
+      .int()
+      .min(1)
+      .max(1024)
+      .default(16)
+      .describe(
+        "Model calls the whole run may have on the engine at once, across its rollouts. The runner's fair queue hands engine slots " +
+          "round-robin across runs, then across a run's rollouts; a call past this cap waits for one of the run's own calls to finish.",
+      ),
     /** Characters of one model call's messages and options as JSON: a multi-megabyte prompt is refused before it costs anything. */
     max_prompt_chars: z.number().int().min(1_000).max(8_000_000).default(400_000),
     /** Characters of JSON arguments in one MCP tool call. */

@@ -122,7 +122,16 @@ export const Trajectory = z.object({
   /** The model that sampled it: base id or `<run>@<step>`. */
   model: z.string(),
   tokens: z.object({ prompt: z.number().int(), completion: z.number().int() }),
-  timings: z.object({ started_at: z.number(), duration_ms: z.number(), model_ms: z.number() }),
+  timings: z.object({
+    started_at: z.number(),
+    duration_ms: z.number(),
+    model_ms: z.number(),
+    /**
+     * Time the rollout spent waiting for a slot on the shared engine with nothing of its own being served;
+     * not counted against limits.rollout_timeout_ms. Absent on rollouts recorded before it was measured.
+     */
+    queued_ms: z.number().optional(),
+  }),
   /** What the user's scenario logged with ctx.log, as plain text lines. */
   logs: z.array(z.string()).default([]),
   /**

@@ -54,6 +54,11 @@ export const RunnerEnv = z.object({
    */
   RUNNER_CAPACITY: z.coerce.number().int().min(1, "RUNNER_CAPACITY is a whole number, at least 1").max(1000).default(2),
   /**
+   * Chat calls the runner keeps on the engine at once when the engine's /health does not report its batch
+   * capacity (an external engine of another kind). More wait in the runner's fair queue (engine/fair-queue.ts).
+   */
+  ENGINE_BATCH_CAPACITY: z.coerce.number().int().min(1, "ENGINE_BATCH_CAPACITY is a whole number, at least 1").max(4096).default(32),
+  /**
    * The largest request body (bytes) the runner reads into memory: tRPC calls (a run start carries the
    * experiment's files, up to 8 MB, JSON-escaped) and the chat pass-through (which has a tighter cap of its
    * own). Bigger bodies are 413, before more is read. Checkpoint uploads stream to disk under their own cap.

@@ -11,6 +11,7 @@ import { createHTTPHandler } from "@trpc/server/adapters/standalone";
 import { loadEnv, REPO_ROOT, type RunnerEnv } from "./env";
 import { restartCause } from "./engine/restart-recovery";
 import { EngineSupervisor, type SupervisorOptions } from "./engine/supervisor";
+import { FairQueue } from "./engine/fair-queue";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
@@ -25,6 +26,8 @@ export interface RunnerServer {
   url: string;
   manager: RunManager;
   supervisor: EngineSupervisor;
+  /** The fair queue every run's model calls wait in for an engine slot. */
+  slots: FairQueue;
   close: () => Promise<void>;
 }
 
@@ -66,10 +69,14 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       supervisor.waitReady().then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
     });
   const events = new EventLog(env.ROLLBOOK_RUNS_DIR);
+  // The engine's batch capacity, as its last health check said (else the setting): more calls would only
+  // queue inside the engine, where the runner can neither order them nor tell waiting from working.
+  const slots = new FairQueue(() => supervisor.status().health?.batch_capacity ?? env.ENGINE_BATCH_CAPACITY);
   const manager = new RunManager(
     events,
     {
       engine: supervisor.client,
+      slots,
       waitReady: (signal) => waitReady(signal),
       status: () => {
         const s = supervisor.status();
@@ -139,7 +146,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       events.close();
     })());
 
-  return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, close };
+  return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, slots, close };
 }
 
 async function main(): Promise<void> {

@@ -128,6 +128,8 @@ def create_app(
                 gpu_allocated_bytes=torch.cuda.memory_allocated() if cuda else None,
             ),
             error=app.state.load_error,
+            # The runner's fair queue keeps at most this many chat calls on the engine (None: it uses its setting).
+            batch_capacity=getattr(app.state.backend, "batch_capacity", None),
         ).model_dump()
         # Extra key (ignored by the zod schema): batching statistics, e.g. how many batches served how many rows.
         body["stats"] = app.state.backend.health() if app.state.backend else {}

@@ -164,8 +164,10 @@ describe("executeRun (train)", () => {
     expect(evals.map((e) => [e.step, e.model])).toEqual([[0, "SmolLM2-135M-Instruct"], [2, "r@2"], [3, "r@3"]]);
     // eval samples with eval_temperature (0)
     expect(engine.chats.filter((c) => c.messages[0]?.content === "say v").every((c) => c.temperature === 0)).toBe(true);
-    // Every call names its run as OpenAI's `user`: the engine shares its batches fairly between runs by it.
-    expect(new Set(engine.chats.map((c) => c.user))).toEqual(new Set(["r"]));
+    // Every call names its run and rollout as OpenAI's `user` ("<run>/<rollout id>"): the engine shares its
+    // batches fairly by run, then by rollout within the run.
+    expect(engine.chats.every((c) => c.user?.startsWith("r/r:"))).toBe(true);
+    for (const c of engine.chats) expect(c.user).toMatch(/^r\/r:(s\d+|eval\d+):g\d+:r\d+$/);
 
     // Failed rollouts (NaN reward) are recorded with an error and never reach the trainer.
     const failed = rollouts.filter((t) => t.error);

@@ -34,6 +34,7 @@ import { EmptyStepGuard } from "./empty-steps";
 import { computeEvalMetrics, computeStepMetrics } from "./metrics";
 import { mapConcurrent } from "./pool";
 import { tasksForStep } from "./schedule";
+import type { FairQueue } from "../engine/fair-queue";
 
 export type RunEngine = Pick<EngineClient, "chat" | "train" | "latestStep" | "checkpoints">;
 
@@ -66,6 +67,8 @@ export interface RunContext {
   /** Train runs forked from a checkpoint: step 1 samples from it and its adapter is where training starts. */
   initFrom?: InitFrom;
   engine: RunEngine;
+  /** The runner's fair queue in front of the engine, shared by every run (absent in tests: none). */
+  engineSlots?: FairQueue;
   judge: JudgeClient;
   /** Connects the experiment's MCP servers (absent: the experiment has none). */
   connectMcp?: () => Promise<McpConnection>;
@@ -493,7 +496,7 @@ export async function executeRun(runCtx: RunContext): Promise<"completed" | "sto
       for (const line of connection.ready) ctx.emit({ type: "run.log", payload: { level: "info", message: line } });
       for (const line of connection.problems) ctx.emit({ type: "run.log", payload: { level: "error", message: line } });
     }
-    const services: RolloutServices = { engine: ctx.engine, judge: ctx.judge, mcp: connection?.mcp ?? NO_MCP, engineWatch: ctx.engineWatch };
+    const services: RolloutServices = { engine: ctx.engine, slots: ctx.engineSlots, judge: ctx.judge, mcp: connection?.mcp ?? NO_MCP, engineWatch: ctx.engineWatch };
     if (ctx.kind === "train") await runTrain(ctx, services, resumedFrom);
     else if (ctx.kind === "dry-run") await runDry(ctx, services);
     else await runEvalOnly(ctx, services);

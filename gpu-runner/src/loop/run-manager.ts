@@ -43,9 +43,12 @@ import { modelRefProblem, recordRunWorkspace, RunOwnerConflict, runWorkspace } f
 import { executeRun, type RunEngine } from "./run-loop";
 import type { EngineWatch } from "../engine/restart-recovery";
 import { publishCheckpoint } from "./shared-checkpoints";
+import type { FairQueue } from "../engine/fair-queue";
 
 export interface EngineAccess {
   engine: RunEngine;
+  /** The fair queue every run's model calls wait in for an engine slot (absent: straight to the engine). */
+  slots?: FairQueue;
   /** Resolves when the engine serves; rejects when it failed for good. */
   waitReady: (signal: AbortSignal) => Promise<void>;
   status: () => RunnerStatus["engine"];
@@ -352,6 +355,7 @@ export class RunManager {
         logged,
         initFrom: spec.init_from,
         engine: this.engine.engine,
+        engineSlots: this.engine.slots,
         judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, secrets: spec.secrets, egress: this.egress }),
         connectMcp:
           Object.keys(mcp.config.servers).length === 0

@@ -24,6 +24,8 @@ import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
 import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
+import type { FairQueue } from "../engine/fair-queue";
+import { RolloutClock } from "../sandbox/rollout-clock";
 import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
@@ -41,6 +43,11 @@ export interface RecordedTurn extends SampledTurn {
 /** The run's services a rollout uses. */
 export interface RolloutServices {
   engine: Pick<EngineClient, "chat">;
+  /**
+   * The runner's fair queue in front of the engine (engine/fair-queue.ts): every ctx.chat waits there for a
+   * slot. Absent (tests with a stand-in engine): calls go straight to the engine.
+   */
+  slots?: Pick<FairQueue, "run">;
   judge: JudgeClient;
   mcp: RunMcp;
   /** The supervisor's view of the engine: a model call cut by an engine restart is retried once on the new engine. */
@@ -123,6 +130,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   const notes: string[] = [];
   let modelError: string | null = null;
   const startedAt = Date.now();
+  // What the wall-clock limit counts: paused while this rollout only waits for an engine slot.
+  const clock = new RolloutClock();
 
   const chat = async (messages: ChatMessage[], options: ChatOptions, gateSignal: AbortSignal): Promise<ChatResult> => {
     const turnIndex = turns.length;
@@ -147,8 +156,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
       logprobs: true,
       return_token_ids: true,
-      // The engine shares its batches fairly between runs by this key (many runs on one engine).
-      user: input.runId,
+      // The engine shares its batches fairly by run, then by rollout within the run, by this key.
+      user: `${input.runId}/${id}`,
     };
     if (options.stop !== undefined) request.stop = options.stop;
     if (options.tools !== undefined && options.tools.length > 0) {
@@ -164,29 +173,40 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
 
     const callSignal = signal ? AbortSignal.any([gateSignal, signal]) : gateSignal;
     let t0 = performance.now();
+    const sample = () => {
+      t0 = performance.now(); // model time starts with the slot: the wait for one is queued time
+      return services.engine.chat(request, callSignal);
+    };
+    const send = () =>
+      services.slots
+        ? services.slots.run({ runId: input.runId, rolloutId: id, runCap: config.limits.max_run_inflight_calls, clock, signal: callSignal }, sample)
+        : sample();
     let response;
     const restartsBefore = services.engineWatch?.restarts() ?? 0;
     try {
-      response = await services.engine.chat(request, callSignal);
+      response = await send();
     } catch (err) {
       if (gateSignal.aborted || signal?.aborted) throw err;
       let failure = err;
       // The engine died under this call (a crash, an OOM kill): once the supervisor has it back, the same
       // request is sent once more — nothing of the lost answer reached the scenario, so nothing is doubled.
       const watch = services.engineWatch;
-      const restart =
-        watch && isTransportFailure(err)
-          ? await restartSince(watch, restartsBefore, callSignal).catch((waitErr: unknown) => {
-              if (callSignal.aborted) throw waitErr;
-              failure = waitErr; // the supervisor gave up on the engine: that is the cause
-              return null;
-            })
-          : null;
+      let restart = null;
+      if (watch && isTransportFailure(err)) {
+        // Waiting for the engine to come back is the runner's time, not the rollout's: its clock is paused.
+        clock.enterQueue();
+        restart = await restartSince(watch, restartsBefore, callSignal)
+          .catch((waitErr: unknown) => {
+            if (callSignal.aborted) throw waitErr;
+            failure = waitErr; // the supervisor gave up on the engine: that is the cause
+            return null;
+          })
+          .finally(() => clock.leaveQueue(false));
+      }
       if (restart) {
         notes.push(`turn ${turnIndex + 1}: ${restartCause(restart)}; the model call was sent again to the restarted engine`);
-        t0 = performance.now();
         try {
-          response = await services.engine.chat(request, callSignal);
+          response = await send();
         } catch (retryErr) {
           if (gateSignal.aborted || signal?.aborted) throw retryErr;
           failure = new Error(`${restartCause(restart)}; the model call sent again failed too: ${(retryErr as Error).message}`);
@@ -265,6 +285,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     mcpServers: services.mcp.servers,
     getMessages: () => transcript.map((m) => ({ ...m })),
     signal,
+    clock,
   });
 
   let error: RolloutError | null = result.error;
@@ -305,7 +326,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     error,
     model,
     tokens: { prompt: promptTokens, completion: completionTokens },
-    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0) },
+    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0), queued_ms: result.queuedMs },
     logs: [...notes, ...result.logs],
     turns: turnFigures,
   };

@@ -12,6 +12,7 @@ import { type SandboxExit, addressSpaceMb } from "./pool";
 import { SandboxFailure } from "./remote";
 import { type DecodedMap, decodeInlineSourceMap, mapStack } from "./source-map";
 import type { StopReason } from "./worker/protocol";
+import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock, seconds } from "./rollout-clock";
 
 /** The bundle's file name inside the isolate (isolate.ts), as it appears in stacks. */
 const BUNDLE_FILENAME = "experiment.js";
@@ -63,9 +64,24 @@ export function thrown(compiled: CompiledExperiment, f: Failure, where: "scenari
   return { kind: KIND_BY_NAME[f.name] ?? "thrown", message: errorText(f.name, f.message), ...(stack ? { stack } : {}) };
 }
 
-export function stopError(reason: StopReason, limits: LimitsConfig): RolloutError {
+/**
+ * A wall-clock stop, with how long the rollout ran and how long it waited for an engine slot: a crowded
+ * engine must not read as the user's bug. Past ABSOLUTE_LIMIT_FACTOR × the limit of real time it was the
+ * backstop that stopped it, not its own time.
+ */
+function wallMessage(limits: LimitsConfig, clock: RolloutClock): string {
+  const limit = limits.rollout_timeout_ms;
+  const figures = `ran ${seconds(clock.runningMs())} (code and model), waited ${seconds(clock.queuedMs())} for an engine slot`;
+  if (clock.elapsedMs() >= ABSOLUTE_LIMIT_FACTOR * limit) {
+    return `wall-clock timeout: stopped after ${seconds(clock.elapsedMs())} of real time (${ABSOLUTE_LIMIT_FACTOR}× limits.rollout_timeout_ms of ${seconds(limit)}, the bound on time spent waiting for the engine): ${figures}`;
+  }
+  return `wall-clock timeout: limit of ${seconds(limit)} reached (limits.rollout_timeout_ms): ${figures}`;
+}
+
+export function stopError(reason: StopReason, limits: LimitsConfig, clock?: RolloutClock): RolloutError {
   switch (reason) {
     case "wall":
+      if (clock) return { kind: "timeout", message: wallMessage(limits, clock) };
       return { kind: "timeout", message: `wall-clock timeout: the rollout took longer than ${limits.rollout_timeout_ms} ms (limits.rollout_timeout_ms)` };
     case "cpu":
       return { kind: "timeout", message: `CPU timeout: user code ran for more than ${limits.cpu_timeout_ms} ms of CPU time in one call (limits.cpu_timeout_ms)` };
@@ -105,10 +121,10 @@ export function crashError(exit: SandboxExit, limits: LimitsConfig): RolloutErro
 }
 
 /** A call into the sandbox that failed: top-level code threw, a limit stopped it, or its process died. */
-export function classify(err: unknown, compiled: CompiledExperiment, limits: LimitsConfig): RolloutError {
+export function classify(err: unknown, compiled: CompiledExperiment, limits: LimitsConfig, clock?: RolloutClock): RolloutError {
   if (err instanceof SandboxFailure) {
     const end = err.end;
-    if (end.type === "stop") return stopError(end.reason, limits);
+    if (end.type === "stop") return stopError(end.reason, limits, clock);
     if (end.type === "crash") return crashError(end.exit, limits);
     const stack = userStack(compiled, end.error.stack);
     return { kind: KIND_BY_NAME[end.error.name] ?? "thrown", message: errorText(end.error.name, end.error.message), ...(stack ? { stack } : {}) };

@@ -9,10 +9,16 @@ import { z } from "zod";
 import type { LimitsConfig } from "../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { Bridge } from "./bridge";
+import { PausableTimer } from "./pausable-timer";
+import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock } from "./rollout-clock";
 import { type SandboxExit, type SandboxProcess, sandboxPool } from "./pool";
 import { type EntryFunction, type ErrorInfo, REMOTE_FUNCTIONS, STOP_REASONS, type StopReason, type ToSandbox } from "./worker/protocol";
 
-/** How long past limits.rollout_timeout_ms the runner waits for the process's own watchdog before killing it. */
+/**
+ * How long past limits.rollout_timeout_ms the runner waits for the process's own watchdog before killing it.
+ * The backstop counts the rollout's own time (its RolloutClock, as the watchdog does), and real time up to
+ * ABSOLUTE_LIMIT_FACTOR × the limit, plus this grace.
+ */
 const BACKSTOP_GRACE_MS = 5_000;
 /** How long an aborted sandbox may take to stop by itself. */
 const ABORT_GRACE_MS = 2_000;
@@ -48,7 +54,14 @@ export interface RemoteSandbox {
 
 let nextSid = 1;
 
-export async function openSandbox(compiled: CompiledExperiment, limits: LimitsConfig, bridge: Bridge, signal?: AbortSignal): Promise<RemoteSandbox> {
+export async function openSandbox(
+  compiled: CompiledExperiment,
+  limits: LimitsConfig,
+  bridge: Bridge,
+  signal?: AbortSignal,
+  /** The rollout's own clock (absent: real time, e.g. a group reward, which never waits for the engine). */
+  clock?: RolloutClock,
+): Promise<RemoteSandbox> {
   if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
   let proc: SandboxProcess;
   try {
@@ -76,7 +89,15 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
     pending?.reject(failure);
     pending = null;
   };
-  const backstop = setTimeout(() => end(new SandboxFailure({ type: "stop", reason: "wall" })), limits.rollout_timeout_ms + BACKSTOP_GRACE_MS);
+  const wallStop = () => end(new SandboxFailure({ type: "stop", reason: "wall" }));
+  const backstop = new PausableTimer(limits.rollout_timeout_ms + BACKSTOP_GRACE_MS, wallStop);
+  const absolute = setTimeout(wallStop, ABSOLUTE_LIMIT_FACTOR * limits.rollout_timeout_ms + BACKSTOP_GRACE_MS);
+  // The watchdog in the process follows the same clock: each change travels over IPC.
+  const onClock = (paused: boolean) => {
+    backstop.setPaused(paused);
+    if (!failure && !disposed) proc.send({ t: "clock", sid, paused });
+  };
+  const unsubscribeClock = clock?.onChange(onClock);
   const onAbort = () => {
     proc.send({ t: "abort", sid });
     abortTimer = setTimeout(() => end(new SandboxFailure({ type: "stop", reason: "abort" })), ABORT_GRACE_MS);
@@ -125,7 +146,9 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
   const dispose = () => {
     if (disposed) return;
     disposed = true;
-    clearTimeout(backstop);
+    backstop.clear();
+    clearTimeout(absolute);
+    unsubscribeClock?.();
     clearTimeout(abortTimer);
     signal?.removeEventListener("abort", onAbort);
     if (!failure) proc.send({ t: "close", sid });
@@ -135,7 +158,9 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
   const js = proc.hashes.has(compiled.hash) ? null : compiled.js;
   proc.hashes.add(compiled.hash);
   try {
-    await request({ t: "open", sid, hash: compiled.hash, js, limits });
+    const opened = request({ t: "open", sid, hash: compiled.hash, js, limits });
+    if (clock?.paused) onClock(true); // waiting already (nothing waits before a sandbox opens today)
+    await opened;
   } catch (err) {
     dispose();
     throw err;

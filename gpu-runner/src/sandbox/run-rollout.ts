@@ -12,6 +12,7 @@ import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, stopError, thrown } from "./outcome";
 import { SandboxUnavailable } from "./pool";
 import { openSandbox, type RemoteSandbox } from "./remote";
+import { RolloutClock } from "./rollout-clock";
 
 export type { RolloutHost } from "./bridge";
 
@@ -30,6 +31,11 @@ export interface RolloutInput {
   /** The conversation the caller recorded, handed to the reward function as `messages`. */
   getMessages: () => ChatMessage[];
   signal?: AbortSignal;
+  /**
+   * The rollout's own clock, which its wall-clock limit counts: the runner's fair queue pauses it while the
+   * rollout only waits for an engine slot. Absent: a clock of its own that never pauses.
+   */
+  clock?: RolloutClock;
 }
 
 export interface RolloutOutcome {
@@ -44,6 +50,8 @@ export interface RolloutOutcome {
   logs: string[];
   error: RolloutError | null;
   durationMs: number;
+  /** Time it waited for an engine slot with nothing of its own served (not counted by its limit). */
+  queuedMs: number;
 }
 
 // --- what the entry points return (gpu-runner/sdk/runtime/entry.ts builds these; checked as untrusted data)
@@ -95,6 +103,7 @@ export function checkReward(r: RewardOk, maxMetrics: number): { reward: number; 
 export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
   const started = performance.now();
   const { limits, compiled } = input;
+  const clock = input.clock ?? new RolloutClock();
   const bridge = createBridge(input.host, limits);
   let output: unknown = null;
   const outcome = (error: RolloutError | null, reward: number | null = null): RolloutOutcome => ({
@@ -105,12 +114,13 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
     logs: bridge.record.logs,
     error,
     durationMs: Math.round(performance.now() - started),
+    queuedMs: Math.round(clock.queuedMs()),
   });
   if (input.signal?.aborted) return outcome(stopError("abort", limits));
 
   let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge, input.signal);
+    sandbox = await openSandbox(compiled, limits, bridge, input.signal, clock);
     const taskJson = JSON.stringify(input.task ?? null);
     const scenario = ScenarioResult.parse(
       await sandbox.call("runScenario", [taskJson, input.split, input.step, input.group, input.rolloutIndex, [...input.mcpServers]]),
@@ -131,7 +141,7 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
     return outcome(null, checked.reward);
   } catch (err) {
     if (err instanceof SandboxUnavailable) throw err; // the runner's failure, not the rollout's: the run fails
-    return outcome(classify(err, compiled, limits));
+    return outcome(classify(err, compiled, limits, clock));
   } finally {
     bridge.enter("closed");
     sandbox?.dispose();

@@ -3,7 +3,9 @@
  * keeps a backstop of its own, remote.ts). isolated-vm's own `timeout` counts CPU time only within one
  * synchronous call into the isolate: code that runs after an `await` (a continuation) is not covered, and
  * time spent awaiting the host (ctx.chat) is not CPU time at all. So three limits are enforced here:
- * - wall clock: the whole rollout (scenario + reward, model calls included), limits.rollout_timeout_ms;
+ * - wall clock: the whole rollout's own time (scenario + reward, model work included), limits
+ *   .rollout_timeout_ms. The runner pauses it (a `clock` message) while the rollout only waits for a slot on
+ *   the shared engine (rollout-clock.ts); ABSOLUTE_LIMIT_FACTOR × the limit of real time ends it regardless;
  * - CPU: CPU time since the current phase began (continuations included), limits.cpu_timeout_ms — see cpuNs;
  * - abort: the run was stopped (AbortSignal).
  * It also notices an isolate that V8 disposed by itself (heap limit) while no call was running. Stopping
@@ -13,6 +15,8 @@
 import type ivm from "isolated-vm";
 import type { LimitsConfig } from "../../contracts";
 import type { StopReason } from "./worker/protocol";
+import { PausableTimer } from "./pausable-timer";
+import { ABSOLUTE_LIMIT_FACTOR } from "./rollout-clock";
 
 export type { StopReason };
 
@@ -29,7 +33,8 @@ export class Watchdog {
   reason: StopReason | null = null;
   readonly stopped: Promise<never>;
   private reject!: (err: StopError) => void;
-  private readonly wallTimer: NodeJS.Timeout;
+  private readonly wallTimer: PausableTimer;
+  private readonly absoluteTimer: NodeJS.Timeout;
   private readonly cpuTimer: NodeJS.Timeout;
   private phaseCpuStart: { isolateNs: bigint; processUs: number } | null = null;
   private phaseCpuMs: number;
@@ -44,7 +49,8 @@ export class Watchdog {
     this.stopped = new Promise<never>((_, reject) => (this.reject = reject));
     // Nobody may be racing against it when it fires (between phases); that is not an unhandled error.
     this.stopped.catch(() => {});
-    this.wallTimer = setTimeout(() => this.stop("wall"), limits.rollout_timeout_ms);
+    this.wallTimer = new PausableTimer(limits.rollout_timeout_ms, () => this.stop("wall"));
+    this.absoluteTimer = setTimeout(() => this.stop("wall"), ABSOLUTE_LIMIT_FACTOR * limits.rollout_timeout_ms);
     this.cpuTimer = setInterval(() => this.poll(), CPU_POLL_MS);
     signal?.addEventListener("abort", this.onAbort, { once: true });
   }
@@ -53,6 +59,16 @@ export class Watchdog {
   startPhase(cpuMs = this.limits.cpu_timeout_ms): void {
     this.phaseCpuMs = cpuMs;
     if (!this.isolate.isDisposed) this.phaseCpuStart = { isolateNs: this.isolate.cpuTime, processUs: processCpuUs() };
+  }
+
+  /** The runner's clock: paused while the rollout only waits for an engine slot (its limit is not running). */
+  setClockPaused(paused: boolean): void {
+    this.wallTimer.setPaused(paused);
+  }
+
+  /** The rollout's own time so far, as this watchdog counted it. */
+  get ranMs(): number {
+    return this.wallTimer.elapsed();
   }
 
   stop(reason: StopReason): void {
@@ -85,7 +101,8 @@ export class Watchdog {
   }
 
   dispose(): void {
-    clearTimeout(this.wallTimer);
+    this.wallTimer.clear();
+    clearTimeout(this.absoluteTimer);
     clearInterval(this.cpuTimer);
     this.signal?.removeEventListener("abort", this.onAbort);
   }

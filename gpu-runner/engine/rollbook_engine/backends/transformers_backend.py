@@ -11,9 +11,11 @@ checkpoints) in ONE forward pass per decode step, through PEFT's mixed adapter b
 per row, "__base__" for the base model): the base weights run once for every row and each adapter's LoRA
 delta only on its own rows. The adapters a batch uses are pinned in the store (`ModelStore.serving()`), so the
 LRU never deletes one under it, and a batch holds at most `max_loaded_adapters` distinct adapters.
-Fair share: rows are taken by water-filling over tenants (the request's OpenAI `user`, which the runner sets
-to the run id, else the model), so each tenant gets an equal share of the batch's slots before any gets
-more; a run with 100 queued rows cannot starve one with 4.
+Fair share: rows are taken by water-filling over runs, then over rollouts within a run. The key is the
+request's OpenAI `user`, which the runner sets to "<run id>/<rollout id>" (run ids have no "/"); a `user`
+without "/" is a run of its own, and no `user` means the model's name. Each run gets an equal share of the
+batch's slots before any gets more, and within a run each rollout does: a run with 100 queued rows cannot
+starve one with 4, and a rollout calling ctx.chat in a loop cannot starve its siblings.
 
 The model side (prefill, join, leave, one decode step) is a DecodeRunner (backends/decode_step.py): on CPU
 the lean Llama-family forward of backends/decode_llama.py (same weights, in-place KV cache, LoRA deltas per
@@ -50,10 +52,16 @@ from .decode_step import DecodeRunner, HFRunner, LeanRunner
 log = logging.getLogger(__name__)
 
 
+def fair_key(tenant: str) -> tuple[str, str]:
+    """(run, rollout) of a fair-share key "<run id>/<rollout id>"; a key without "/" is a run with one rollout."""
+    run, _, rollout = tenant.partition("/")
+    return run, rollout
+
+
 @dataclass(eq=False)
 class _Row:
     model: str
-    tenant: str  # fair-share key: the request's `user` (the runner sends the run id), else the model
+    tenant: str  # fair-share key: the request's `user` ("<run id>/<rollout id>" from the runner), else the model
     prompt: list[int]
     max_tokens: int
     temperature: float
@@ -135,6 +143,11 @@ class TransformersBackend:
     def health(self) -> dict[str, Any]:
         return {**self.stats, "queued_rows": len(self._pending), "max_batch": self.max_batch}
 
+    @property
+    def batch_capacity(self) -> int:
+        """Rows one batch samples at once: the runner keeps at most this many chat calls on the engine."""
+        return self.max_batch
+
     async def close(self) -> None:
         if self._worker is not None:
             self._worker.cancel()
@@ -161,35 +174,44 @@ class TransformersBackend:
                                 row.future.set_exception(exc)
 
     def _take(self, limit: int, running: Sequence[_Row] = (), models: set[str] | None = None) -> list[_Row]:
-        """Up to `limit` pending rows, shared fairly between tenants: each next slot goes to the tenant with the
-        fewest rows in the batch (`running` plus those taken so far), ties to the tenant whose oldest row
-        waited longest; each tenant's rows keep their order, and the rest stay queued in order. A row whose
-        model would take the batch past `max_loaded_adapters` distinct adapters (`models`: those the batch
-        already pinned) waits for a later batch.
+        """Up to `limit` pending rows, shared fairly by run, then by rollout within the run: each next slot goes
+        to the run with the fewest rows in the batch (`running` plus those taken so far), and within that run
+        to the rollout with the fewest; ties go to the one whose oldest row waited longest. Each rollout's rows
+        keep their order, and the rest stay queued in order. A row whose model would take the batch past
+        `max_loaded_adapters` distinct adapters (`models`: those the batch already pinned) waits for a later
+        batch.
         Called from the event loop (a new batch) and from the worker thread (rows joining a running batch).
         Hand-written rather than a library: it is a dozen lines over our own queue (vLLM's scheduler has no
         notion of tenants either)."""
         with self._plock:
-            queues: dict[str, deque[_Row]] = {}
+            # run -> rollout -> its rows, all in first-seen (= oldest row first) order: dicts keep it.
+            queues: dict[str, dict[str, deque[_Row]]] = {}
             for row in self._pending:
                 if not (row.cancelled or row.future.done()):  # skip rows cancelled before they ran
-                    queues.setdefault(row.tenant, deque()).append(row)
-            share = Counter(r.tenant for r in running)
+                    run, rollout = fair_key(row.tenant)
+                    queues.setdefault(run, {}).setdefault(rollout, deque()).append(row)
+            run_share = Counter(fair_key(r.tenant)[0] for r in running)
+            rollout_share = Counter(fair_key(r.tenant) for r in running)
             models = {m for m in (models or ()) if m != self.store.base_model_name}
             batch: list[_Row] = []
             while len(batch) < limit:
-                tenant = min(queues, key=lambda t: share[t], default=None)  # dicts keep first-seen order
-                if tenant is None:
+                run = min(queues, key=lambda r: run_share[r], default=None)
+                if run is None:
                     break
-                row = queues[tenant].popleft()
-                if not queues[tenant]:
-                    del queues[tenant]
+                rollouts = queues[run]
+                rollout = min(rollouts, key=lambda k: rollout_share[(run, k)])
+                row = rollouts[rollout].popleft()
+                if not rollouts[rollout]:
+                    del rollouts[rollout]
+                    if not rollouts:
+                        del queues[run]
                 if row.model != self.store.base_model_name and row.model not in models:
                     if len(models) >= self.store.max_loaded_adapters:
                         continue  # stays pending for a later batch
                     models.add(row.model)
                 batch.append(row)
-                share[tenant] += 1
+                run_share[run] += 1
+                rollout_share[(run, rollout)] += 1
             taken = set(batch)
             self._pending = deque(r for r in self._pending
                                   if r not in taken and not (r.cancelled or r.future.done()))

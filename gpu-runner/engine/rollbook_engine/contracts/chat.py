@@ -259,3 +259,4 @@ class EngineHealth(_Model):
     max_context_tokens: int
     memory: EngineMemory
     error: str | None = None
+    batch_capacity: int | None = Field(default=None, ge=1)  # rows one batch samples: the runner keeps at most this many calls on it

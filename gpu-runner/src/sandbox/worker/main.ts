@@ -25,6 +25,8 @@ interface Session {
   abort: AbortController;
   sandbox: Sandbox | null;
   closed: boolean;
+  /** The runner's clock state (a `clock` message may come before the isolate is ready). */
+  clockPaused: boolean;
 }
 
 const bundles = new Map<string, string>();
@@ -79,7 +81,7 @@ async function open(m: Extract<ToSandbox, { t: "open" }>): Promise<void> {
   session?.bridge.close();
   session?.sandbox?.dispose();
   if (m.js !== null) bundles.set(m.hash, m.js);
-  const s: Session = { sid: m.sid, limits: m.limits, bridge: createLocalBridge(m.sid, send), abort: new AbortController(), sandbox: null, closed: false };
+  const s: Session = { sid: m.sid, limits: m.limits, bridge: createLocalBridge(m.sid, send), abort: new AbortController(), sandbox: null, closed: false, clockPaused: false };
   session = s;
   const js = bundles.get(m.hash);
   try {
@@ -87,6 +89,7 @@ async function open(m: Extract<ToSandbox, { t: "open" }>): Promise<void> {
     const sandbox = await openSandbox({ hash: m.hash, js }, m.limits, s.bridge.refs, s.abort.signal, onCatastrophicError);
     if (s.closed) return sandbox.dispose();
     s.sandbox = sandbox;
+    sandbox.watchdog.setClockPaused(s.clockPaused);
     send({ t: "opened", sid: s.sid });
   } catch (err) {
     if (!s.closed) fail(s, err);
@@ -127,6 +130,12 @@ function handle(m: ToSandbox): void {
       break;
     case "reply":
       if (session?.sid === m.sid) session.bridge.reply(m.id, m.envelope);
+      break;
+    case "clock":
+      if (session?.sid === m.sid) {
+        session.clockPaused = m.paused;
+        session.sandbox?.watchdog.setClockPaused(m.paused);
+      }
       break;
     case "abort":
       if (session?.sid === m.sid) session.abort.abort();

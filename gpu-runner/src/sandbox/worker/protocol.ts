@@ -31,6 +31,8 @@ export type ToSandbox =
   | { t: "call"; sid: number; fn: EntryFunction; args: unknown[]; cpuMs?: number }
   /** The answer to a `host` request: an envelope as JSON. */
   | { t: "reply"; sid: number; id: number; envelope: string }
+  /** The rollout's clock: paused while it only waits for a slot on the shared engine (rollout-clock.ts). */
+  | { t: "clock"; sid: number; paused: boolean }
   | { t: "abort"; sid: number }
   | { t: "close"; sid: number };
 
