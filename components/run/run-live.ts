@@ -10,7 +10,9 @@
  * The server's protocol (server/realtime/socket-server.ts): join the room, replay the stored events after
  * afterSeq, then live ones; overlaps are possible, so the caller's fold must drop duplicates by seq.
  */
-import type { RunEvent, RunStatus } from "@contracts";
+import type { RunEvent } from "@contracts";
+import type { RunDeliveryMessage, RunStatusMessage } from "@/server/realtime/socket-events";
+import type { ServerStatus } from "./status-fold";
 import type { RollbookSocket } from "./socket";
 
 export type LivePhase = "live" | "offline";
@@ -21,8 +23,13 @@ export interface RunLiveOptions {
   /** The highest seq n such that 1..n are all folded: the next subscription asks for what follows it. */
   resumeFrom: () => number;
   onEvents: (events: RunEvent[]) => void;
-  onStatus: (status: RunStatus) => void;
+  /** The server's snapshot of the run (its attempt and stored last seq with it: status-fold.ts). */
+  onStatus: (status: ServerStatus) => void;
   onPhase: (phase: LivePhase) => void;
+  /** The server's word on delivery health (`run:delivery`, also its heartbeat). */
+  onDelivery?: (delivery: RunDeliveryMessage) => void;
+  /** Anything at all was heard about the run (an event, a status, a heartbeat): called at once, not per frame. */
+  onHeard?: () => void;
   /** Runs `fn` before the next paint (default: requestAnimationFrame, or a 0 ms timer where there is none). */
   nextFrame?: (fn: () => void) => () => void;
 }
@@ -53,17 +60,26 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   };
   const onEvent = (e: RunEvent) => {
     if (e.run_id !== runId) return;
+    opts.onHeard?.();
     buffer.push(e);
     cancelFrame ??= nextFrame(fold);
   };
-  const onStatus = (s: { runId: string; status: RunStatus }) => {
-    if (s.runId === runId) opts.onStatus(s.status);
+  const onStatus = (s: RunStatusMessage) => {
+    if (s.runId !== runId) return;
+    opts.onHeard?.();
+    opts.onStatus({ status: s.status, attempt: s.attempt, lastSeq: s.lastSeq });
+  };
+  const onDelivery = (d: RunDeliveryMessage) => {
+    if (d.runId !== runId) return;
+    opts.onHeard?.();
+    opts.onDelivery?.(d);
   };
   const subscribe = () => {
     // Ask from the gap-free point: anything after it that the page already holds is dropped as a duplicate.
     socket.emit("run:subscribe", { runId, afterSeq: opts.resumeFrom() }, (ack) => {
       if (stopped || !ack.ok) return;
-      opts.onStatus(ack.status);
+      opts.onHeard?.();
+      opts.onStatus({ status: ack.status, attempt: ack.attempt, lastSeq: ack.lastSeq });
       opts.onPhase("live");
     });
     opts.onPhase("live");
@@ -74,6 +90,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
 
   socket.on("run:event", onEvent);
   socket.on("run:status", onStatus);
+  socket.on("run:delivery", onDelivery);
   socket.on("connect", subscribe);
   socket.on("disconnect", onDisconnect);
   if (socket.connected) subscribe();
@@ -84,6 +101,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
     cancelFrame?.();
     socket.off("run:event", onEvent);
     socket.off("run:status", onStatus);
+    socket.off("run:delivery", onDelivery);
     socket.off("connect", subscribe);
     socket.off("disconnect", onDisconnect);
     if (socket.connected) socket.emit("run:unsubscribe", { runId });

@@ -26,6 +26,7 @@ import { originAllowed } from "../auth/origins";
 import { attachAdapter } from "../realtime/adapter";
 import { setIo, type RollbookIo } from "../realtime/io";
 import { attachRealtime } from "../realtime/socket-server";
+import { DeliveryHealth, staleMsFor } from "../realtime/delivery-health";
 import { registerRunner, runnerById } from "../runner-client";
 import { IngestService } from "../services/ingest";
 import { rowToEvent } from "../services/run-convert";
@@ -65,7 +66,9 @@ async function main(): Promise<void> {
   const adapter = await attachAdapter(io, { databaseUrl: e.DATABASE_URL, redisUrl: e.REDIS_URL }, (m) => console.warn(`[realtime] ${m}`));
   console.log(`ADAPTER ${adapter.kind}`);
   setIo(io);
-  attachRealtime(io, getDb);
+  const delivery = new DeliveryHealth({ staleMs: staleMsFor(e.INGEST_LEASE_MS), heartbeatMs: Number(process.env.DELIVERY_HEARTBEAT_MS ?? 2_000) });
+  delivery.attach(io);
+  attachRealtime(io, getDb, delivery);
   const trace = process.env.INGEST_TRACE === "1";
   const ingest = new IngestService(db, {
     runnerFor: (id) => runnerById(db, id),
@@ -73,6 +76,7 @@ async function main(): Promise<void> {
     leaseMs: e.INGEST_LEASE_MS,
     lostAfterMs: e.RUNNER_LOST_AFTER_MS,
     log: (m) => console.warn(`[ingest] ${m}`),
+    database: delivery,
     onStored: trace
       ? (runId, batch, res) => console.log(`INGESTED ${runId} ${Math.min(...batch.map((x) => x.seq))} ${Math.max(...batch.map((x) => x.seq))} ${res.fresh.length}`)
       : undefined,
