@@ -34,6 +34,7 @@ import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./
 import { RolloutDetail } from "./transcript";
 import { useRunStream } from "./use-run-stream";
 import { errorCode, isNotFound, runPollInterval } from "./run-poll";
+import { runActions } from "./run-actions";
 import { DeliveryIndicator } from "./delivery-indicator";
 
 type Tab = "rollouts" | "groups" | "logs" | "code";
@@ -163,6 +164,7 @@ export function RunView({ id }: { id: string }) {
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
   const active = status !== null && !isTerminal(status);
+  const actions = runActions(status, kind, canWrite);
   // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
@@ -202,7 +204,7 @@ export function RunView({ id }: { id: string }) {
                 steps={r.checkpoints.map((c) => c.step)}
               />
             )}
-            {canWrite && r && r.kind === "train" && (state.status === "stopped" || state.status === "failed" || state.status === "lost") && (
+            {r && actions.resume && (
               <Button
                 onClick={() => resume.mutate({ id })}
                 disabled={resume.isPending}
@@ -215,7 +217,7 @@ export function RunView({ id }: { id: string }) {
                 {resume.isPending ? "Resuming…" : "Resume"}
               </Button>
             )}
-            {active && canWrite && (
+            {actions.stop && (
               <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
                 {stop.isPending ? "Stopping…" : "Stop"}
               </Button>
