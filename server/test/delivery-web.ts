@@ -13,7 +13,8 @@
  * INGEST_TRACE=1 (prints `INGESTED <runId> <first seq> <last seq> <fresh>` for every batch this process
  * stored, and `LEASE HOLDER <id>`: the multi-process tests count who ingested what), STATIC_DIR (files
  * served at /static/<name>: the browser test's page) and POLL_ENDPOINT=1 (GET /poll?run=&after=: the
- * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only).
+ * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only; and GET /run-snapshot?run=:
+ * a run's status, attempt and last seq, as runs.get says them, for server/test/run-page.ts).
  * Prints `DELIVERY WEB READY <port>`.
  */
 import fs from "node:fs";
@@ -49,6 +50,14 @@ async function main(): Promise<void> {
       void db.runEvent
         .findMany({ where: { runId, seq: { gt: after } }, orderBy: { seq: "asc" }, take: 1_000 })
         .then((rows) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(rows.map(rowToEvent))))
+        .catch((err: unknown) => res.writeHead(500).end(String(err)));
+      return;
+    }
+    if (pathname === "/run-snapshot" && process.env.POLL_ENDPOINT === "1") {
+      // What runs.get says about a run's status, for server/test/run-page.ts (unauthenticated: tests only).
+      void db.run
+        .findUnique({ where: { id: url.searchParams.get("run") ?? "" }, select: { status: true, attempt: true, lastSeq: true } })
+        .then((run) => (run ? res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(run)) : res.writeHead(404).end("not found")))
         .catch((err: unknown) => res.writeHead(500).end(String(err)));
       return;
     }
