@@ -49,7 +49,15 @@ function render(): void {
   el("stop").hidden = !s.stop;
   el("resume").hidden = !s.resume;
 }
-window.__page = { shown, history };
+// What the test reads is what the DOM shows (rendered first, so it is current).
+window.__page = {
+  shown: () => {
+    render();
+    const s = shown();
+    return { ...s, status: el("status").textContent ?? "", delivery: el("delivery").textContent ?? "", stop: !el("stop").hidden, resume: !el("resume").hidden };
+  },
+  history,
+};
 setInterval(render, 250);
 
 // runs.get, as the page polls it: the server's snapshot, folded by attempt; a 404 is final.
