@@ -43,6 +43,10 @@ const defaultNextFrame = (fn: () => void): (() => void) => {
   return () => clearTimeout(t);
 };
 
+/** A subscription the server could not serve (its database) is asked again after this, doubling up to the max. */
+const SUBSCRIBE_RETRY_MS = 1_000;
+const SUBSCRIBE_RETRY_MAX_MS = 10_000;
+
 /** Starts following; returns the function that stops (and unsubscribes). */
 export function followRunLive(opts: RunLiveOptions): () => void {
   const { socket, runId } = opts;
@@ -50,6 +54,8 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   let stopped = false;
   let buffer: RunEvent[] = [];
   let cancelFrame: (() => void) | null = null;
+  let retryTimer: ReturnType<typeof setTimeout> | null = null;
+  let retryMs = SUBSCRIBE_RETRY_MS;
 
   const fold = () => {
     cancelFrame = null;
@@ -75,9 +81,21 @@ export function followRunLive(opts: RunLiveOptions): () => void {
     opts.onDelivery?.(d);
   };
   const subscribe = () => {
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = null;
     // Ask from the gap-free point: anything after it that the page already holds is dropped as a duplicate.
     socket.emit("run:subscribe", { runId, afterSeq: opts.resumeFrom() }, (ack) => {
-      if (stopped || !ack.ok) return;
+      if (stopped) return;
+      if (!ack.ok) {
+        // The server could not read the database: not subscribed, so ask again (a connected socket would
+        // otherwise never be in the run's room until it reconnects). "Not found" is an answer: no retry.
+        if (ack.retry && socket.connected) {
+          retryTimer = setTimeout(subscribe, retryMs);
+          retryMs = Math.min(retryMs * 2, SUBSCRIBE_RETRY_MAX_MS);
+        }
+        return;
+      }
+      retryMs = SUBSCRIBE_RETRY_MS;
       opts.onHeard?.();
       opts.onStatus({ status: ack.status, attempt: ack.attempt, lastSeq: ack.lastSeq });
       opts.onPhase("live");
@@ -99,6 +117,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   return () => {
     stopped = true;
     cancelFrame?.();
+    if (retryTimer) clearTimeout(retryTimer);
     socket.off("run:event", onEvent);
     socket.off("run:status", onStatus);
     socket.off("run:delivery", onDelivery);

@@ -131,7 +131,7 @@ afterAll(async () => {
   for (const dir of [runsDir, staticDir]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 }, 60_000);
 
-type Shown = { status: string; stop: boolean; resume: boolean; delivery: string; tone: string; attempt: number; phase: string };
+type Shown = { status: string; stop: boolean; resume: boolean; delivery: string; tone: string; attempt: number; phase: string; subscribed: boolean };
 
 async function openPage(runId: string): Promise<{ page: Page; shown: () => Promise<Shown>; history: () => Promise<string[]> }> {
   const page = await browser.newPage();
@@ -170,19 +170,25 @@ describe("pages that tell the truth (issue 17 findings 4 and 5)", () => {
     await api.runs.stop({ id: runId });
     await until("the run to be stopped in the database", () => runRow(runId), (r) => r.status === "stopped");
     await until("the page to show it stopped, with Resume and no Stop", shown, (s) => s.status === "stopped" && !s.stop && s.resume);
+    // A second page opened on the stopped run (someone looking at it): its first runs.get answer is terminal.
+    const second = await openPage(runId);
+    await until("the second page to show it stopped", second.shown, (s) => s.status === "stopped" && !s.stop && s.resume);
 
     const resumed = await api.runs.resume({ id: runId });
     expect(resumed).toMatchObject({ ok: true });
     const at = Date.now();
     await until("the database to say running, attempt 2", () => runRow(runId), (r) => r.status === "running" && r.attempt === 2);
-    const s = await until("the page to show the resume", shown, (v) => v.status === "running" && v.stop && v.attempt === 2, 15_000);
-    expect(s).toMatchObject({ status: "running", stop: true, resume: false });
-    console.log(`[pages] resume shown ${Date.now() - at} ms after the API call returned`);
+    for (const p of [shown, second.shown]) {
+      const s = await until("the page to show the resume: running, with Stop", p, (v) => v.status === "running" && v.stop, 15_000);
+      expect(s).toMatchObject({ status: "running", stop: true, resume: false, attempt: 2 });
+    }
+    console.log(`[pages] resume shown on both pages ${Date.now() - at} ms after the API call returned`);
 
     hold?.release();
     await api.runs.stop({ id: runId });
     await until("the page to show the resumed run stopped", shown, (v) => v.status === "stopped");
     await page.close();
+    await second.page.close();
   });
 
   it("4: a run that does not exist says 'not found' once and never 'queued'", async () => {
@@ -200,7 +206,7 @@ describe("pages that tell the truth (issue 17 findings 4 and 5)", () => {
     holdChats();
     const runId = await startRun();
     const { page, shown } = await openPage(runId);
-    await until("the page to show the run live", shown, (s) => s.status === "running" && s.tone === "live");
+    await until("the page to show the run live, subscribed", shown, (s) => s.status === "running" && s.tone === "live" && s.subscribed);
 
     await pgProxy.down();
     const cutAt = Date.now();

@@ -61,7 +61,8 @@ export interface RunDeliveryMessage {
   reason: string | null;
 }
 
-export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus; attempt: number } | { ok: false; error: string };
+/** `retry`: the refusal was the server's trouble (its database), not the run's: ask again in a moment. */
+export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus; attempt: number } | { ok: false; error: string; retry?: boolean };
 
 export interface ServerToClientEvents {
   "run:event": (event: RunEvent) => void;

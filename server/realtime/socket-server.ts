@@ -77,7 +77,7 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, deliver
         }
       } catch (e) {
         console.error(`[realtime] run:subscribe ${runId}:`, e);
-        reply({ ok: false, error: "could not read the run's events" });
+        reply({ ok: false, error: "could not read the run's events", retry: true });
       }
     });
 

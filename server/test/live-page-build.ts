@@ -18,10 +18,13 @@ export async function buildLivePage(dir: string): Promise<void> {
   );
 }
 
-/** Bundles server/test/run-page.ts (the run page's header, for the pages chaos test) into `dir` beside run.html. */
+/**
+ * Bundles server/test/run-page.ts (the run page's header, for the pages chaos test) into `dir` beside run.html.
+ * RUN_PAGE_ENTRY names another entry instead: how the test was run against the page's logic from before a change.
+ */
 export async function buildRunPage(dir: string): Promise<void> {
   await esbuild.build({
-    entryPoints: [path.join(import.meta.dirname, "run-page.ts")],
+    entryPoints: [process.env.RUN_PAGE_ENTRY ?? path.join(import.meta.dirname, "run-page.ts")],
     bundle: true,
     format: "esm",
     platform: "browser",

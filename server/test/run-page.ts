@@ -17,7 +17,7 @@ import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
 declare global {
   interface Window {
     __page: {
-      shown: () => { status: string; stop: boolean; resume: boolean; delivery: string; tone: string; attempt: number; phase: string };
+      shown: () => { status: string; stop: boolean; resume: boolean; delivery: string; tone: string; attempt: number; phase: string; subscribed: boolean };
       /** Every status text the page showed, in order (a flip to "queued" would be in it). */
       history: string[];
     };
@@ -38,7 +38,8 @@ function shown() {
   const status = notFound ? "not found" : (state.status ?? "loading");
   const actions = runActions(notFound ? null : state.status, "train", true);
   const view = deliveryView({ phase, status: state.status, tracker, now: Date.now() });
-  return { status, ...actions, delivery: view.label, tone: view.tone, attempt: state.attempt, phase };
+  // Subscribed: the server's first delivery message comes right after it joined the page to the run's room.
+  return { status, ...actions, delivery: view.label, tone: view.tone, attempt: state.attempt, phase, subscribed: tracker.report !== null };
 }
 
 function render(): void {
