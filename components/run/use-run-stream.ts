@@ -111,7 +111,11 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
         resumeFrom: () => Math.max(resumeFrom.current, latestStored),
         onEvents: (events) => dispatch({ type: "events", events }),
         onStatus: (status) => dispatch({ type: "status", ...status }),
-        onPhase: setPhase,
+        onPhase: (p) => {
+          // Connected (again) is where the silence count starts: loading a long stored log is no silence.
+          if (p === "live") tracker.heard(Date.now());
+          setPhase(p);
+        },
         onHeard: () => tracker.heard(Date.now()),
         onDelivery: (d) => tracker.reported(d, Date.now()),
       });

@@ -96,6 +96,7 @@ followRunLive({
     render();
   },
   onPhase: (p) => {
+    if (p === "live") tracker.heard(Date.now());
     phase = p;
     render();
   },
