@@ -8,7 +8,8 @@
  *      Stop button within seconds (it used to keep the terminal status: runs.get stopped polling and the page
  *      preferred its terminal answer). A run that does not exist says "not found" once, never "queued".
  *   5. The database link cut under a running run: the page says "delayed N s: database unreachable" while its
- *      socket stays connected (the old indicator showed the socket's state: "live"), and "live" once it heals.
+ *      socket stays connected (the old indicator showed the socket's state: "live"), and "live" once it heals;
+ *      the same when the link hangs instead (no error: "database not answering").
  *
  *   npx vitest run --project server server/chaos/pages.servertest.ts
  */
@@ -221,6 +222,16 @@ describe("pages that tell the truth (issue 17 findings 4 and 5)", () => {
 
     await pgProxy.up();
     await until("the page to say live again", shown, (s) => s.tone === "live" && s.status === "running", 30_000);
+
+    // The link hangs instead (no error, no byte): nothing fails, yet nothing answers.
+    pgProxy.hang();
+    const hungAt = Date.now();
+    const stalled = await until("the page to say delayed while the link hangs", shown, (s) => s.tone === "delayed", 30_000);
+    console.log(`[pages] delayed shown ${Date.now() - hungAt} ms into the hang: "${stalled.delivery}"`);
+    expect(stalled.delivery).toMatch(/^delayed \d+ s: (database not answering|database unreachable|no word from the server)$/);
+    expect(stalled.phase).toBe("live");
+    pgProxy.unhang();
+    await until("the page to say live after the hang", shown, (s) => s.tone === "live" && s.status === "running", 40_000);
 
     hold?.release();
     await callerFor(db(), ws, NAME).runs.stop({ id: runId });
