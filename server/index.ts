@@ -16,6 +16,7 @@ import { loadEnv } from "./env";
 import { attachAdapter } from "./realtime/adapter";
 import { setIo, type RollbookIo } from "./realtime/io";
 import { attachRealtime } from "./realtime/socket-server";
+import { DeliveryHealth, staleMsFor } from "./realtime/delivery-health";
 import { originAllowed } from "./auth/origins";
 import { refuseDeclaredOversize } from "./http/body-gate";
 import { registerRunner, runnerById } from "./runner-client";
@@ -79,9 +80,17 @@ async function main(): Promise<void> {
   const adapter = await attachAdapter(io, { databaseUrl: env.DATABASE_URL, redisUrl: env.REDIS_URL }, (m) => console.warn(`[realtime] ${m}`));
   log(adapter.describe);
   setIo(io);
-  attachRealtime(io, getDb);
+  // What the run pages' "live" indicator says: whether this process reaches the database (ingestion's probe).
+  const delivery = new DeliveryHealth({ staleMs: staleMsFor(env.INGEST_LEASE_MS) });
+  delivery.attach(io);
+  attachRealtime(io, getDb, delivery);
 
-  const ingest = new IngestService(db, { runnerFor: (id) => runnerById(db, id), lostAfterMs: env.RUNNER_LOST_AFTER_MS, leaseMs: env.INGEST_LEASE_MS });
+  const ingest = new IngestService(db, {
+    runnerFor: (id) => runnerById(db, id),
+    lostAfterMs: env.RUNNER_LOST_AFTER_MS,
+    leaseMs: env.INGEST_LEASE_MS,
+    database: delivery,
+  });
   log(`ingest lease holder ${ingest.leases.holder} (INGEST_LEASE_MS ${env.INGEST_LEASE_MS})`);
   await ingest.start();
   // The runner pool: heartbeats (health, "runner lost") and the run queue's dispatcher (services/dispatcher.ts).
@@ -119,6 +128,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       alerts.stop();
+      delivery.close();
       await monitor.stop();
       await dispatcher.stop();
       await ingest.stop(); // stores what is buffered, then releases the ingest leases

@@ -10,7 +10,9 @@
  * The server's protocol (server/realtime/socket-server.ts): join the room, replay the stored events after
  * afterSeq, then live ones; overlaps are possible, so the caller's fold must drop duplicates by seq.
  */
-import type { RunEvent, RunStatus } from "@contracts";
+import type { RunEvent } from "@contracts";
+import type { RunDeliveryMessage, RunStatusMessage } from "@/server/realtime/socket-events";
+import type { ServerStatus } from "./status-fold";
 import type { RollbookSocket } from "./socket";
 
 export type LivePhase = "live" | "offline";
@@ -21,8 +23,13 @@ export interface RunLiveOptions {
   /** The highest seq n such that 1..n are all folded: the next subscription asks for what follows it. */
   resumeFrom: () => number;
   onEvents: (events: RunEvent[]) => void;
-  onStatus: (status: RunStatus) => void;
+  /** The server's snapshot of the run (its attempt and stored last seq with it: status-fold.ts). */
+  onStatus: (status: ServerStatus) => void;
   onPhase: (phase: LivePhase) => void;
+  /** The server's word on delivery health (`run:delivery`, also its heartbeat). */
+  onDelivery?: (delivery: RunDeliveryMessage) => void;
+  /** Anything at all was heard about the run (an event, a status, a heartbeat): called at once, not per frame. */
+  onHeard?: () => void;
   /** Runs `fn` before the next paint (default: requestAnimationFrame, or a 0 ms timer where there is none). */
   nextFrame?: (fn: () => void) => () => void;
 }
@@ -36,6 +43,10 @@ const defaultNextFrame = (fn: () => void): (() => void) => {
   return () => clearTimeout(t);
 };
 
+/** A subscription the server could not serve (its database) is asked again after this, doubling up to the max. */
+const SUBSCRIBE_RETRY_MS = 1_000;
+const SUBSCRIBE_RETRY_MAX_MS = 10_000;
+
 /** Starts following; returns the function that stops (and unsubscribes). */
 export function followRunLive(opts: RunLiveOptions): () => void {
   const { socket, runId } = opts;
@@ -43,6 +54,8 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   let stopped = false;
   let buffer: RunEvent[] = [];
   let cancelFrame: (() => void) | null = null;
+  let retryTimer: ReturnType<typeof setTimeout> | null = null;
+  let retryMs = SUBSCRIBE_RETRY_MS;
 
   const fold = () => {
     cancelFrame = null;
@@ -53,17 +66,38 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   };
   const onEvent = (e: RunEvent) => {
     if (e.run_id !== runId) return;
+    opts.onHeard?.();
     buffer.push(e);
     cancelFrame ??= nextFrame(fold);
   };
-  const onStatus = (s: { runId: string; status: RunStatus }) => {
-    if (s.runId === runId) opts.onStatus(s.status);
+  const onStatus = (s: RunStatusMessage) => {
+    if (s.runId !== runId) return;
+    opts.onHeard?.();
+    opts.onStatus({ status: s.status, attempt: s.attempt, lastSeq: s.lastSeq });
+  };
+  const onDelivery = (d: RunDeliveryMessage) => {
+    if (d.runId !== runId) return;
+    opts.onHeard?.();
+    opts.onDelivery?.(d);
   };
   const subscribe = () => {
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = null;
     // Ask from the gap-free point: anything after it that the page already holds is dropped as a duplicate.
     socket.emit("run:subscribe", { runId, afterSeq: opts.resumeFrom() }, (ack) => {
-      if (stopped || !ack.ok) return;
-      opts.onStatus(ack.status);
+      if (stopped) return;
+      if (!ack.ok) {
+        // The server could not read the database: not subscribed, so ask again (a connected socket would
+        // otherwise never be in the run's room until it reconnects). "Not found" is an answer: no retry.
+        if (ack.retry && socket.connected) {
+          retryTimer = setTimeout(subscribe, retryMs);
+          retryMs = Math.min(retryMs * 2, SUBSCRIBE_RETRY_MAX_MS);
+        }
+        return;
+      }
+      retryMs = SUBSCRIBE_RETRY_MS;
+      opts.onHeard?.();
+      opts.onStatus({ status: ack.status, attempt: ack.attempt, lastSeq: ack.lastSeq });
       opts.onPhase("live");
     });
     opts.onPhase("live");
@@ -74,6 +108,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
 
   socket.on("run:event", onEvent);
   socket.on("run:status", onStatus);
+  socket.on("run:delivery", onDelivery);
   socket.on("connect", subscribe);
   socket.on("disconnect", onDisconnect);
   if (socket.connected) subscribe();
@@ -82,8 +117,10 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   return () => {
     stopped = true;
     cancelFrame?.();
+    if (retryTimer) clearTimeout(retryTimer);
     socket.off("run:event", onEvent);
     socket.off("run:status", onStatus);
+    socket.off("run:delivery", onDelivery);
     socket.off("connect", subscribe);
     socket.off("disconnect", onDisconnect);
     if (socket.connected) socket.emit("run:unsubscribe", { runId });

@@ -256,3 +256,53 @@ describe("honest state", () => {
     }
   });
 });
+
+describe("attempts (issue 17 finding 4): a resumed run reads running again; an older attempt never wins", () => {
+  const ev = (seq: number, type: RunEvent["type"], payload: unknown, attempt?: number) =>
+    ({ run_id: RUN, ts: 1000 + seq, seq, type, payload, ...(attempt ? { attempt } : {}) }) as RunEvent;
+  const started = (seq: number, attempt: number) => ev(seq, "run.started", { kind: "train", config: {} as never, model: "m", resumed_from_step: 0 }, attempt);
+  const finished = (seq: number, status: "failed" | "stopped" | "completed", attempt: number) =>
+    ev(seq, "run.finished", { status, error: status === "failed" ? "boom" : null, diagnostics: [] }, attempt);
+
+  it("a page holding 'failed' moves to running when the server says attempt 2 runs, before any event of it", () => {
+    let s = applyEvents(initialRunState, [started(1, 1), ev(2, "rollout.finished", traj("a", 1, 0, 1), 1), finished(3, "failed", 1)]);
+    s = runReducer(s, { type: "status", status: "failed", attempt: 1, lastSeq: 3 });
+    expect(s.status).toBe("failed");
+    expect(s.finished?.error).toBe("boom");
+    s = runReducer(s, { type: "status", status: "running", attempt: 2, lastSeq: 3 });
+    expect(s.status).toBe("running");
+    expect(s.attempt).toBe(2);
+    expect(s.finished).toBeNull();
+    // A stale snapshot of attempt 1 (a poll that read before the resume) changes nothing.
+    expect(runReducer(s, { type: "status", status: "failed", attempt: 1, lastSeq: 3 }).status).toBe("running");
+  });
+
+  it("a page holding a server 'stopped' (no run.finished logged) moves to running on attempt 2's events", () => {
+    let s = applyEvents(initialRunState, [started(1, 1), ev(2, "rollout.finished", traj("a", 1, 0, 1), 1)]);
+    s = runReducer(s, { type: "status", status: "stopped", attempt: 1, lastSeq: 2 });
+    expect(s.status).toBe("stopped");
+    s = applyEvents(s, [started(3, 2)]);
+    expect(s.status).toBe("running");
+  });
+
+  it("the old attempt's late run.finished (ingested after the resume) does not end attempt 2, in any order", () => {
+    const log = [started(1, 1), ev(2, "rollout.finished", traj("a", 1, 0, 1), 1), started(3, 2), ev(4, "rollout.finished", traj("b", 2, 0, 1), 2), finished(5, "stopped", 1)];
+    const once = applyEvents(initialRunState, log);
+    const reversed = [...log].reverse().reduce((s, e) => applyEvents(s, [e]), initialRunState);
+    const server = runReducer(runReducer(initialRunState, { type: "status", status: "running", attempt: 2, lastSeq: 4 }), { type: "events", events: log });
+    for (const s of [once, reversed, server]) {
+      expect(s.status).toBe("running");
+      expect(s.attempt).toBe(2);
+      expect(s.finished).toBeNull();
+    }
+    // Attempt 2's own end is the final word.
+    expect(applyEvents(once, [finished(6, "completed", 2)]).status).toBe("completed");
+  });
+
+  it("within one attempt a terminal snapshot is final and a stale 'running' snapshot does not reopen it", () => {
+    let s = runReducer(initialRunState, { type: "status", status: "running", attempt: 3, lastSeq: 10 });
+    s = runReducer(s, { type: "status", status: "stopped", attempt: 3, lastSeq: 10 });
+    expect(runReducer(s, { type: "status", status: "running", attempt: 3, lastSeq: 12 }).status).toBe("stopped");
+    expect(runReducer(s, { type: "status", status: "running", attempt: 4, lastSeq: 12 }).status).toBe("running");
+  });
+});

@@ -14,6 +14,9 @@ import type {
   StepMetrics,
   Trajectory,
 } from "@contracts";
+import { finishedOf, foldServerStatus, foldStatusEvents, initialStatusFold, shownStatus, type ServerStatus, type StatusFold } from "./status-fold";
+
+export { isTerminal } from "./status-fold";
 
 export interface RunLogLine {
   seq: number;
@@ -52,6 +55,7 @@ export interface RolloutGroup {
 
 export type RunStarted = RunEventOf<"run.started">["payload"];
 export type RunFinished = RunEventOf<"run.finished">["payload"];
+export type { ServerStatus } from "./status-fold";
 
 export interface RunViewState {
   /** Every seq folded so far: the dedupe set. */
@@ -60,13 +64,16 @@ export interface RunViewState {
   maxSeq: number;
   /** Highest n such that 1..n have all been seen: a gap-free resume point ("after seq n"). */
   contiguousSeq: number;
+  /** The status to show (status-fold.ts: by attempt, then seq; the server's snapshots folded in). */
   status: RunStatus | null;
+  /** The newest attempt known (0: none yet). */
+  attempt: number;
+  /** How the newest attempt's status was folded (status-fold.ts). */
+  statusFold: StatusFold;
+  /** The first run.started (a resume logs another; the first carries the run's config). */
   started: RunStarted | null;
+  /** The newest attempt's run.finished, while it is the final word on that attempt. */
   finished: RunFinished | null;
-  /** Seq of the newest run.finished, and of the newest run.started: a run.started after a run.finished
-   * means the run was resumed (a stopped or failed train run continues from its newest checkpoint). */
-  finishedSeq: number;
-  lastStartedSeq: number;
   logs: RunLogLine[];
   /** Sorted by seq (finish order). */
   rollouts: Rollout[];
@@ -90,10 +97,10 @@ export const initialRunState: RunViewState = {
   maxSeq: 0,
   contiguousSeq: 0,
   status: null,
+  attempt: 0,
+  statusFold: initialStatusFold,
   started: null,
   finished: null,
-  finishedSeq: 0,
-  lastStartedSeq: 0,
   logs: [],
   rollouts: [],
   steps: [],
@@ -107,8 +114,8 @@ export const initialRunState: RunViewState = {
 
 export type RunAction =
   | { type: "events"; events: readonly RunEvent[] }
-  /** A status from outside the log (runs.get, socket `run:status`). */
-  | { type: "status"; status: RunStatus }
+  /** A status from outside the log (runs.get, socket `run:status`), with the attempt it is about. */
+  | ({ type: "status" } & ServerStatus)
   | { type: "reset" };
 
 export function runReducer(state: RunViewState, action: RunAction): RunViewState {
@@ -116,35 +123,15 @@ export function runReducer(state: RunViewState, action: RunAction): RunViewState
     case "events":
       return applyEvents(state, action.events);
     case "status":
-      return mergeStatus(state, action.status);
+      return withStatusFold(state, foldServerStatus(state.statusFold, action));
     case "reset":
       return initialRunState;
   }
 }
 
-/** `running` and `lost` share a rank: the server moves a run between them both ways (ingest.ts). */
-const STATUS_RANK: Record<RunStatus, number> = { queued: 0, running: 1, lost: 1, completed: 2, failed: 2, stopped: 2 };
-
-export function isTerminal(status: RunStatus | null | undefined): boolean {
-  return status === "completed" || status === "failed" || status === "stopped";
-}
-
-/**
- * Status moves forward (queued → running|lost → terminal) whichever source reports first; between
- * running and lost only the server's status (runs.get, socket `run:status`) decides: a stored event
- * replayed while the runner is lost is no sign that it answers again.
- */
-function pickStatus(current: RunStatus | null, next: RunStatus, fromServer = false): RunStatus {
-  if (current === null) return next;
-  if (fromServer && STATUS_RANK[next] === 1 && STATUS_RANK[current] === 1) return next;
-  return STATUS_RANK[next] > STATUS_RANK[current] ? next : current;
-}
-
-function mergeStatus(state: RunViewState, status: RunStatus): RunViewState {
-  // The log's own run.finished is the final word on how a run ended.
-  if (state.finished) return state;
-  const next = pickStatus(state.status, status, true);
-  return next === state.status ? state : { ...state, status: next };
+function withStatusFold(state: RunViewState, statusFold: StatusFold): RunViewState {
+  if (statusFold === state.statusFold) return state;
+  return { ...state, statusFold, status: shownStatus(statusFold), attempt: statusFold.attempt, finished: finishedOf(statusFold) };
 }
 
 export function groupKey(t: Pick<Trajectory, "split" | "step" | "group">): string {
@@ -171,7 +158,7 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
   while (seen.has(contiguousSeq + 1)) contiguousSeq++;
   const maxSeq = Math.max(state.maxSeq, fresh[fresh.length - 1]!.seq);
 
-  let { status, started, finished, finishedSeq, lastStartedSeq, trainProgress } = state;
+  let { started, trainProgress } = state;
   let startedSeq = started ? -1 : 0;
   let logs: RunLogLine[] | null = null;
   let rolloutsById: Map<string, Rollout> | null = null;
@@ -188,15 +175,6 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
           started = e.payload;
           startedSeq = e.seq;
         }
-        lastStartedSeq = Math.max(lastStartedSeq, e.seq);
-        if (!finished) status = pickStatus(status, "running");
-        break;
-      case "run.finished":
-        if (e.seq > finishedSeq) {
-          finished = e.payload;
-          finishedSeq = e.seq;
-          status = e.payload.status;
-        }
         break;
       case "run.log":
         logs ??= [...state.logs];
@@ -211,7 +189,6 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
           rolloutsById.set(e.payload.id, { ...e.payload, seq: e.seq });
           touchedGroups.add(groupKey(e.payload));
         }
-        if (!finished) status = pickStatus(status, "running");
         break;
       }
       case "step.finished":
@@ -232,26 +209,17 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
     }
   }
 
-  // Resumed: the newest run.started comes after the newest run.finished, so the run is live again.
-  if (finished && lastStartedSeq > finishedSeq) {
-    finished = null;
-    status = "running";
-  } else if (finished) {
-    status = finished.status;
-  }
-
-  const next: RunViewState = {
-    ...state,
-    seen,
-    maxSeq,
-    contiguousSeq,
-    status,
-    started,
-    finished,
-    finishedSeq,
-    lastStartedSeq,
-    trainProgress,
-  };
+  const next: RunViewState = withStatusFold(
+    {
+      ...state,
+      seen,
+      maxSeq,
+      contiguousSeq,
+      started,
+      trainProgress,
+    },
+    foldStatusEvents(state.statusFold, fresh),
+  );
   if (logs) next.logs = logs.sort(bySeq);
   if (steps) next.steps = [...steps.values()].sort((a, b) => a.step - b.step);
   if (evals) next.evals = [...evals.values()].sort((a, b) => a.step - b.step || a.model.localeCompare(b.model));

@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
-import { MEAN_REWARD_DEFINITION, meanReward, type ExperimentFiles } from "@contracts";
+import { MEAN_REWARD_DEFINITION, meanReward, type ExperimentFiles, type RunStatus } from "@contracts";
 import { useTRPC } from "../trpc";
 import { useCanWrite } from "../auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "../ui/format";
@@ -33,6 +33,9 @@ import { RunHealthNotes } from "./run-health";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
 import { RolloutDetail } from "./transcript";
 import { useRunStream } from "./use-run-stream";
+import { errorCode, isNotFound, runPollInterval } from "./run-poll";
+import { runActions } from "./run-actions";
+import { DeliveryIndicator } from "./delivery-indicator";
 
 type Tab = "rollouts" | "groups" | "logs" | "code";
 
@@ -53,15 +56,28 @@ export function RunView({ id }: { id: string }) {
   const trpc = useTRPC();
   const canWrite = useCanWrite();
   const queryClient = useQueryClient();
-  const run = useQuery(
-    trpc.runs.get.queryOptions(
+  // "Not found" is said once and stays: no retry, no poll (a refetch would blank the answer meanwhile).
+  const [notFound, setNotFound] = useState(false);
+  const run = useQuery({
+    ...trpc.runs.get.queryOptions(
       { id },
-      // Queued: its place moves as runs ahead of it start, so it is asked for more often.
-      { refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.status as never) ? false : q.state.data?.status === "queued" ? 2_000 : 5_000) },
+      // Asked again while the run lives, and slowly once it ended (run-poll.ts: a resume elsewhere is seen).
+      { refetchInterval: (q) => runPollInterval(q.state.data?.status, q.state.error) },
     ),
-  );
-  const { state, phase, loadError } = useRunStream(id, run.data?.lastSeq ?? 0);
-  const status = state.finished?.status ?? (isTerminal(run.data?.status as never) ? run.data?.status : null) ?? state.status ?? run.data?.status ?? "queued";
+    enabled: !notFound,
+    retry: (count, error) => count < 1 && !isNotFound(error) && !/UNAUTHORIZED|FORBIDDEN/.test(String(errorCode(error))),
+  });
+  useEffect(() => {
+    if (!run.data && isNotFound(run.error)) setNotFound(true);
+  }, [run.data, run.error]);
+  useEffect(() => setNotFound(false), [id]);
+  const { state, phase, loadError, delivery, foldServerStatus } = useRunStream(id, run.data?.lastSeq ?? 0);
+  // Every runs.get answer is folded with the log by attempt (status-fold.ts): a resume by anyone shows.
+  const snapshot = run.data;
+  useEffect(() => {
+    if (snapshot) foldServerStatus({ status: snapshot.status as RunStatus, attempt: snapshot.attempt, lastSeq: snapshot.lastSeq });
+  }, [snapshot, foldServerStatus]);
+  const status = state.status;
 
   // When the log says the run ended, read the final row once (error, counters, finishedAt).
   const terminal = isTerminal(state.status);
@@ -120,6 +136,15 @@ export function RunView({ id }: { id: string }) {
     [state.rollouts],
   );
 
+  if (notFound) {
+    return (
+      <div className="p-6">
+        <ErrorBox title="Run not found">
+          <span data-testid="run-not-found">There is no run {id} in this workspace.</span>
+        </ErrorBox>
+      </div>
+    );
+  }
   if (run.error && !run.data) {
     return (
       <div className="p-6">
@@ -138,8 +163,8 @@ export function RunView({ id }: { id: string }) {
   const latestEval = state.evals[state.evals.length - 1];
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
-  const active = !isTerminal(status);
-  const lost = status === "lost";
+  const active = status !== null && !isTerminal(status);
+  const actions = runActions(status, kind, canWrite);
   // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
@@ -151,7 +176,7 @@ export function RunView({ id }: { id: string }) {
         <div className="flex flex-wrap items-center gap-3">
           <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
           <KindBadge kind={kind} />
-          <StatusBadge status={status} testId="run-status" />
+          <StatusBadge status={status ?? "loading"} testId="run-status" />
           {r && (
             <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">
               {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
@@ -164,10 +189,7 @@ export function RunView({ id }: { id: string }) {
               <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
             </span>
           )}
-          <span className={`flex items-center gap-1.5 text-[11px] ${phase === "live" && !lost ? "text-emerald-400" : lost ? "text-amber-300" : "text-zinc-500"}`} title="event stream">
-            <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${lost ? "bg-amber-400" : phase === "live" ? "bg-emerald-400" : phase === "offline" ? "bg-red-400" : "bg-zinc-500"}`} />
-            {lost ? "no events from the runner" : phase === "live" ? (active ? "live" : "synced") : phase === "offline" ? "reconnecting…" : "loading…"}
-          </span>
+          <DeliveryIndicator phase={phase} status={status} delivery={delivery} />
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
@@ -182,7 +204,7 @@ export function RunView({ id }: { id: string }) {
                 steps={r.checkpoints.map((c) => c.step)}
               />
             )}
-            {canWrite && r && r.kind === "train" && (state.status === "stopped" || state.status === "failed" || state.status === "lost") && (
+            {r && actions.resume && (
               <Button
                 onClick={() => resume.mutate({ id })}
                 disabled={resume.isPending}
@@ -195,7 +217,7 @@ export function RunView({ id }: { id: string }) {
                 {resume.isPending ? "Resuming…" : "Resume"}
               </Button>
             )}
-            {active && canWrite && (
+            {actions.stop && (
               <Button variant="danger" onClick={() => stop.mutate({ id })} disabled={stop.isPending}>
                 {stop.isPending ? "Stopping…" : "Stop"}
               </Button>
@@ -243,7 +265,7 @@ export function RunView({ id }: { id: string }) {
           </div>
         )}
         {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
-        <RunHealthNotes status={status} kind={kind} lostSince={r?.lostSince ?? null} queuePosition={r?.queuePosition ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
+        <RunHealthNotes status={status ?? "loading"} kind={kind} lostSince={r?.lostSince ?? null} queuePosition={r?.queuePosition ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
         {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
         {resumeError && <div className="mt-2 text-[12px] text-red-300">Resume failed: {resumeError}</div>}
         {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}

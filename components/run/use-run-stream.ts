@@ -6,11 +6,13 @@
  * through the pure reducer (run-state.ts), which drops duplicates and tolerates any order, so the overlap
  * between stored pages, the server's replay and live events is harmless.
  */
-import { useEffect, useReducer, useRef, useState } from "react";
+import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import type { RunEvent } from "@contracts";
 import { useTRPCClient } from "../trpc";
 import { initialRunState, runReducer, type RunViewState } from "./run-state";
 import { followRunLive } from "./run-live";
+import { DeliveryTracker } from "./delivery-view";
+import type { ServerStatus } from "./status-fold";
 import { getSocket } from "./socket";
 
 const PAGE = 1000;
@@ -54,6 +56,10 @@ export interface RunStream {
   state: RunViewState;
   phase: StreamPhase;
   loadError: string | null;
+  /** What the stream heard and when (the "live" indicator reads it on its own clock: delivery-view.ts). */
+  delivery: DeliveryTracker;
+  /** Fold a server snapshot of the run (runs.get) with the log, by attempt (status-fold.ts). */
+  foldServerStatus: (status: ServerStatus) => void;
 }
 
 /**
@@ -66,6 +72,8 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
   const [phase, setPhase] = useState<StreamPhase>("loading");
   const [loadError, setLoadError] = useState<string | null>(null);
   const resumeFrom = useRef(0);
+  const [delivery, setDelivery] = useState(() => new DeliveryTracker(Date.now()));
+  const foldServerStatus = useCallback((s: ServerStatus) => dispatch({ type: "status", ...s }), []);
   useEffect(() => {
     resumeFrom.current = state.contiguousSeq;
   }, [state.contiguousSeq]);
@@ -73,6 +81,8 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
   useEffect(() => {
     let cancelled = false;
     dispatch({ type: "reset" });
+    const tracker = new DeliveryTracker(Date.now());
+    setDelivery(tracker);
     resumeFrom.current = 0;
     setPhase("loading");
     setLoadError(null);
@@ -100,8 +110,14 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
         runId,
         resumeFrom: () => Math.max(resumeFrom.current, latestStored),
         onEvents: (events) => dispatch({ type: "events", events }),
-        onStatus: (status) => dispatch({ type: "status", status }),
-        onPhase: setPhase,
+        onStatus: (status) => dispatch({ type: "status", ...status }),
+        onPhase: (p) => {
+          // Connected (again) is where the silence count starts: loading a long stored log is no silence.
+          if (p === "live") tracker.heard(Date.now());
+          setPhase(p);
+        },
+        onHeard: () => tracker.heard(Date.now()),
+        onDelivery: (d) => tracker.reported(d, Date.now()),
       });
     })();
 
@@ -141,5 +157,5 @@ export function useRunStream(runId: string, knownLastSeq = 0): RunStream {
     })();
   }, [knownLastSeq, state.contiguousSeq, phase, client, runId]);
 
-  return { state, phase, loadError };
+  return { state, phase, loadError, delivery, foldServerStatus };
 }

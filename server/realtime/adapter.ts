@@ -61,7 +61,29 @@ export async function attachAdapter(io: RollbookIo, settings: AdapterSettings, l
     pool.on("error", (e) => log(`postgres adapter: ${e.message}`));
     // The adapter keeps one client checked out for LISTEN and listens only for its "end" (to reconnect): a
     // reset connection (Postgres restarted) would raise an unhandled "error" on it and crash the process.
-    pool.on("connect", (client) => client.on("error", (e) => log(`postgres adapter (listen): ${e.message}`)));
+    // And it never releases that client: the dead one would hold one of the pool's two connections for good,
+    // the new LISTEN the other, and every NOTIFY would wait for a connection forever (after one cut of the
+    // database link, this process's broadcasts never reached another process again: adapter.servertest.ts).
+    // So a checked-out client whose connection ended is released here, as broken (the pool drops it).
+    const checkedOut = new Set<pg.PoolClient>();
+    pool.on("acquire", (client) => checkedOut.add(client));
+    pool.on("release", (_err, client) => checkedOut.delete(client));
+    pool.on("remove", (client) => checkedOut.delete(client as pg.PoolClient));
+    pool.on("connect", (client) => {
+      client.on("error", (e) => log(`postgres adapter (listen): ${e.message}`));
+      client.on("end", () => {
+        // A query that ended with the connection releases its client itself, on a later tick: only what is
+        // still checked out after that (the LISTEN client) is the adapter's leak.
+        setTimeout(() => {
+          if (!checkedOut.delete(client)) return;
+          try {
+            client.release(new Error("connection ended"));
+          } catch {
+            // Released meanwhile: nothing to do.
+          }
+        }, 0);
+      });
+    });
     io.adapter(createPostgresAdapter(pool, { errorHandler: (e) => log(`postgres adapter: ${e.message}`) }));
     return {
       kind: "postgres",

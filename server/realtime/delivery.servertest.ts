@@ -134,7 +134,7 @@ function nodeViewer(runId: string): Viewer {
     runId,
     resumeFrom: () => state.contiguousSeq,
     onEvents: (events) => (state = runReducer(state, { type: "events", events })),
-    onStatus: (status) => (state = runReducer(state, { type: "status", status })),
+    onStatus: (status) => (state = runReducer(state, { type: "status", ...status })),
     onPhase: () => {},
     nextFrame: (fn) => {
       const t = setImmediate(fn);

@@ -119,7 +119,7 @@ function viewerOn(port: number, runId: string) {
     runId,
     resumeFrom: () => state.contiguousSeq,
     onEvents: (events) => (state = runReducer(state, { type: "events", events })),
-    onStatus: (status) => (state = runReducer(state, { type: "status", status })),
+    onStatus: (status) => (state = runReducer(state, { type: "status", ...status })),
     onPhase: () => {},
     nextFrame: (fn) => {
       const t = setImmediate(fn);

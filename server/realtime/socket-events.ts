@@ -45,12 +45,30 @@ export interface RunFlagMessage {
   raisedAt: string;
 }
 
-export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus } | { ok: false; error: string };
+/**
+ * Whether a run's events can flow right now, as the web process the page is connected to sees it
+ * (server/realtime/delivery-health.ts): sent to the run's room when it changes and every few seconds as a
+ * heartbeat, so a page that hears nothing at all for a while knows that too (components/run/delivery-view.ts).
+ */
+export interface RunDeliveryMessage {
+  runId: string;
+  state: "live" | "delayed";
+  /** Since when (ms since the epoch, the server's clock) it has been in this state. */
+  since: number;
+  /** How long it had been delayed when sent (0 when live): the page counts on from it, whatever its clock. */
+  delayedMs: number;
+  /** Why it is delayed, in words for the page ("database unreachable"); null when live. Never a raw error. */
+  reason: string | null;
+}
+
+/** `retry`: the refusal was the server's trouble (its database), not the run's: ask again in a moment. */
+export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus; attempt: number } | { ok: false; error: string; retry?: boolean };
 
 export interface ServerToClientEvents {
   "run:event": (event: RunEvent) => void;
   "run:status": (status: RunStatusMessage) => void;
   "run:flag": (flag: RunFlagMessage) => void;
+  "run:delivery": (delivery: RunDeliveryMessage) => void;
 }
 
 export interface ClientToServerEvents {

@@ -15,12 +15,14 @@ import { rowToEvent } from "../services/run-convert";
 import type { Db } from "../services/types";
 import { resolvePrincipal, toHeaders } from "../auth/principal";
 import { roleIn } from "../auth/workspace-access";
+import type { DeliveryHealth } from "./delivery-health";
 import { type RollbookIo } from "./io";
 import { RunSubscribeInput, RunUnsubscribeInput, runRoom, userRoom, type SubscribeAck } from "./socket-events";
 
 const PAGE = 500;
 
-export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
+/** @param delivery this process's delivery health: a subscriber hears it at once, before any database read. */
+export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, delivery?: DeliveryHealth): void {
   io.use((socket, next) => {
     void (async () => {
       const headers = toHeaders(socket.request.headers);
@@ -56,10 +58,11 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
         if (!allowed) return reply({ ok: false, error: `run ${runId} not found` });
         socket.data.runWorkspaces = { ...socket.data.runWorkspaces, [runId]: target.workspaceId };
         await socket.join(runRoom(runId));
+        if (delivery) socket.emit("run:delivery", delivery.messageFor(runId));
         for (;;) {
           const [run, rows] = await db.$transaction(
             [
-              db.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true, lastSeq: true } }),
+              db.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, error: true, lastSeq: true, attempt: true } }),
               db.runEvent.findMany({ where: { runId, seq: { gt: after } }, orderBy: { seq: "asc" }, take: PAGE }),
             ],
             { isolationLevel: "RepeatableRead" },
@@ -68,13 +71,13 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>): void {
           after = rows.at(-1)?.seq ?? after;
           if (rows.length < PAGE || !socket.connected) {
             const status = run.status as RunStatus;
-            socket.emit("run:status", { runId, status, error: run.error, lastSeq: run.lastSeq });
-            return reply({ ok: true, lastSeq: run.lastSeq, status });
+            socket.emit("run:status", { runId, status, error: run.error, lastSeq: run.lastSeq, attempt: run.attempt });
+            return reply({ ok: true, lastSeq: run.lastSeq, status, attempt: run.attempt });
           }
         }
       } catch (e) {
         console.error(`[realtime] run:subscribe ${runId}:`, e);
-        reply({ ok: false, error: "could not read the run's events" });
+        reply({ ok: false, error: "could not read the run's events", retry: true });
       }
     });
 

@@ -55,7 +55,7 @@ describe("run:subscribe", () => {
     client.on("run:event", (e) => got.set(e.seq, e));
     client.on("run:status", (s) => statuses.push(s));
     const ack = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId, afterSeq: 2 }, resolve));
-    expect(ack).toEqual({ ok: true, lastSeq: 6, status: "running" });
+    expect(ack).toEqual({ ok: true, lastSeq: 6, status: "running", attempt: 1 });
     expect([...got.keys()]).toEqual([3, 4, 5, 6]);
     expect(statuses.at(-1)).toMatchObject({ runId, status: "running", lastSeq: 6 });
 

@@ -16,6 +16,7 @@ import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./inges
 import { IngestLeases, newHolderId } from "./ingest-lease";
 import { fromDbKind, rowToEvent } from "./run-convert";
 import { schedulePostIngest } from "./pathology/after-ingest";
+import type { DatabaseProbe } from "../realtime/delivery-health";
 import { emitRunEvents, setIngestHook } from "./run-hooks";
 import { announce, applyRunnerEvents, closeAttempt, failRun, loseRun, recordSignOfLife, recoverRun } from "./run-lifecycle";
 import { summaryPatch, type RunSummary } from "./run-summary";
@@ -292,9 +293,15 @@ export type IngestOptions = {
   log?: (msg: string) => void;
   /** Called after each batch this process stored (tests count who ingested what). */
   onStored?: (runId: string, batch: RunEvent[], res: IngestResult) => void;
+  /**
+   * Told of every database round trip ingestion makes (lease ticks, stored batches): what the pages' "live"
+   * indicator says (server/realtime/delivery-health.ts).
+   */
+  database?: DatabaseProbe;
 };
 
-type FollowerOptions = Required<Omit<IngestOptions, "log" | "onStored" | "holder">> & Pick<IngestOptions, "onStored"> & { log: (msg: string) => void };
+type FollowerOptions = Required<Omit<IngestOptions, "log" | "onStored" | "holder" | "database">> &
+  Pick<IngestOptions, "onStored" | "database"> & { log: (msg: string) => void };
 
 /**
  * Follows one run's event stream and stores it by group commit: an event that arrives while no store is
@@ -383,6 +390,7 @@ class RunFollower {
         } else {
           // Everything up to the stored lastSeq has now reached the room (this batch's fresh events just now).
           this.emittedSeq = Math.max(this.emittedSeq, res.lastSeq);
+          this.opts.database?.ok();
           this.opts.onStored?.(this.runId, batch, res);
         }
         if (!res.superseded && isTerminalStatus(res.status) && !res.attemptOpen) {
@@ -612,6 +620,7 @@ export class IngestService {
             f.close();
           }
         } catch (e) {
+          this.opts.database?.failed();
           this.opts.log(`renewing ingest leases failed: ${e instanceof Error ? e.message : String(e)}`);
           // Unrenewed for a whole TTL: another process may hold them now. Stop; the next tick takes them back if free.
           if (Date.now() - this.lastRenewOk > this.opts.leaseMs) {
@@ -629,8 +638,10 @@ export class IngestService {
         const f = this.followers.get(r.id);
         if (f?.streamRunnerId && r.runnerId && r.runnerId !== f.streamRunnerId) f.restart();
       }
+      this.opts.database?.ok();
       await this.acquire(this.followable(active));
     } catch (e) {
+      this.opts.database?.failed();
       this.opts.log(`ingest lease tick failed: ${e instanceof Error ? e.message : String(e)}`);
     } finally {
       this.leaseTicking = false;

@@ -347,6 +347,8 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     number: run.number,
     kind: fromDbKind(run.kind),
     status: run.status,
+    /** 1 when first started, +1 for each resume or move: the page folds status by attempt (status-fold.ts). */
+    attempt: run.attempt,
     /** A waiting queued run's place (1 = next); null otherwise. */
     queuePosition: run.status === "queued" ? await queuePosition(db, run.id) : null,
     error: run.error,

@@ -13,7 +13,8 @@
  * INGEST_TRACE=1 (prints `INGESTED <runId> <first seq> <last seq> <fresh>` for every batch this process
  * stored, and `LEASE HOLDER <id>`: the multi-process tests count who ingested what), STATIC_DIR (files
  * served at /static/<name>: the browser test's page) and POLL_ENDPOINT=1 (GET /poll?run=&after=: the
- * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only).
+ * stored events, unauthenticated, for the polling baseline of bench/live-latency.ts only; and GET /run-snapshot?run=:
+ * a run's status, attempt and last seq, as runs.get says them, for server/test/run-page.ts).
  * Prints `DELIVERY WEB READY <port>`.
  */
 import fs from "node:fs";
@@ -26,6 +27,7 @@ import { originAllowed } from "../auth/origins";
 import { attachAdapter } from "../realtime/adapter";
 import { setIo, type RollbookIo } from "../realtime/io";
 import { attachRealtime } from "../realtime/socket-server";
+import { DeliveryHealth, staleMsFor } from "../realtime/delivery-health";
 import { registerRunner, runnerById } from "../runner-client";
 import { IngestService } from "../services/ingest";
 import { rowToEvent } from "../services/run-convert";
@@ -51,6 +53,14 @@ async function main(): Promise<void> {
         .catch((err: unknown) => res.writeHead(500).end(String(err)));
       return;
     }
+    if (pathname === "/run-snapshot" && process.env.POLL_ENDPOINT === "1") {
+      // What runs.get says about a run's status, for server/test/run-page.ts (unauthenticated: tests only).
+      void db.run
+        .findUnique({ where: { id: url.searchParams.get("run") ?? "" }, select: { status: true, attempt: true, lastSeq: true } })
+        .then((run) => (run ? res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(run)) : res.writeHead(404).end("not found")))
+        .catch((err: unknown) => res.writeHead(500).end(String(err)));
+      return;
+    }
     const name = staticDir && pathname.startsWith("/static/") ? path.basename(pathname) : null;
     const file = name ? path.join(staticDir!, name) : null;
     if (!file || !fs.existsSync(file)) return void res.writeHead(404).end("not found");
@@ -65,7 +75,9 @@ async function main(): Promise<void> {
   const adapter = await attachAdapter(io, { databaseUrl: e.DATABASE_URL, redisUrl: e.REDIS_URL }, (m) => console.warn(`[realtime] ${m}`));
   console.log(`ADAPTER ${adapter.kind}`);
   setIo(io);
-  attachRealtime(io, getDb);
+  const delivery = new DeliveryHealth({ staleMs: staleMsFor(e.INGEST_LEASE_MS), heartbeatMs: Number(process.env.DELIVERY_HEARTBEAT_MS ?? 2_000) });
+  delivery.attach(io);
+  attachRealtime(io, getDb, delivery);
   const trace = process.env.INGEST_TRACE === "1";
   const ingest = new IngestService(db, {
     runnerFor: (id) => runnerById(db, id),
@@ -73,6 +85,7 @@ async function main(): Promise<void> {
     leaseMs: e.INGEST_LEASE_MS,
     lostAfterMs: e.RUNNER_LOST_AFTER_MS,
     log: (m) => console.warn(`[ingest] ${m}`),
+    database: delivery,
     onStored: trace
       ? (runId, batch, res) => console.log(`INGESTED ${runId} ${Math.min(...batch.map((x) => x.seq))} ${Math.max(...batch.map((x) => x.seq))} ${res.fresh.length}`)
       : undefined,

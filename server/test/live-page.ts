@@ -107,7 +107,7 @@ function follow(): void {
     resumeFrom: () => state.contiguousSeq,
     onEvents: fold,
     onStatus: (status) => {
-      state = runReducer(state, { type: "status", status });
+      state = runReducer(state, { type: "status", ...status });
       render();
     },
     onPhase: (p) => {
