@@ -61,7 +61,22 @@ export async function attachAdapter(io: RollbookIo, settings: AdapterSettings, l
     pool.on("error", (e) => log(`postgres adapter: ${e.message}`));
     // The adapter keeps one client checked out for LISTEN and listens only for its "end" (to reconnect): a
     // reset connection (Postgres restarted) would raise an unhandled "error" on it and crash the process.
-    pool.on("connect", (client) => client.on("error", (e) => log(`postgres adapter (listen): ${e.message}`)));
+    // And it never gives that dead client back: the pool would count it as checked out for good, the
+    // reconnected LISTEN would take the last connection, and every NOTIFY would wait for one forever — which
+    // stops live delivery from this process altogether, since socket.io's cluster adapter broadcasts to its
+    // own sockets only after the publish (found by bench/chaos.ts: a 90 s database cut). So the dead LISTEN
+    // client is released with its error (the pool then drops it), before the adapter's own "end" reconnects.
+    pool.on("connect", (client) => {
+      client.on("error", (e) => log(`postgres adapter (listen): ${e.message}`));
+      client.on("end", () => {
+        if (client.listenerCount("notification") === 0) return; // a query client: pool.query releases it itself
+        try {
+          (client as pg.PoolClient).release(new Error("postgres adapter: the LISTEN connection ended"));
+        } catch {
+          // already given back (the adapter was closing)
+        }
+      });
+    });
     io.adapter(createPostgresAdapter(pool, { errorHandler: (e) => log(`postgres adapter: ${e.message}`) }));
     return {
       kind: "postgres",
