@@ -119,6 +119,21 @@ export async function runnerBreak(stack: ChaosStack, kind: Break, opts: RunnerCa
       const l = await lost();
       notes.push(l.ok ? `"runner lost" ${((Date.now() - broke) / 1000).toFixed(1)} s after the kill (log held ${logAtKill})` : `never marked lost: ${l.value.status}`);
       await runner.restart();
+      // The restarted runner no longer runs it: the web must say so (failed, or still lost) before a person
+      // would press Resume. Every status the database shows meanwhile is recorded.
+      const seen: string[] = [];
+      const restarted = Date.now();
+      const settledAfterRestart = await until(
+        async () => {
+          const r = await row();
+          if (r.status !== seen.at(-1)) seen.push(r.status);
+          return r;
+        },
+        (r) => r.status === "failed" || r.status === "stopped",
+        120_000,
+        200,
+      );
+      notes.push(`after the restart: ${seen.join(" → ")} (${((Date.now() - restarted) / 1000).toFixed(1)} s)${settledAfterRestart.value.error ? `: ${settledAfterRestart.value.error}` : ""}`);
       const resumed = await api.runs.resume({ id: runId });
       notes.push(`resume: ${JSON.stringify(resumed)}`);
     } else {

@@ -93,9 +93,15 @@ export async function verdict(
   const logStatus = lastEnd?.type === "run.finished" ? lastEnd.payload.status : "none";
   const honest = run.status === expected && page.status === expected && logStatus === expected;
   if (run.error) notes.push(`error: ${run.error}`);
-  const redelivered = viewer.arrived.length - new Set(viewer.arrived).size;
-  if (redelivered > 0) notes.push(`${redelivered} events arrived twice on the socket (replayed on a resubscribe; folded once)`);
+  const counts = new Map<number, number>();
+  for (const s of viewer.arrived) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const twice = [...counts].filter(([, n]) => n > 1).map(([s]) => s);
+  if (twice.length > 0) {
+    // The subscribe protocol joins the room before reading the stored tail, so a few events can come both ways.
+    notes.push(`${twice.length} seqs arrived more than once on the socket (seq ${Math.min(...twice)}..${Math.max(...twice)}; folded once)`);
+  }
   if (pageSeqs.length !== page.contiguousSeq) notes.push(`page holds ${pageSeqs.length} seqs but is gap-free only to ${page.contiguousSeq}`);
+  if (viewer.connects() > 1) notes.push(`the page's socket connected ${viewer.connects()} times`);
   notes.push(`page statuses: ${viewer.statuses.join(" → ") || "none"}`);
 
   return {

@@ -16,6 +16,8 @@ export interface Viewer {
   arrived: number[];
   /** The page's status each time it changed, from the first one shown. */
   statuses: RunStatus[];
+  /** Times the socket connected (each one subscribes again, from the page's gap-free point). */
+  connects: () => number;
   close: () => void;
 }
 
@@ -24,6 +26,8 @@ export function openViewer(webUrl: string, apiToken: string, runId: string): Vie
   const arrived: number[] = [];
   const statuses: RunStatus[] = [];
   socket.on("run:event", (e: RunEvent) => e.run_id === runId && arrived.push(e.seq));
+  let connects = 0;
+  socket.on("connect", () => connects++);
   let state = initialRunState;
   const apply = (next: RunViewState) => {
     state = next;
@@ -45,6 +49,7 @@ export function openViewer(webUrl: string, apiToken: string, runId: string): Vie
     state: () => state,
     arrived,
     statuses,
+    connects: () => connects,
     close: () => {
       stop();
       socket.close();
