@@ -96,8 +96,9 @@ async function main(): Promise<void> {
   console.log(`chaos: cases ${CASES.join(", ")}; ${o.reps} repetition(s)${QUICK ? " (quick)" : ""}; ${JSON.stringify(o)}; ${os.cpus().length} CPUs`);
   console.log(`start: ${uptime()}`);
   const rows: Row[] = [];
-  for (const name of CASES) {
-    for (let rep = 1; rep <= o.reps; rep++) {
+  // Repetition by repetition (every case once, then again): a run cut short still has every case.
+  for (let rep = 1; rep <= o.reps; rep++) {
+    for (const name of CASES) {
       const t = Date.now();
       let row: Row;
       try {
