@@ -100,7 +100,9 @@ export async function runnerBreak(stack: ChaosStack, kind: Break, opts: RunnerCa
   try {
     const { id: experimentId } = await ensureDefaultExperiment(stack.db, stack.workspaceId);
     const api = callerFor(stack.db, stack.workspaceId, NAME);
-    const files = templateFiles({ num_steps: opts.steps, groups_per_step: 2, rollouts_per_group: 4, max_concurrency: 8, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 8 } });
+    // Two rollouts at a time: a step's 8 rollouts finish in 4 waves, so a break can land mid-step (some of
+    // the step's rollouts logged, the step not trained) — the part a resume must redo without counting twice.
+    const files = templateFiles({ num_steps: opts.steps, groups_per_step: 2, rollouts_per_group: 4, max_concurrency: 2, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 8 } });
     const started = await api.runs.start({ experimentId, files, kind: "train" });
     if (!started.ok) throw new Error(`start refused: ${started.error}`);
     const runId = started.runId;
@@ -108,6 +110,14 @@ export async function runnerBreak(stack: ChaosStack, kind: Break, opts: RunnerCa
     const row = () => stack.db.run.findUniqueOrThrow({ where: { id: runId }, select: { status: true, currentStep: true, lastSeq: true, attempt: true, error: true } });
     const atThird = await until(row, (r) => r.currentStep >= Math.max(1, Math.floor(opts.steps / 3)) || r.status !== "running" && r.status !== "queued", 600_000, 100);
     if (atThird.value.status !== "running") throw new Error(`the run was ${atThird.value.status} before the break: ${atThird.value.error}`);
+    // Mid-step: at least 3 of the next step's rollouts in the runner's log, its step.finished not yet.
+    const sinceStepEnd = () => {
+      const log = readRunnerLog(runsDir, runId);
+      const lastEnd = log.findLastIndex((e) => e.type === "step.finished");
+      return log.slice(lastEnd + 1).filter((e) => e.type === "rollout.finished").length;
+    };
+    const midStep = await until(sinceStepEnd, (n) => n >= 3 && n < 8, 60_000, 20);
+    notes.push(midStep.ok ? `broken mid-step: ${midStep.value} of the step's 8 rollouts logged` : "could not catch the run mid-step");
     const pid = runner.child.proc.pid!;
     const broke = Date.now();
     const lost = () => until(row, (r) => r.status === "lost", 120_000, 200);

@@ -61,7 +61,10 @@ export async function verdict(
   const gapless = logSeqs.every((s, i) => s === i + 1);
   if (!gapless) notes.push(`the runner's own log is not 1..${log.length}`);
   // A rollout redone after a resume is logged again with the same id; the latest attempt is the one kept.
-  const logRollouts = new Set(log.flatMap((e) => (e.type === "rollout.finished" ? [e.payload.id] : [])));
+  const logRolloutList = log.flatMap((e) => (e.type === "rollout.finished" ? [e.payload.id] : []));
+  const logRollouts = new Set(logRolloutList);
+  const redone = dupes(logRolloutList);
+  if (redone > 0) notes.push(`${redone} rollout ids logged twice (a step redone after the resume): ${logRollouts.size} rollouts to store once`);
 
   const stored = await db.runEvent.findMany({ where: { runId }, orderBy: { seq: "asc" }, select: { seq: true, type: true } });
   const trajectories = (await db.trajectory.findMany({ where: { runId }, select: { id: true } })).map((t) => t.id);
