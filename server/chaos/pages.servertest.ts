@@ -230,7 +230,7 @@ describe("pages that tell the truth (issue 17 findings 4 and 5)", () => {
     console.log(`[pages] delayed shown ${Date.now() - hungAt} ms into the hang: "${stalled.delivery}"`);
     expect(stalled.delivery).toMatch(/^delayed \d+ s: (database not answering|database unreachable|no word from the server)$/);
     expect(stalled.phase).toBe("live");
-    pgProxy.unhang();
+    await pgProxy.up();
     await until("the page to say live after the hang", shown, (s) => s.tone === "live" && s.status === "running", 40_000);
 
     hold?.release();

@@ -115,6 +115,51 @@ describe("runner lost", () => {
       await ingest.stop();
     }
   });
+
+  it("a runner restarted mid-run reports the lost run failed: it is never shown running again, and fails with the runner's reason", async () => {
+    const ws = await newWorkspace(db());
+    const runId = await createRunningRun(db(), ws);
+    const runner = await db().runner.create({ data: { name: `restarted-${ws}`, url: "http://fake", tokenHash: "x" } });
+    const stored = await db().run.findUniqueOrThrow({ where: { id: runId }, select: { lastSeq: true } });
+    await db().run.update({ where: { id: runId }, data: { runnerId: runner.id, status: "lost", lostSince: new Date() } });
+    const reason = "the runner restarted while this run was in progress";
+    const finished = RunEvent.parse({ run_id: runId, seq: stored.lastSeq + 1, ts: Date.now(), type: "run.finished", payload: { status: "failed", error: reason, diagnostics: [] } });
+    let scans = 0;
+    let release = () => {};
+    const released = new Promise<void>((r) => (release = r));
+    const handle = {
+      id: runner.id,
+      name: "fake",
+      status: async (): Promise<RunnerStatus> => {
+        scans++;
+        return { runner: "fake", engine: { state: "ready", restarts: 0, health: null }, runs: [{ run_id: runId, status: "failed", last_seq: finished.seq, step: 0, error: reason }] };
+      },
+      // Its run.finished is held back until the test has seen the scans answered: the status in between is
+      // what a page shows meanwhile.
+      events: (_id: string, afterSeq: number, h: RunnerEventHandlers) => {
+        let live = true;
+        void released.then(() => {
+          if (!live) return;
+          if (afterSeq < finished.seq) h.onEvent(finished);
+          h.onComplete();
+        });
+        return { unsubscribe: () => (live = false) };
+      },
+    } as unknown as RunnerHandle;
+    const ingest = new IngestService(db(), { runnerFor: async () => handle, scanMs: 100, lostAfterMs: 400, log: () => {} });
+    await ingest.start();
+    try {
+      await waitFor(async () => scans, (n) => n >= 3, 10_000);
+      expect(scans).toBeGreaterThanOrEqual(3);
+      // Before: the answering runner "recovered" it — running, though the runner reports it failed.
+      expect((await db().run.findUniqueOrThrow({ where: { id: runId } })).status).toBe("lost");
+      release();
+      const done = await waitFor(() => db().run.findUniqueOrThrow({ where: { id: runId } }), (r) => r.status !== "lost");
+      expect(done).toMatchObject({ status: "failed", error: reason, lastSeq: finished.seq });
+    } finally {
+      await ingest.stop();
+    }
+  });
 });
 
 /** A TCP proxy in front of the real runner: cut() makes the runner unreachable (refused), restore() brings it back. */

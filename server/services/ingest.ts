@@ -725,7 +725,7 @@ export class IngestService {
         const reported = known.get(r.id);
         if (reported && (await this.recordUnloggedFailure(r, reported))) continue;
         if (reported) {
-          await this.markAnswering(r);
+          await this.markAnswering(r, reported);
           continue;
         }
         if (await failRun(this.db, r.id, "runner lost the run (it no longer knows it, and no events arrived)")) {
@@ -799,10 +799,16 @@ export class IngestService {
     return true;
   }
 
-  /** The runner answered and still has the run: it is alive (running again if it was lost). */
-  private async markAnswering(r: ActiveRunRow): Promise<void> {
+  /**
+   * The runner answered and still has the run: it is alive (running again if it was lost and the runner
+   * runs it). A lost run the runner reports ended is not running again — a runner restarted mid-run
+   * reports it failed ("the runner restarted while this run was in progress") — so it stays lost until
+   * the follower stores that run.finished: the page never shows it running in between (bench/chaos.ts,
+   * runner SIGKILL: lost → running → failed before this).
+   */
+  private async markAnswering(r: ActiveRunRow, reported: RunnerStatus["runs"][number]): Promise<void> {
     if (r.status !== "lost") await recordSignOfLife(this.db, r.id, r.status);
-    else if (await recoverRun(this.db, r.id)) this.opts.log(`run ${r.id}: runner answers again; running`);
+    else if (reported.status === "running" && (await recoverRun(this.db, r.id))) this.opts.log(`run ${r.id}: runner answers again; running`);
     this.followers.get(r.id)?.kick();
   }
 
