@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { RolloutClock } from "../sandbox/rollout-clock";
 import { FairQueue, type FairCall } from "./fair-queue";
+import { queuedChat } from "./queued-chat";
 
 /** A queue of `capacity` slots where each call is a promise the test settles: `served` lists who got a slot. */
 function harness(capacity: number) {
@@ -124,5 +125,21 @@ describe("FairQueue", () => {
     expect(changes).toEqual([true, false]);
     expect(clock.queuedMs()).toBe(4_000);
     expect(clock.runningMs()).toBe(4_000);
+  });
+});
+
+describe("queuedChat (a run's judge on the runner's engine)", () => {
+  it("waits for a slot behind the calls already on the engine, then takes its turn", async () => {
+    const h = harness(1);
+    void h.call("run-a", "r0");
+    const asked: string[] = [];
+    const engine = { chat: async (body: { model: string }) => (asked.push(body.model), { model: body.model }) as never };
+    const judge = queuedChat(engine, h.queue, { runId: "run-a", rolloutId: "judge", runCap: 100 });
+    const answer = judge.chat({ model: "judge-model", messages: [] } as never);
+    await flush();
+    expect(asked).toEqual([]); // the one slot is r0's
+    await h.finish("run-a/r0");
+    await answer;
+    expect(asked).toEqual(["judge-model"]);
   });
 });

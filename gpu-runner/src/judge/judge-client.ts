@@ -92,7 +92,7 @@ function createRawJudgeClient(
             max_tokens: options.max_tokens ?? config.max_tokens,
             n: 1,
             // A judge on the runner's engine competes with the runs' own sampling: it counts as its run's.
-            ...(runId ? { user: runId } : {}),
+            ...(runId ? { user: `${runId}/judge` } : {}),
           },
           AbortSignal.any([signal, AbortSignal.timeout(config.timeout_ms)]),
         );

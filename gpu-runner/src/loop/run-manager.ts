@@ -41,6 +41,7 @@ import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-
 import { initFromProblem } from "./init-from";
 import { modelRefProblem, recordRunWorkspace, RunOwnerConflict, runWorkspace } from "./run-owner";
 import { executeRun, type RunEngine } from "./run-loop";
+import { queuedChat } from "../engine/queued-chat";
 import type { EngineWatch } from "../engine/restart-recovery";
 import { publishCheckpoint } from "./shared-checkpoints";
 import type { FairQueue } from "../engine/fair-queue";
@@ -356,7 +357,11 @@ export class RunManager {
         initFrom: spec.init_from,
         engine: this.engine.engine,
         engineSlots: this.engine.slots,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, this.engine.engine, { runId, secrets: spec.secrets, egress: this.egress }),
+        judge: createJudgeClient(checked.config.judge, checked.config.model, queuedChat(this.engine.engine, this.engine.slots, { runId, rolloutId: "judge", runCap: checked.config.limits.max_run_inflight_calls }), {
+          runId,
+          secrets: spec.secrets,
+          egress: this.egress,
+        }),
         connectMcp:
           Object.keys(mcp.config.servers).length === 0
             ? undefined
