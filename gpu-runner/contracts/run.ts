@@ -267,6 +267,10 @@ export const RunnerStatus = z.object({
   device: z.string().nullable().optional().describe('Where the engine computes, e.g. "cpu" or "cuda: NVIDIA H100"; null while the engine has not said.'),
   models: z.array(z.string()).optional().describe("Base models this runner's engine serves (config.json \"model\" must be one of them)."),
   capacity: z.number().int().min(1).optional().describe("How many runs this runner takes at once (RUNNER_CAPACITY); the web server's dispatcher never sends more."),
+  engine_queue: z
+    .object({ capacity: z.number().int(), in_flight: z.number().int(), waiting: z.number().int() })
+    .optional()
+    .describe("The runner's fair queue in front of the engine: its slots (the engine's batch capacity), model calls on the engine, calls waiting for a slot. Shown to workspace admins only (it counts every workspace's calls)."),
   disk_error: z
     .string()
     .nullable()

@@ -199,6 +199,7 @@ describe("finding 4: runners.status and runners.list", () => {
     expect(s.reachable).toBe(true);
     expect(s.status!.runs.map((r) => r.run_id)).toEqual([runA]);
     expect(s.url).toBeNull();
+    expect(s.status).not.toHaveProperty("engine_queue"); // it counts every workspace's model calls
     const text = JSON.stringify(res.data);
     for (const secret of [runB, runner.url, String(ENGINE_SECRET_BYTES), RESTART_SECRET]) expect(text).not.toContain(secret);
   });
@@ -208,6 +209,7 @@ describe("finding 4: runners.status and runners.list", () => {
     expect(a.url).toBe(runner.url);
     expect(JSON.stringify(a.status!.engine)).toContain(String(ENGINE_SECRET_BYTES));
     expect(a.status!.runs.map((r) => r.run_id)).toEqual([runA]);
+    expect(a.status).toHaveProperty("engine_queue", { capacity: expect.any(Number), in_flight: 0, waiting: 0 });
     const b = (await call(bob, "runners.status", undefined, { header: B })).data as Status;
     expect(b.status!.runs.map((r) => r.run_id)).toEqual([runB]);
     // Carol is a member (not an admin) of B: B's run, no URL.

@@ -71,7 +71,8 @@ export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: R
   );
   const runs = status.runs.filter((r) => mine.has(r.run_id));
   if (opts.admin) return { ...status, runs };
-  return { ...status, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
+  const { engine_queue: _everyWorkspacesCalls, ...rest } = status;
+  return { ...rest, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
 }
 
 /** The runners a workspace may use, for its settings page: see runnerStatusFor for what only admins see. */

@@ -482,6 +482,7 @@ export class RunManager {
       runs: [...ids]
         .sort()
         .map((run_id) => ({ run_id, last_seq: this.events.lastSeq(run_id), attempt: this.events.attemptOf(run_id), ...this.runStatus(run_id) })),
+      ...(this.engine.slots ? { engine_queue: this.engine.slots.status() } : {}),
       disk_error: this.disk.error,
     };
   }
