@@ -2,7 +2,7 @@
  * Chaos, finding 3 of issue 17: an engine crash failed every active run on that runner with the message
  * `terminated`, though the supervisor had the engine back in ~20 s; the train step in flight was not retried.
  * Here the real engine (a child of the real runner) is SIGKILLed twice while two train runs share it: once
- * while run A's step 1 is being trained, once as its step 2 starts sampling. Both runs complete; every step
+ * while run A's step 1 is being trained, once as the later run's step 2 starts sampling. Both runs complete; every step
  * is trained and checkpointed exactly once; the step cut in training says it was trained again (or kept the
  * checkpoint saved before the kill); the model calls the kill cut were sent again and say why; the runner's
  * log has no gap and no duplicate.
@@ -60,17 +60,23 @@ describe("an engine killed under two train runs", () => {
     }
     const killed: string[] = [];
     const perStep = CONFIG.groups_per_step * CONFIG.rollouts_per_group;
+    const stepOneDone = new Set<string>();
+    const onEvent = (run: string) => (event: RunEvent, soFar: readonly RunEvent[]) => {
+      // Kill 1: run A's step 1 rollouts are all in; the runner is calling /train for it.
+      if (run === "a" && event.type === "rollout.finished" && killed.length === 0) {
+        const done = soFar.filter((e) => e.type === "rollout.finished" && e.payload.step === 1).length;
+        if (done === perStep) killed.push(`run A training step 1: pid ${killEngine()}`);
+      }
+      // Kill 2: both runs have step 1 recorded (a step is retried once: no retry of step 1 may be in flight);
+      // the later of the two is starting step 2's model calls.
+      if (event.type === "step.finished" && event.payload.step === 1) {
+        stepOneDone.add(run);
+        if (stepOneDone.size === 2 && killed.length === 1) killed.push(`run ${run.toUpperCase()} sampling step 2: pid ${killEngine()}`);
+      }
+    };
     const [a, b] = await Promise.all([
-      collectRunEvents(runner.server.url, TOKEN, "restart-a", 900_000, (event, soFar) => {
-        // Kill 1: step 1's rollouts are all in; the runner is calling /train.
-        if (event.type === "rollout.finished" && killed.length === 0) {
-          const done = soFar.filter((e) => e.type === "rollout.finished" && e.payload.step === 1).length;
-          if (done === perStep) killed.push(`training step 1: pid ${killEngine()}`);
-        }
-        // Kill 2: step 1 is recorded; step 2's rollouts are starting their model calls.
-        if (event.type === "step.finished" && event.payload.step === 1 && killed.length === 1) killed.push(`sampling step 2: pid ${killEngine()}`);
-      }),
-      collectRunEvents(runner.server.url, TOKEN, "restart-b", 900_000),
+      collectRunEvents(runner.server.url, TOKEN, "restart-a", 900_000, onEvent("a")),
+      collectRunEvents(runner.server.url, TOKEN, "restart-b", 900_000, onEvent("b")),
     ]);
     expect(killed).toHaveLength(2);
     expect(runner.server.supervisor.status().restarts).toBe(2);
