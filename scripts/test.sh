@@ -12,8 +12,12 @@ passed=0; failed=0; failures=()
 stage() {
   local name="$1"; shift
   log "── $name"
+  local started=$SECONDS
   if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+  # Each stage's time, so the whole stays well under CI's budget and a slow stage is seen.
+  timings+=("$name: $((SECONDS - started)) s")
 }
+timings=()
 
 stage "lint + types" npm run -s check
 stage "unit tests (vitest)" npx vitest run --project unit
@@ -25,6 +29,7 @@ if [ "${ROLLBOOK_SKIP_LEARNING:-0}" != 1 ]; then
   stage "learning benchmark (reward rises on CPU)" node --no-node-snapshot --import tsx bench/learning.ts --ci
 fi
 
+printf '%s\n' "${timings[@]}"
 [ "$failed" -eq 0 ] || log "failed: ${failures[*]}"
 echo "stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
