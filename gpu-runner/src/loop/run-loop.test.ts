@@ -374,8 +374,8 @@ export async function groupReward({ rollouts }: GroupRewardInput<{ word: string 
     // The judge (the local engine, base model) was asked once per group: 2 groups.
     const judged = engine.chats.filter((c) => c.messages[0]?.content === "rank these");
     expect(judged).toHaveLength(2);
-    // …as the run's own calls, for the engine's fair share between runs.
-    expect(judged.map((c) => c.user)).toEqual(["r", "r"]);
+    // …as the run's own calls ("<run>/judge": one more rollout of the run), for the engine's fair share.
+    expect(judged.map((c) => c.user)).toEqual(["r/judge", "r/judge"]);
   });
 });
 
