@@ -94,9 +94,13 @@ export async function unclaimRun(db: DbOrTx, runId: string, runnerId: string): P
 // --- the web server's own transitions ---------------------------------------------------------------------
 
 /** queued → running: the claimed runner accepted the start (attempt 1, or the attempt it was sent). */
-export function startRun(db: Db, runId: string, runnerId: string): Promise<boolean> {
+export async function startRun(db: Db, runId: string, runnerId: string): Promise<boolean> {
   const now = new Date();
-  return transition(db, runId, "start", { runnerId }, { startedAt: now, lastHeartbeatAt: now, attemptOpen: true });
+  if (await transition(db, runId, "start", { runnerId }, { startedAt: now, lastHeartbeatAt: now, attemptOpen: true })) return true;
+  // Ingestion may have stored the runner's run.started first (and, for a quick run, its end too): the run
+  // started all the same. Only a run stopped while the runner was starting it has no start recorded.
+  const row = await db.run.findUnique({ where: { id: runId }, select: { runnerId: true, startedAt: true } });
+  return row?.runnerId === runnerId && row.startedAt !== null;
 }
 
 /** running → lost: its runner has not answered since `since`. */
