@@ -35,7 +35,8 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(runsDir, "other-run"));
   fs.writeFileSync(path.join(runsDir, "other-run", "events.jsonl"), canary, { mode: 0o644 });
   process.env.ROLLBOOK_SANDBOX_CANARY = canary;
-  listener = net.createServer((s) => s.end("hello"));
+  // A client (the sandboxed server probing the network) may reset the connection: that is no error of this test.
+  listener = net.createServer((s) => s.on("error", () => {}).end("hello"));
   await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
   port = (listener.address() as net.AddressInfo).port;
 });
