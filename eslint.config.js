@@ -41,8 +41,26 @@ export default tseslint.config(
         {
           patterns: [
             {
-              regex: "gpu-runner/(?!contracts(/|$)|src/client$|src/net/[a-z-]+$|sdk/type-libs$)",
+              regex: "gpu-runner/(?!src/client$|src/net/[a-z-]+$)",
               message: "server/, app/ and components/ import only @contracts, the runner's client (@/gpu-runner/src/client) and the egress policy (@/gpu-runner/src/net/*).",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // The contracts are the top of the house: web, runner and SDK import them, they import none of those
+    // (only zod and each other), so the browser, the server and the runner can all load any of them.
+    files: ["contracts/**/*.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              regex: "^(@/)?(\\.\\./)*(server|components|app|features|gpu-runner|bench|scripts|e2e)(/|$)",
+              message: "contracts/ imports nothing from the web, the runner or the tools: only zod and other contracts.",
             },
           ],
         },

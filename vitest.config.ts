@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 import path from "node:path";
 
 const alias = {
-  "@contracts": path.resolve(import.meta.dirname, "gpu-runner/contracts/index.ts"),
+  "@contracts": path.resolve(import.meta.dirname, "contracts/index.ts"),
   "@": path.resolve(import.meta.dirname),
 };
 

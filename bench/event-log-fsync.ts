@@ -9,7 +9,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { RunConfig } from "../gpu-runner/contracts";
+import { RunConfig } from "../contracts";
 import { EventLog } from "../gpu-runner/src/events/event-log";
 import { syntheticTrajectory } from "../server/test/synthetic-events";
 

@@ -4,7 +4,7 @@
  * a hostile one that calls ctx.chat in tight loops (as many at once as limits.max_inflight_calls allows)
  * until its limit stops it. One place, so the bench measures what the test checks.
  */
-import type { ExperimentFiles, RunEvent, Trajectory } from "../gpu-runner/contracts";
+import type { ExperimentFiles, RunEvent, Trajectory } from "../contracts";
 import type { RunnerClient } from "../gpu-runner/src/client";
 
 const SCENARIO = `import type { RolloutContext } from "rollbook";

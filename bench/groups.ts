@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { RunEvent, Trajectory } from "../gpu-runner/contracts";
+import type { RunEvent, Trajectory } from "../contracts";
 
 type RewardFn = (input: { task: unknown; output: unknown; messages: unknown[] }) => { reward: number } | number;
 

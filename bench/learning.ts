@@ -30,7 +30,7 @@ import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createRunnerClient } from "../gpu-runner/src/client";
 import { readExperimentDir } from "../server/services/templates";
-import { BUNDLED_MCP_SERVERS, type RunEvent, type Trajectory } from "../gpu-runner/contracts";
+import { BUNDLED_MCP_SERVERS, type RunEvent, type Trajectory } from "../contracts";
 
 const MARGIN = 0.2;
 const root = path.resolve(import.meta.dirname, "..");

@@ -155,7 +155,7 @@ ensure_chromium() {
 web_build_inputs_hash() {
   (
     cd "$ROOT"
-    find app components server gpu-runner/src gpu-runner/contracts gpu-runner/sdk public prisma/schema.prisma \
+    find app components server gpu-runner/src contracts gpu-runner/sdk public prisma/schema.prisma \
       -type f \( -name '*.ts' -o -name '*.tsx' -o -name '*.js' -o -name '*.mjs' -o -name '*.css' -o -name '*.json' \
       -o -name '*.svg' -o -name '*.png' -o -name '*.ico' -o -name '*.prisma' -o -name '*.d.ts' \) \
       -not -name '*.test.ts' -not -name '*.servertest.ts' -not -path '*/node_modules/*' -print0 2>/dev/null |

@@ -3,7 +3,7 @@
  * the token itself) when it is short.
  */
 import { describe, expect, it } from "vitest";
-import { weakTokenWarning } from "@/gpu-runner/contracts/tokens";
+import { weakTokenWarning } from "@/contracts/tokens";
 import { loadEnv as loadServerEnv } from "./env";
 import { requireRunnerToken, startupRunnerToken } from "./runner-token";
 

@@ -3,7 +3,7 @@
  * (migrations, tests) need no runner; the web server refuses to start without it, and talking to the
  * configured runner without it fails with the same message.
  */
-import { RUNNER_TOKEN_MISSING, weakTokenWarning } from "@/gpu-runner/contracts/tokens";
+import { RUNNER_TOKEN_MISSING, weakTokenWarning } from "@/contracts/tokens";
 import type { ServerEnv } from "./env";
 import { AppError } from "./errors";
 

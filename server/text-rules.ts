@@ -8,7 +8,7 @@
  *   one-line fields   (names, tags, emails, runner names, URLs): no control characters at all (U+0000–U+001F,
  *                     U+007F) — a line break in a one-line field is what log and header injection use
  *
- * Experiment file names are held to a stricter pattern of their own (gpu-runner/contracts/experiment/files.ts).
+ * Experiment file names are held to a stricter pattern of their own (contracts/experiment/files.ts).
  * Imports zod only: the browser bundles it (runs-table-query.ts).
  */
 import type { z } from "zod";

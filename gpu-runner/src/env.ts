@@ -5,7 +5,7 @@
 import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
-import { RUNNER_TOKEN_MISSING } from "../contracts/tokens";
+import { RUNNER_TOKEN_MISSING } from "../../contracts/tokens";
 import { EgressAllowSetting } from "./net/egress-policy";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */

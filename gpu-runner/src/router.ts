@@ -11,7 +11,7 @@
  */
 import { tracked, TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { Diagnostic, ExperimentFiles, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../contracts";
+import { Diagnostic, ExperimentFiles, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../../contracts";
 import { authedProcedure, router } from "./trpc";
 
 export const ValidateOutput = z.object({ ok: z.boolean(), diagnostics: z.array(Diagnostic) });

@@ -7,7 +7,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ExperimentFiles, type RunEvent } from "../contracts";
+import { type ExperimentFiles, type RunEvent } from "../../contracts";
 import { createRunnerClient, type RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
 import type { RunnerServer } from "./server";
@@ -17,7 +17,7 @@ import { compileExperiment } from "./experiment/compile";
 import { executeRollout } from "./rollout/execute";
 import { createJudgeClient } from "./judge/judge-client";
 import { NO_MCP } from "./rollout/run-mcp";
-import { RunConfig } from "../contracts";
+import { RunConfig } from "../../contracts";
 
 const TOKEN = "servertest-token-0123456789";
 const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });

@@ -19,7 +19,7 @@ import { handleRunnerHttp, isRunnerHttpRoute, type RunnerHttpDeps } from "./http
 import { declaredBytes, sendRefusal, tooLargeMessage, trpcTooLarge } from "./http/body-cap";
 import { runnerRouter } from "./router";
 import { bearerToken, tokenMatches, type RunnerContext } from "./trpc";
-import { weakTokenWarning } from "../contracts/tokens";
+import { weakTokenWarning } from "../../contracts/tokens";
 
 export interface RunnerServer {
   port: number;

@@ -8,7 +8,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ExperimentFiles, type RunEvent } from "../contracts";
+import { type ExperimentFiles, type RunEvent } from "../../contracts";
 import type { RunnerClient } from "./client";
 import { loadEnv, REPO_ROOT } from "./env";
 import { startTestRunner, type TestRunner } from "./test-support/test-runner";

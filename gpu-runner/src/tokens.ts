@@ -1,6 +1,6 @@
 /**
  * Fresh secrets for the runner: the engine token it gives an engine it spawns when none is configured.
- * (What a token must be, and the messages about it: gpu-runner/contracts/tokens.ts.)
+ * (What a token must be, and the messages about it: contracts/tokens.ts.)
  */
 import { randomBytes } from "node:crypto";
 

@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import { RunConfig, RunEvent, type Trajectory } from "@contracts";
-import { mulberry32 } from "@/gpu-runner/contracts/random";
+import { mulberry32 } from "@/contracts/random";
 
 export interface SeedOptions {
   /** The user whose (first) workspace gets the run. */

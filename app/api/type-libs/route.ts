@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import type { TypeLib } from "@/gpu-runner/sdk/type-libs";
+import type { TypeLib } from "@/contracts/sdk/type-libs";
 
 // Per request (If-None-Match), not prerendered at build time.
 export const dynamic = "force-dynamic";
@@ -19,7 +19,7 @@ export const dynamic = "force-dynamic";
  * TypeScript file as the runner does.
  */
 async function loadTypeLibs(): Promise<TypeLib[]> {
-  const url = pathToFileURL(path.join(process.cwd(), "gpu-runner", "sdk", "type-libs.ts")).href;
+  const url = pathToFileURL(path.join(process.cwd(), "contracts", "sdk", "type-libs.ts")).href;
   const mod = (await import(/* turbopackIgnore: true */ /* webpackIgnore: true */ url)) as { sdkTypeLibs: () => TypeLib[] };
   return mod.sdkTypeLibs();
 }

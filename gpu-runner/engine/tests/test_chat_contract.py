@@ -1,4 +1,4 @@
-"""The pydantic chat contract against its zod source (gpu-runner/contracts/chat.ts); no model needed.
+"""The pydantic chat contract against its zod source (contracts/chat.ts); no model needed.
 
 The zod side is read through the JSON Schema zod emits (`z.toJSONSchema`, run by Node), not by regex over
 its source: every object's fields, which are required, enum values and numeric bounds are compared with the
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from rollbook_engine.contracts import chat
 
 REPO = Path(__file__).resolve().parents[3]
-FIXTURES = REPO / "gpu-runner" / "contracts" / "fixtures"
+FIXTURES = REPO / "contracts" / "fixtures"
 INT_RANGE = 9007199254740991  # zod's .int() bounds: no bound of the field's own
 
 # zod export → (pydantic model, side). Requests compare zod's input view (defaults make a field optional);
@@ -47,7 +47,7 @@ def zod_schemas() -> dict:
         pytest.fail("node and the repo's node_modules (tsx, zod) are needed to read the zod contract")
     out = subprocess.run(
         [node, "--import", "tsx", "--input-type=module", "-e", _EMIT,
-         str(REPO / "gpu-runner" / "contracts" / "chat.ts"), json.dumps(list(PAIRS))],
+         str(REPO / "contracts" / "chat.ts"), json.dumps(list(PAIRS))],
         cwd=REPO, capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 
@@ -178,7 +178,7 @@ def test_dumps_drop_absent_optional_fields_but_keep_required_nulls():
 
 
 def test_shared_chat_fixtures_parse_with_the_pydantic_models():
-    # The same files gpu-runner/contracts/fixtures.test.ts parses with zod.
+    # The same files contracts/fixtures.test.ts parses with zod.
     req = chat.ChatCompletionRequest.model_validate(json.loads((FIXTURES / "chat_request.json").read_text()))
     assert req.return_token_ids is True and req.messages[2].tool_calls
     assert req.continue_from is not None and req.continue_from.message_count == 3

@@ -13,7 +13,7 @@ from rollbook_engine.contracts.detokenize import DetokenizeRequest, DetokenizeRe
 from rollbook_engine.model_store import ModelStore
 from rollbook_engine.vocab_routes import router
 
-FIXTURE = Path(__file__).resolve().parents[2] / "contracts" / "fixtures" / "detokenize.json"
+FIXTURE = Path(__file__).resolve().parents[3] / "contracts" / "fixtures" / "detokenize.json"
 
 
 def test_fixture_parses_with_the_pydantic_mirror():

@@ -15,7 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from rollbook_engine.contracts.train import TrainerConfig, TrainMetrics, TrainRequest, TrainStreamLine
 
-CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"
+CONTRACTS = Path(__file__).resolve().parents[3] / "contracts"
 FIXTURE = CONTRACTS / "fixtures" / "train_request.json"
 
 

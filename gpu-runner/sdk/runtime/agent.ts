@@ -4,7 +4,7 @@
  * append the results as tool messages, repeat until it answers without a tool call or maxTurns is reached.
  * A hand-written loop over ctx.chat works the same way; this is only a convenience.
  */
-import type * as Sdk from "../rollbook";
+import type * as Sdk from "../../../contracts/sdk/rollbook";
 import { HostError } from "./host";
 import { formatToolResult } from "./tools";
 

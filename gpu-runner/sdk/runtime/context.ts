@@ -1,5 +1,5 @@
 /** The `ctx` a scenario receives: the task, the model (chat), MCP servers, log and metric. */
-import type * as Sdk from "../rollbook";
+import type * as Sdk from "../../../contracts/sdk/rollbook";
 import { HostError, host, unwrap, type McpServerInfo } from "./host";
 import { isTool, passthroughTool } from "./tools";
 import { show } from "./show";

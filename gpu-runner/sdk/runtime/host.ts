@@ -6,7 +6,7 @@
  * matters (sampled tokens, token counts, limits), so user code that calls the bridge directly gains nothing
  * over the SDK.
  */
-import type { ChatMessage, ChatResult, JudgeUsage, McpToolResult, ToolSpec } from "../rollbook";
+import type { ChatMessage, ChatResult, JudgeUsage, McpToolResult, ToolSpec } from "../../../contracts/sdk/rollbook";
 
 export type Envelope<T> = { ok: true; value: T } | { ok: false; name: string; message: string };
 

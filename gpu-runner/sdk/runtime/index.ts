@@ -3,7 +3,7 @@
  * is typed against ../rollbook.d.ts (the one source of the SDK's types), so the runtime cannot drift from
  * what the editor and the type check promise.
  */
-import type * as Sdk from "../rollbook";
+import type * as Sdk from "../../../contracts/sdk/rollbook";
 import * as judges from "./judges";
 
 export { tool } from "./tools";

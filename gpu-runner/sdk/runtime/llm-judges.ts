@@ -4,7 +4,7 @@
  * functions in ./judges; the model is the experiment's judge (config.json → judge), reached through
  * judgeChat, whose tokens and cost the runner counts.
  */
-import type * as Sdk from "../rollbook";
+import type * as Sdk from "../../../contracts/sdk/rollbook";
 import { HostError } from "./host";
 import { judgeChat } from "./judge-chat";
 import { JudgeParseError, buildJudgeMessages, buildRulerMessages, parseJudgeScore, parseRulerResponse } from "./judges";

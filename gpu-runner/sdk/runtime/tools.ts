@@ -5,7 +5,7 @@
  * `z.fromJSONSchema`, so both kinds are checked by the same code).
  */
 import * as z from "zod";
-import type * as Sdk from "../rollbook";
+import type * as Sdk from "../../../contracts/sdk/rollbook";
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 

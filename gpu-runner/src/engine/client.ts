@@ -11,7 +11,7 @@ import {
   TrainStreamLine,
   type ChatCompletionRequest,
   type TrainRequest,
-} from "../../contracts";
+} from "../../../contracts";
 
 export class EngineError extends Error {
   constructor(

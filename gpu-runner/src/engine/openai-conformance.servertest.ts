@@ -14,7 +14,7 @@ import path from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionChunk as OpenAIChunk } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ChatCompletionChunk, ChatCompletionResponse, DEFAULT_MODEL } from "../../contracts";
+import { ChatCompletionChunk, ChatCompletionResponse, DEFAULT_MODEL } from "../../../contracts";
 import { loadEnv, REPO_ROOT } from "../env";
 import { randomToken } from "../tokens";
 import { EngineSupervisor } from "./supervisor";

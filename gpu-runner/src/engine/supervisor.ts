@@ -12,7 +12,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { EngineClient } from "./client";
 import { randomToken } from "../tokens";
-import { type EngineHealth } from "../../contracts";
+import { type EngineHealth } from "../../../contracts";
 
 export type EngineState = "starting" | "ready" | "restarting" | "failed";
 

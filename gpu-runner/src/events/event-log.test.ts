@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { RunEvent } from "../../contracts";
+import { RunEvent } from "../../../contracts";
 import { EventLog, LogBehindError, LogWriteError, assertSafeRunId } from "./event-log";
 
 let dir: string;

@@ -20,7 +20,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { eventAttempt, NO_MASK, type RunEvent, type SecretMask } from "../../contracts";
+import { eventAttempt, NO_MASK, type RunEvent, type SecretMask } from "../../../contracts";
 import { LogWriteError } from "./write-failure";
 
 export { LogWriteError } from "./write-failure";

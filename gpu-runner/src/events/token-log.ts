@@ -6,7 +6,7 @@
  * export asks for them (GET /runs/<run>/tokens.jsonl, gpu-runner/src/http/routes.ts).
  */
 import path from "node:path";
-import type { TokenSequence } from "../../contracts";
+import type { TokenSequence } from "../../../contracts";
 import { appendWhole } from "./append-whole";
 import { assertSafeRunId } from "./event-log";
 

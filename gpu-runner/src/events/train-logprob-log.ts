@@ -8,7 +8,7 @@
  */
 import path from "node:path";
 import { z } from "zod";
-import type { TrainGroup, TrainedTokens } from "../../contracts";
+import type { TrainGroup, TrainedTokens } from "../../../contracts";
 import { appendWhole } from "./append-whole";
 import { assertSafeRunId } from "./event-log";
 

@@ -9,7 +9,7 @@
  */
 import path from "node:path";
 import * as esbuild from "esbuild";
-import type { Diagnostic } from "../../contracts";
+import type { Diagnostic } from "../../../contracts";
 import { REPO_ROOT } from "../env";
 import { classifyImport, importNotAllowed } from "./imports";
 

@@ -5,7 +5,7 @@
  * the sandbox (../sandbox/).
  */
 import { createHash } from "node:crypto";
-import type { Diagnostic } from "../../contracts";
+import type { Diagnostic } from "../../../contracts";
 import { typecheckExperiment } from "./typecheck";
 import { bundleExperiment } from "./bundle";
 

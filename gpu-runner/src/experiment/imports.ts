@@ -5,7 +5,7 @@
  * packages, URLs) is refused at compile time with a diagnostic at the import, rather than failing later.
  */
 import ts from "typescript";
-import { resolveRelativeImport, type Diagnostic } from "../../contracts";
+import { resolveRelativeImport, type Diagnostic } from "../../../contracts";
 
 /** Packages user code may import, mapped to what the bundler and the type checker load for them. */
 export const PACKAGE_IMPORTS = new Set(["rollbook", "zod", "zod/v4"]);

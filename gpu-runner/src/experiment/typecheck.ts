@@ -1,6 +1,6 @@
 /**
  * Type checks an experiment's TypeScript files together, in memory, against the ES2022 library and the
- * SDK's type libs only (rollbook, the sandbox's console, zod: gpu-runner/sdk/type-libs.ts — the same list
+ * SDK's type libs only (rollbook, the sandbox's console, zod: contracts/sdk/type-libs.ts — the same list
  * Monaco loads): no DOM and no Node types, because neither exists in the sandbox. Everything lives in a
  * virtual file system under /experiment/; nothing is looked up on disk but TypeScript's own lib files.
  * Library and SDK source files are parsed once per process and reused (TypeScript also keeps their binding
@@ -9,8 +9,8 @@
 import path from "node:path";
 import { readFileSync } from "node:fs";
 import ts from "typescript";
-import { codePaths, USER_CODE_COMPILER_FLAGS, type Diagnostic } from "../../contracts";
-import { sdkTypeLibs, SANDBOX_GLOBALS_PATH, SDK_DTS_PATH } from "../../sdk/type-libs";
+import { codePaths, USER_CODE_COMPILER_FLAGS, type Diagnostic } from "../../../contracts";
+import { sdkTypeLibs, SANDBOX_GLOBALS_PATH, SDK_DTS_PATH } from "../../../contracts/sdk/type-libs";
 import { checkImports, classifyImport, findImports } from "./imports";
 
 const ROOT = "/experiment/";

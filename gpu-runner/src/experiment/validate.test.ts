@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ExperimentFiles } from "../../contracts";
+import type { ExperimentFiles } from "../../../contracts";
 import { validateExperiment } from "./validate";
 
 const TEMPLATE = new URL("../../../templates/say-the-word/", import.meta.url);

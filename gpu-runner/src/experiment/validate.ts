@@ -4,7 +4,7 @@
  * scenario's taskSchema), and report every problem of every file together, so a user is not sent round
  * one error at a time.
  */
-import { parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../contracts";
+import { parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../../contracts";
 import { inspectExperiment, type ExperimentExports } from "../sandbox/inspect";
 import { type CompiledExperiment, compileExperiment } from "./compile";
 import { type TaskRow, parseTasks } from "./tasks";

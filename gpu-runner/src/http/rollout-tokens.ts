@@ -6,7 +6,7 @@
 import fs from "node:fs";
 import readline from "node:readline";
 import { z } from "zod";
-import { TokenSequence, type RolloutTokens, type RolloutTraining } from "../../contracts";
+import { TokenSequence, type RolloutTokens, type RolloutTraining } from "../../../contracts";
 import { tokenLogFile } from "../events/token-log";
 import { TrainLogprobLine, trainLogprobFile } from "../events/train-logprob-log";
 

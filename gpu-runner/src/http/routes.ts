@@ -24,7 +24,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../contracts";
+import { jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../../contracts";
 import { modelRefProblem } from "../loop/run-owner";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";

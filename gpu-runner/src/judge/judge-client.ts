@@ -7,8 +7,8 @@
  * runner can count them per rollout and per run.
  */
 import OpenAI from "openai";
-import { SecretMask, type ChatMessage, type JudgeConfig } from "../../contracts";
-import type { JudgeUsage } from "../../sdk/rollbook";
+import { SecretMask, type ChatMessage, type JudgeConfig } from "../../../contracts";
+import type { JudgeUsage } from "../../../contracts/sdk/rollbook";
 import type { EngineClient } from "../engine/client";
 import { egressUrlProblem } from "../net/egress-check";
 import { type EgressAllow, egressRefusalIn, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Trajectory } from "../../contracts";
+import type { Trajectory } from "../../../contracts";
 import { EmptyStepGuard } from "./empty-steps";
 
 const t = (reward: number | null, error: string | null = null): Trajectory =>

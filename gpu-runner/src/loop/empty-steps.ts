@@ -7,7 +7,7 @@
  * A step with valid rollouts that merely tie (all 0) is not "empty" here: that is reward collapse, the
  * pathology flags' business, and the run may still learn.
  */
-import type { LimitsConfig, Trajectory } from "../../contracts";
+import type { LimitsConfig, Trajectory } from "../../../contracts";
 import { isTrainableGroup } from "./metrics";
 
 export class EmptyStepGuard {

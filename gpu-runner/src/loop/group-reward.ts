@@ -5,7 +5,7 @@
  * out evenly over the group. If the group reward fails, those rollouts fail with its error (kind "reward")
  * and leave training, rather than training on rewards the experiment did not mean.
  */
-import type { RunConfig } from "../../contracts";
+import type { RunConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { TaskRow } from "../experiment/tasks";
 import type { ExecutedRollout, RolloutServices } from "../rollout/execute";

@@ -12,7 +12,7 @@ import {
   type InitFrom,
   type TrainRequest,
   type TrainStreamLine,
-} from "../../contracts";
+} from "../../../contracts";
 import { compileExperiment } from "../experiment/compile";
 import { parseTasks } from "../experiment/tasks";
 import { createJudgeClient } from "../judge/judge-client";

@@ -5,7 +5,7 @@
  * again when training starts (the engine may have been loading at start). The engine's /train checks the
  * rest (base model, LoRA shape) against the checkpoint's own files.
  */
-import type { InitFrom } from "../../contracts";
+import type { InitFrom } from "../../../contracts";
 import type { EngineClient } from "../engine/client";
 
 /** The model a fork samples its first step from (and evaluates at step 0). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { StepMetrics, type Trajectory, type TrainMetrics } from "../../contracts";
+import { StepMetrics, type Trajectory, type TrainMetrics } from "../../../contracts";
 import { computeEvalMetrics, computeStepMetrics, isTrainableGroup, std } from "./metrics";
 
 function traj(group: number, reward: number | null, completion = 10, error = false): Trajectory {

@@ -1,5 +1,5 @@
 /** Step and eval metrics from a step's finished rollouts (pure functions: unit tested). */
-import { type EvalMetrics, type StepMetrics, type Trajectory, type TrainMetrics } from "../../contracts";
+import { type EvalMetrics, type StepMetrics, type Trajectory, type TrainMetrics } from "../../../contracts";
 
 export function mean(xs: readonly number[]): number | null {
   return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null;

@@ -11,7 +11,7 @@ import {
   type ChatCompletionResponse,
   type TrainRequest,
   type TrainStreamLine,
-} from "../../contracts";
+} from "../../../contracts";
 import { compileExperiment, type CompiledExperiment } from "../experiment/compile";
 import { parseTasks } from "../experiment/tasks";
 import { type RunEventInput } from "../events/event-log";

@@ -16,7 +16,7 @@ import {
   type TrainMetrics,
   type RunEvent,
   type Trajectory,
-} from "../../contracts";
+} from "../../../contracts";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient } from "../engine/client";

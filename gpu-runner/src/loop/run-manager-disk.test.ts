@@ -10,7 +10,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ChatCompletionResponse, type ExperimentFiles, type RunEvent, type TrainStreamLine } from "../../contracts";
+import { type ChatCompletionResponse, type ExperimentFiles, type RunEvent, type TrainStreamLine } from "../../../contracts";
 import { REPO_ROOT } from "../env";
 import { EventLog } from "../events/event-log";
 import { type RunEngine } from "./run-loop";

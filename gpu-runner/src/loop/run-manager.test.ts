@@ -6,7 +6,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type ExperimentFiles } from "../../contracts";
+import { type ExperimentFiles } from "../../../contracts";
 import { REPO_ROOT } from "../env";
 import { EventLog } from "../events/event-log";
 import { type RunEngine } from "./run-loop";

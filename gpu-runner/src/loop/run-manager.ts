@@ -22,9 +22,9 @@ import {
   formatZodIssues,
   resolveMcpConfig,
   SecretMask,
-} from "../../contracts";
+} from "../../../contracts";
 import { setMaxListeners } from "node:events";
-import { findKeyOffset, offsetToPosition } from "../../contracts";
+import { findKeyOffset, offsetToPosition } from "../../../contracts";
 import { validateExperiment } from "../experiment/validate";
 import { rescoreTrajectories } from "../rescore/rescore";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";

@@ -7,7 +7,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { parseCheckpointModel } from "../../contracts";
+import { parseCheckpointModel } from "../../../contracts";
 import { assertSafeRunId } from "../events/event-log";
 
 const FILE = "workspace.json";

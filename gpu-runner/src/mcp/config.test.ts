@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatZodIssues, McpConfig, McpServerDefinition, mcpDefinitionsUsed, resolveMcpConfig } from "../../contracts";
+import { formatZodIssues, McpConfig, McpServerDefinition, mcpDefinitionsUsed, resolveMcpConfig } from "../../../contracts";
 import { loadEnv as loadRunnerEnv } from "../env";
 
 // The runner has no default token: every environment here gives one.

@@ -9,7 +9,7 @@ import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdi
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { type CallToolResult, ErrorCode, McpError as SdkMcpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { McpConfig, McpLaunchServer, McpServerStatus, ToolSpec } from "../../contracts";
+import type { McpConfig, McpLaunchServer, McpServerStatus, ToolSpec } from "../../../contracts";
 import { describeError, isConnectionFailure, McpError, seconds } from "./errors";
 import { endGroup, trackGroup } from "./process-group";
 import type { StdioSandboxSettings } from "./sandbox";

@@ -5,7 +5,7 @@
  *   npx vitest run --project server gpu-runner/src/mcp/everything.servertest.ts
  */
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
+import { McpLaunchConfig, type McpServerStatus } from "../../../contracts";
 import { REPO_ROOT } from "../env";
 import { McpError, McpHub } from "./index";
 import { descendants, isAlive, LOOPBACK, startEverythingHttp, type EverythingHttp, waitUntil } from "./test-support";

@@ -12,7 +12,7 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { McpLaunchConfig, type McpServerStatus } from "../../contracts";
+import { McpLaunchConfig, type McpServerStatus } from "../../../contracts";
 import { loadEnv, REPO_ROOT } from "../env";
 import { McpError, McpHub, type McpConnectOptions } from "./index";
 import { descendants, FIXTURES, freePort, isAlive, LOOPBACK, readPids, waitUntil } from "./test-support";

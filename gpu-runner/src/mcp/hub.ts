@@ -4,7 +4,7 @@
  * logs status(), and closes it when the run ends, whatever way it ends. connect() and close() never
  * throw; a broken server costs only the rollouts that call it.
  */
-import type { McpLaunchConfig, McpServerStatus, ToolSpec } from "../../contracts";
+import type { McpLaunchConfig, McpServerStatus, ToolSpec } from "../../../contracts";
 import { type ConnectionHost, type McpCallOptions, McpConnection } from "./connection";
 import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { McpError } from "./errors";

@@ -8,7 +8,7 @@
  * runAgent answers in the conversation; an unavailable, hung or broken server is the rollout's failure
  * (McpError, kind "mcp").
  */
-import { NO_MASK, type McpLaunchConfig, type McpServerStatus, type SecretMask } from "../../contracts";
+import { NO_MASK, type McpLaunchConfig, type McpServerStatus, type SecretMask } from "../../../contracts";
 import type { McpConnection } from "../loop/run-loop";
 import type { RunMcp } from "../rollout/run-mcp";
 import { McpError } from "./errors";

@@ -11,7 +11,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { McpLaunchConfig } from "../../contracts";
+import { McpLaunchConfig } from "../../../contracts";
 import { REPO_ROOT } from "../env";
 import { McpHub } from "./index";
 import { findBwrap, SANDBOX_UID, type StdioSandboxSettings } from "./sandbox";

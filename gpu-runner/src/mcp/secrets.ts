@@ -5,7 +5,7 @@
  * environment is never reachable by reference: an experiment author must not be able to send, say,
  * RUNNER_TOKEN to a server of their choosing.
  */
-import { SECRET_REF } from "../../contracts";
+import { SECRET_REF } from "../../../contracts";
 
 export interface McpSecrets {
   /** The run's workspace secrets, by name. */

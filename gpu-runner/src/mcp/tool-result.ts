@@ -5,7 +5,7 @@
  * the context window or the stored trajectory.
  */
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
-import type { ToolSpec } from "../../contracts";
+import type { ToolSpec } from "../../../contracts";
 
 export interface McpToolResult {
   /** Text for the model: text content joined by newlines, other content summarised in [brackets]. */

@@ -8,7 +8,7 @@ import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import type { McpLaunchServer } from "../../contracts";
+import type { McpLaunchServer } from "../../../contracts";
 import { type EgressAllow, NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 import { createGuardedFetch } from "../net/guarded-fetch";
 import type { StdioSandboxSettings } from "./sandbox";

@@ -3,7 +3,7 @@
  * MCP server's url), checked against the egress policy when the run starts: a refused one is reported
  * there, at its key, before any rollout depends on it. The connections are checked again when made.
  */
-import type { RunConfig } from "../../contracts";
+import type { RunConfig } from "../../../contracts";
 import { egressUrlProblem, type LookupAll } from "./egress-check";
 import type { EgressAllow } from "./egress-policy";
 

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { RunConfig, type ChatCompletionRequest, type ChatCompletionResponse, type ExperimentFiles, type RescoreTrajectory } from "../../contracts";
+import { RunConfig, type ChatCompletionRequest, type ChatCompletionResponse, type ExperimentFiles, type RescoreTrajectory } from "../../../contracts";
 import type { EngineClient } from "../engine/client";
 import { compileExperiment } from "../experiment/compile";
 import { executeRollout } from "../rollout/execute";

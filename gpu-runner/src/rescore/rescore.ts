@@ -14,8 +14,8 @@
  */
 import { setMaxListeners } from "node:events";
 import type { z } from "zod";
-import { type LimitsConfig, RescoreRequest, type RescoreResponse, type RescoredTrajectory, type RescoreTrajectory, type RolloutError } from "../../contracts";
-import { RESCORE_BUDGET_MS, SecretMask } from "../../contracts";
+import { type LimitsConfig, RescoreRequest, type RescoreResponse, type RescoredTrajectory, type RescoreTrajectory, type RolloutError } from "../../../contracts";
+import { RESCORE_BUDGET_MS, SecretMask } from "../../../contracts";
 import { modelRefProblem } from "../loop/run-owner";
 import type { EngineClient } from "../engine/client";
 import type { CompiledExperiment } from "../experiment/compile";

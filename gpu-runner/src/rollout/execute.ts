@@ -16,8 +16,8 @@ import {
   type Trajectory,
   type TrajectoryTurn,
   type TrainSample,
-} from "../../contracts";
-import type { ChatResult } from "../../sdk/rollbook";
+} from "../../../contracts";
+import type { ChatResult } from "../../../contracts/sdk/rollbook";
 import { runRollout, type RolloutHost } from "../sandbox/run-rollout";
 import type { ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";

@@ -2,7 +2,7 @@
  * What a rollout needs from the run's MCP servers (the run's McpHub implements it; see gpu-runner/src/mcp/).
  * Kept as a small interface so the rollout code does not depend on how servers are connected.
  */
-import type { McpToolResult } from "../../sdk/rollbook";
+import type { McpToolResult } from "../../../contracts/sdk/rollbook";
 import type { McpServerInfo } from "../../sdk/runtime/host";
 
 export interface RunMcp {

@@ -2,7 +2,7 @@
  * Deterministic seeds. Every sampling call and every shuffle derives its seed from the run seed and its
  * coordinates (step, group, rollout, turn), so re-running a run — or resuming it — samples the same way.
  */
-import { mulberry32 } from "../../contracts/random";
+import { mulberry32 } from "../../../contracts/random";
 
 /** FNV-1a over the parts, folded to a non-negative 31-bit integer (safe for every backend's seed). */
 export function deriveSeed(...parts: (number | string)[]): number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TrainSample } from "../../contracts";
+import { TrainSample } from "../../../contracts";
 import { buildSequences, buildTrainSample, TrainingSampleError, type SampledTurn } from "./training-sample";
 
 describe("buildSequences", () => {

@@ -5,7 +5,7 @@
  * completion token ids + logprobs; consecutive turns are stitched into one sequence when the next prompt
  * starts with everything seen so far, else (the chat template rewrote history) a new sequence starts.
  */
-import { type TokenSequence, type TrainSample } from "../../contracts";
+import { type TokenSequence, type TrainSample } from "../../../contracts";
 
 /** One model call of a rollout, as the engine returned it. */
 export interface SampledTurn {

@@ -18,7 +18,7 @@
  *   the in-flight bound or the per-rollout budget, log lines past the cap, metric names past the cap.
  * The runner checks every one of these again on its side (bridge.ts); this is the first line, not the only.
  */
-import type { LimitsConfig } from "../../contracts";
+import type { LimitsConfig } from "../../../contracts";
 import { SANDBOX_CAPS } from "./caps";
 
 export const BOOTSTRAP_FILENAME = "rollbook-sandbox.js";

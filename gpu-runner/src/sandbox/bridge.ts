@@ -7,8 +7,8 @@
  * owns about a rollout (its log, its metrics, judge tokens and cost) is recorded here, where user code
  * cannot reach it. Every cap the glue applies is applied here again: this side is the authority.
  */
-import type { ChatMessage, LimitsConfig } from "../../contracts";
-import type { ChatResult, JudgeUsage, McpToolResult } from "../../sdk/rollbook";
+import type { ChatMessage, LimitsConfig } from "../../../contracts";
+import type { ChatResult, JudgeUsage, McpToolResult } from "../../../contracts/sdk/rollbook";
 import type { McpServerInfo } from "../../sdk/runtime/host";
 import { SANDBOX_CAPS, capText } from "./caps";
 import { type ChatOptions, type JudgeOptions, type Parsed, parseChatRequest, parseJudgeRequest, parseMcpCallRequest } from "./chat-args";

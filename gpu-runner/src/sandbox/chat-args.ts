@@ -9,7 +9,7 @@
  * count of content characters alone would let a million empty messages or a megabyte `name` through.
  */
 import { z } from "zod";
-import { ChatCompletionRequest, ChatMessage, type LimitsConfig } from "../../contracts";
+import { ChatCompletionRequest, ChatMessage, type LimitsConfig } from "../../../contracts";
 import { MAX_MCP_NAME_CHARS } from "./bootstrap";
 
 /** ctx.chat's options (the SDK's ChatOptions, tools already turned into specs by the SDK runtime). */

@@ -5,7 +5,7 @@
  * found before a single rollout runs.
  */
 import { z } from "zod";
-import type { LimitsConfig, RolloutError } from "../../contracts";
+import type { LimitsConfig, RolloutError } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, createBridge } from "./bridge";
 import { Failure, classify, errorText, userStack } from "./outcome";

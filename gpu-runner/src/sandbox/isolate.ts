@@ -9,7 +9,7 @@
  * The process must run Node with `--no-node-snapshot` (isolated-vm's requirement on Node ≥ 20).
  */
 import ivm from "isolated-vm";
-import type { LimitsConfig } from "../../contracts";
+import type { LimitsConfig } from "../../../contracts";
 import { BOOTSTRAP_FILENAME, BRIDGE_FUNCTIONS, REF_GLOBAL_PREFIX, bootstrapSource, type BridgeFunction } from "./bootstrap";
 import { Watchdog } from "./watchdog";
 import { ENTRY_FUNCTIONS, type EntryFunction } from "./worker/protocol";

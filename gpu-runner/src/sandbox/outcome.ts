@@ -4,7 +4,7 @@
  * (wall clock, CPU, memory, abort) and sandbox-process deaths are worded with the limit that caused them.
  */
 import { z } from "zod";
-import type { LimitsConfig, RolloutError } from "../../contracts";
+import type { LimitsConfig, RolloutError } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { BOOTSTRAP_FILENAME } from "./bootstrap";
 import { SANDBOX_CAPS, capText } from "./caps";

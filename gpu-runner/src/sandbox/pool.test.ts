@@ -6,7 +6,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { LimitsConfig } from "../../contracts";
+import { LimitsConfig } from "../../../contracts";
 import { type CompiledExperiment, compileExperiment } from "../experiment/compile";
 import { addressSpaceMb } from "./pool";
 import { type RolloutHost, runRollout } from "./run-rollout";

@@ -6,7 +6,7 @@
  * the reason. A call fails with a SandboxFailure: user code threw, a limit stopped it, or the process died.
  */
 import { z } from "zod";
-import type { LimitsConfig } from "../../contracts";
+import type { LimitsConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { Bridge } from "./bridge";
 import { PausableTimer } from "./pausable-timer";

@@ -5,8 +5,8 @@
  *   npx vitest run --project unit gpu-runner/src/sandbox/rollout-clock.test.ts
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { LimitsConfig } from "../../contracts";
-import type { ChatResult } from "../../sdk/rollbook";
+import { LimitsConfig } from "../../../contracts";
+import type { ChatResult } from "../../../contracts/sdk/rollbook";
 import { compileExperiment } from "../experiment/compile";
 import { FairQueue } from "../engine/fair-queue";
 import { PausableTimer } from "./pausable-timer";

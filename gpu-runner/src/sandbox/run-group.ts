@@ -4,7 +4,7 @@
  * runner keeps the earlier ones as the metric `independent_reward`.
  */
 import { z } from "zod";
-import type { ChatMessage, LimitsConfig, RolloutError } from "../../contracts";
+import type { ChatMessage, LimitsConfig, RolloutError } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
 import { SANDBOX_CAPS } from "./caps";

@@ -4,8 +4,8 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { LimitsConfig, type ChatMessage } from "../../contracts";
-import type { ChatResult } from "../../sdk/rollbook";
+import { LimitsConfig, type ChatMessage } from "../../../contracts";
+import type { ChatResult } from "../../../contracts/sdk/rollbook";
 import { type CompiledExperiment, compileExperiment } from "../experiment/compile";
 import { type RolloutHost, type RolloutInput, runRollout } from "./run-rollout";
 

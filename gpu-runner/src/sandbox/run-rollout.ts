@@ -5,7 +5,7 @@
  * process of its own (pool.ts), so one rollout's crash, hang or memory bomb cannot touch another or the runner.
  */
 import { z } from "zod";
-import type { ChatMessage, LimitsConfig, RolloutError } from "../../contracts";
+import type { ChatMessage, LimitsConfig, RolloutError } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
 import { SANDBOX_CAPS } from "./caps";

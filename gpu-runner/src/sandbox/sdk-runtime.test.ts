@@ -4,8 +4,8 @@
  * the test's own RolloutHost (the runner's side of the bridge), scripted turn by turn.
  */
 import { describe, expect, it } from "vitest";
-import { LimitsConfig, type ChatMessage, type ToolCall } from "../../contracts";
-import type { ChatResult } from "../../sdk/rollbook";
+import { LimitsConfig, type ChatMessage, type ToolCall } from "../../../contracts";
+import type { ChatResult } from "../../../contracts/sdk/rollbook";
 import { compileExperiment, type CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, type RolloutInput, runRollout } from "./run-rollout";
 import { runGroupReward } from "./run-group";

@@ -6,7 +6,7 @@
  */
 import ivm from "isolated-vm";
 import { afterEach, describe, expect, it } from "vitest";
-import { LimitsConfig } from "../../contracts";
+import { LimitsConfig } from "../../../contracts";
 import { Watchdog } from "./watchdog";
 
 const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 10_000, cpu_timeout_ms: 300, memory_mb: 32 });

@@ -13,7 +13,7 @@
  * against it return without waiting on a promise that may never settle.
  */
 import type ivm from "isolated-vm";
-import type { LimitsConfig } from "../../contracts";
+import type { LimitsConfig } from "../../../contracts";
 import type { StopReason } from "./worker/protocol";
 import { PausableTimer } from "./pausable-timer";
 import { ABSOLUTE_LIMIT_FACTOR } from "./rollout-clock";

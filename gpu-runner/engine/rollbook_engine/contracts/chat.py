@@ -1,4 +1,4 @@
-"""Mirror of gpu-runner/contracts/chat.ts: the engine's OpenAI-compatible chat API.
+"""Mirror of contracts/chat.ts: the engine's OpenAI-compatible chat API.
 
 Field names, optionality, defaults and bounds follow the zod schemas one to one (tests/test_chat_contract.py
 compares these models with the zod file's JSON Schema); the field docs live there, in `.describe()`. Unknown

@@ -1,6 +1,6 @@
-"""Pydantic mirror of gpu-runner/contracts/detokenize.ts (POST /detokenize): token ids → text pieces.
+"""Pydantic mirror of contracts/detokenize.ts (POST /detokenize): token ids → text pieces.
 
-Both sides parse gpu-runner/contracts/fixtures/detokenize.json (tests/test_detokenize.py, fixtures.test.ts).
+Both sides parse contracts/fixtures/detokenize.json (tests/test_detokenize.py, fixtures.test.ts).
 """
 
 from __future__ import annotations

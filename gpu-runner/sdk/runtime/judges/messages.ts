@@ -5,7 +5,7 @@
  */
 
 // The SDK's own message types: the judges read exactly what rollouts record.
-import type { ChatMessage, ToolCall } from "../../rollbook";
+import type { ChatMessage, ToolCall } from "../../../../contracts/sdk/rollbook";
 export type { ChatMessage, ToolCall };
 
 /**

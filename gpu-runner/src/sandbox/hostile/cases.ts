@@ -7,7 +7,7 @@
  */
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { LimitsConfig, type RolloutError } from "../../../contracts";
+import { LimitsConfig, type RolloutError } from "../../../../contracts";
 
 export interface HostileCase {
   /** The task's `case`: which attack the rollout makes. */

@@ -7,8 +7,8 @@
  */
 import ivm from "isolated-vm";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { ChatMessage } from "../../../contracts";
-import type { ChatResult } from "../../../sdk/rollbook";
+import type { ChatMessage } from "../../../../contracts";
+import type { ChatResult } from "../../../../contracts/sdk/rollbook";
 import { mapConcurrent } from "../../loop/pool";
 import { type CompiledExperiment, compileExperiment } from "../../experiment/compile";
 import { REMOVED_GLOBALS } from "../bootstrap";

@@ -14,7 +14,7 @@ import v8 from "node:v8";
 import vm from "node:vm";
 import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ExperimentFiles, type RunEvent, type Trajectory } from "../../../contracts";
+import { type ExperimentFiles, type RunEvent, type Trajectory } from "../../../../contracts";
 import type { RunnerClient } from "../../client";
 import { loadEnv, REPO_ROOT } from "../../env";
 import type { RunnerServer } from "../../server";

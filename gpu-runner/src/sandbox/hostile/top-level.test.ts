@@ -4,7 +4,7 @@
  * (not the longer one the task check gets), the heap limit, and a sandbox process that may die for it.
  */
 import { describe, expect, it } from "vitest";
-import { LimitsConfig } from "../../../contracts";
+import { LimitsConfig } from "../../../../contracts";
 import { type CompiledExperiment, compileExperiment } from "../../experiment/compile";
 import { validateExperiment } from "../../experiment/validate";
 import { inspectExperiment } from "../inspect";

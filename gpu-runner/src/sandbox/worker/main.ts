@@ -5,7 +5,7 @@
  * up on — happens to this process and not to the runner: the runner sees it exit and fails that one rollout.
  * The runner bundles this file with esbuild and starts it with a minimal environment (pool.ts).
  */
-import type { LimitsConfig } from "../../../contracts";
+import type { LimitsConfig } from "../../../../contracts";
 import { SANDBOX_CAPS, capText } from "../caps";
 import { openSandbox, type Sandbox } from "../isolate";
 import { StopError } from "../watchdog";

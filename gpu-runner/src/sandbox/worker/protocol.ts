@@ -6,7 +6,7 @@
  * Types only: the sandbox process trusts the runner; the runner validates every message it receives
  * (remote.ts), as the process runs hostile code beside its own.
  */
-import type { LimitsConfig } from "../../../contracts";
+import type { LimitsConfig } from "../../../../contracts";
 
 export const ENTRY_FUNCTIONS = ["describe", "checkTasks", "runScenario", "runReward", "runGroupReward"] as const;
 export type EntryFunction = (typeof ENTRY_FUNCTIONS)[number];

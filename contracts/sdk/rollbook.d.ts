@@ -3,8 +3,8 @@
  *
  * This file is the one source of the SDK's types. Monaco loads it as the module "rollbook" (hovers and
  * completions), the runner type-checks user code against it, the runtime that runs inside the sandbox
- * (gpu-runner/sdk/runtime/) is typed against it, and gpu-runner/sdk/sdk-contract.typetest.ts ties its chat
- * types to the runtime contracts (gpu-runner/contracts/chat.ts), so none of them can drift.
+ * (gpu-runner/sdk/runtime/) is typed against it, and contracts/sdk/sdk-contract.typetest.ts ties its chat
+ * types to the runtime contracts (contracts/chat.ts), so none of them can drift.
  *
  * User code runs in a V8 isolate: no Node APIs, no network, no timers. The model is reached only through
  * `ctx.chat` (every sampled token is recorded by the runner itself, so user code cannot forge training

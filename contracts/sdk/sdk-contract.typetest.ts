@@ -1,11 +1,11 @@
 /**
  * A type test (checked by `npm run check`, no runtime): the SDK's declarations (rollbook.d.ts, the one
  * source of the types user code sees) must equal the runtime contracts the runner validates with
- * (gpu-runner/contracts/chat.ts). If a field is renamed, retyped or added on one side only, this file
+ * (contracts/chat.ts). If a field is renamed, retyped or added on one side only, this file
  * stops compiling.
  */
 import type { z } from "zod";
-import type { ChatChoice, ChatCompletionRequest, ChatMessage, ToolCall, ToolChoice, ToolSpec } from "../contracts";
+import type { ChatChoice, ChatCompletionRequest, ChatMessage, ToolCall, ToolChoice, ToolSpec } from "..";
 import type * as Sdk from "./rollbook";
 
 /** Exact type equality (not mere assignability). */
