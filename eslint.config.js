@@ -1,6 +1,7 @@
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import reactHooks from "eslint-plugin-react-hooks";
+import featureBoundaries from "./scripts/eslint/feature-boundaries.js";
 
 export default tseslint.config(
   {
@@ -33,7 +34,7 @@ export default tseslint.config(
     // The web tier reaches the runner only through the contracts and the runner's client (plus the SDK's
     // type libs for the editor): never its internals, which belong to a process that may be on another box.
     // src/net/ is no internal of the runner's process: the egress policy both processes enforce, kept once.
-    files: ["server/**/*.ts", "app/**/*.ts", "app/**/*.tsx", "components/**/*.ts", "components/**/*.tsx"],
+    files: ["server/**/*.ts", "app/**/*.ts", "app/**/*.tsx", "components/**/*.ts", "components/**/*.tsx", "features/**/*.ts", "features/**/*.tsx"],
     ignores: ["**/*.test.ts", "**/*.servertest.ts", "server/test/**"],
     rules: {
       "no-restricted-imports": [
@@ -42,12 +43,18 @@ export default tseslint.config(
           patterns: [
             {
               regex: "gpu-runner/(?!src/client$|src/net/[a-z-]+$)",
-              message: "server/, app/ and components/ import only @contracts, the runner's client (@/gpu-runner/src/client) and the egress policy (@/gpu-runner/src/net/*).",
+              message: "server/, app/, components/ and features/ import only @contracts, the runner's client (@/gpu-runner/src/client) and the egress policy (@/gpu-runner/src/net/*).",
             },
           ],
         },
       ],
     },
+  },
+  {
+    // Feature slices: browser code never imports server code; features meet only at their entry files.
+    files: ["features/**/*.{ts,tsx}", "components/**/*.{ts,tsx}", "server/**/*.ts", "app/**/*.{ts,tsx}"],
+    plugins: { rollbook: { rules: { "feature-boundaries": featureBoundaries } } },
+    rules: { "rollbook/feature-boundaries": "error" },
   },
   {
     // The contracts are the top of the house: web, runner and SDK import them, they import none of those

@@ -1,10 +1,12 @@
 import { defineConfig } from "vitest/config";
 import path from "node:path";
 
-const alias = {
-  "@contracts": path.resolve(import.meta.dirname, "contracts/index.ts"),
-  "@": path.resolve(import.meta.dirname),
-};
+// "@contracts" alone is the package's index; "@contracts/<file>" one of its files (as in tsconfig.json).
+const alias = [
+  { find: /^@contracts$/, replacement: path.resolve(import.meta.dirname, "contracts/index.ts") },
+  { find: /^@contracts\//, replacement: path.resolve(import.meta.dirname, "contracts") + "/" },
+  { find: /^@\//, replacement: path.resolve(import.meta.dirname) + "/" },
+];
 
 // Unit tests need no services; server tests talk to a real Postgres. isolated-vm needs the `forks` pool
 // with --no-node-snapshot (the threads pool fails to load it).

@@ -1,7 +1,7 @@
 /**
  * The long chaos cases (issue 17, deliverable 6), on real processes: each breaks one thing mid-run and then
  * compares the runner's log (events.jsonl) = the database's events and trajectories = what a page following
- * the run folded (components/run/run-live.ts + run-state.ts over socket.io) — no gap, no duplicate — and checks
+ * the run folded (features/run-view/components/run-live.ts + run-state.ts over socket.io) — no gap, no duplicate — and checks
  * that the run's final status is the true one. The short versions are in `npm test` (server/chaos/,
  * server/realtime/delivery.servertest.ts, multi-web.servertest.ts); this is not.
  *

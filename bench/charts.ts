@@ -24,8 +24,8 @@ import { createRequire } from "node:module";
 import { chromium } from "playwright-core";
 import { openDatabase } from "../server/db";
 import { createPgDatabase, dropPgDatabase } from "../server/db-migrate";
-import { runSeries, type SeriesX } from "../server/services/run-series";
-import { forgetRunColumns } from "../server/services/run-series-columns";
+import { runSeries, type SeriesX } from "@/features/metrics/server";
+import { forgetRunColumns } from "@/features/metrics/server";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

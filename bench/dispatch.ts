@@ -1,6 +1,6 @@
 /**
  * Dispatch overhead: a run written `queued` → started on a free runner (the runner accepted it and the row
- * says `running`), through the real dispatcher (server/services/dispatcher.ts) and a REAL runner process
+ * says `running`), through the real dispatcher (features/run-lifecycle/server/dispatcher.ts) and a REAL runner process
  * (gpu-runner/src/server.ts, engine pointed at a closed port: start answers once the run is accepted; the
  * run then waits for an engine and is stopped, untimed).
  *
@@ -20,9 +20,9 @@ import path from "node:path";
 import { openDatabase } from "../server/db";
 import { createPgDatabase, dropPgDatabase } from "../server/db-migrate";
 import { registerRunner, resolveRunner, runnerById } from "../server/runner-client";
-import { dispatcherFor } from "../server/services/dispatcher";
-import { startRun } from "../server/services/runs";
-import { ensureDefaultExperiment } from "../server/services/workspace";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { startRun } from "@/features/runs/server";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
 import { spawnTs, stopChild } from "../server/test/child-process";
 import { closedPort, newWorkspace, templateFiles } from "../server/test/harness";
 

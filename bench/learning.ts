@@ -29,7 +29,7 @@ import { createServer } from "node:net";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createRunnerClient } from "../gpu-runner/src/client";
-import { readExperimentDir } from "../server/services/templates";
+import { readExperimentDir } from "@/features/experiments/server";
 import { BUNDLED_MCP_SERVERS, type RunEvent, type Trajectory } from "../contracts";
 
 const MARGIN = 0.2;

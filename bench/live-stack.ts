@@ -11,7 +11,7 @@ import path from "node:path";
 import { openDatabase } from "../server/db";
 import { createPgDatabase, dropPgDatabase } from "../server/db-migrate";
 import { registerRunner } from "../server/runner-client";
-import { createApiToken } from "../server/services/api-tokens";
+import { createApiToken } from "@/features/workspace/server";
 import { spawnTs, stopChild, type Child } from "../server/test/child-process";
 import { closedPort, createRunningRun, newWorkspace, userWithRole } from "../server/test/harness";
 import { buildLivePage } from "../server/test/live-page-build";

@@ -12,8 +12,8 @@ import os from "node:os";
 import { randomUUID } from "node:crypto";
 import { openDatabase } from "../server/db";
 import { createPgDatabase, dropPgDatabase } from "../server/db-migrate";
-import { listRunsTable } from "../server/services/runs-table";
-import type { RunsListInput } from "../server/services/runs-table-query";
+import { listRunsTable } from "@/features/runs/server";
+import type { RunsListInput } from "@/features/runs";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);

@@ -13,7 +13,7 @@
 import { execSync } from "node:child_process";
 import os from "node:os";
 import { io, type Socket } from "socket.io-client";
-import type { ClientToServerEvents, ServerToClientEvents, SubscribeAck } from "../server/realtime/socket-events";
+import type { ClientToServerEvents, ServerToClientEvents, SubscribeAck } from "../contracts/socket-events";
 import { median, percentile, startLiveStack } from "./live-stack";
 
 const arg = (name: string, fallback: number) => {

@@ -1,8 +1,8 @@
 "use client";
 import Link from "next/link";
 import { usePathname } from "next/navigation";
-import { AlertsBell } from "./alerts-bell";
-import { UserMenu } from "./auth/user-menu";
+import { AlertsBell } from "@/features/flags";
+import { UserMenu } from "@/features/workspace";
 import { CommandPalette } from "./command-palette";
 import { isPublicPath } from "./auth/unauthorized";
 

@@ -35,7 +35,7 @@ export const RunSpec = z.object({
   /**
    * Which attempt of the run this is: 1 when it is first started, N+1 for each resume or move. The runner
    * tags every event of the attempt with it, so the web server never lets an older attempt's events (its
-   * run.finished arriving late) change the state of a newer one (server/services/run-lifecycle).
+   * run.finished arriving late) change the state of a newer one (features/run-lifecycle/server/lifecycle).
    */
   attempt: z.number().int().min(1).default(1),
   /**

@@ -150,12 +150,12 @@ ensure_chromium() {
   fi
 }
 
-# The sources the web build is made from: pages, components, the server code they import, contracts, static
+# The sources the web build is made from: pages, components, features, the server code they import, contracts, static
 # files and the build's own config. Tests, docs and the engine are left out (changing them needs no rebuild).
 web_build_inputs_hash() {
   (
     cd "$ROOT"
-    find app components server gpu-runner/src contracts gpu-runner/sdk public prisma/schema.prisma \
+    find app components features server gpu-runner/src contracts gpu-runner/sdk public prisma/schema.prisma \
       -type f \( -name '*.ts' -o -name '*.tsx' -o -name '*.js' -o -name '*.mjs' -o -name '*.css' -o -name '*.json' \
       -o -name '*.svg' -o -name '*.png' -o -name '*.ico' -o -name '*.prisma' -o -name '*.d.ts' \) \
       -not -name '*.test.ts' -not -name '*.servertest.ts' -not -path '*/node_modules/*' -print0 2>/dev/null |

@@ -30,7 +30,7 @@ export const ServerEnv = z.object({
   /**
    * A running run that sent nothing for this long is checked with its runner, and a runner that has not
    * answered heartbeats for this long has its running runs marked "runner lost" (status `lost`, not terminal)
-   * until it answers again (server/services/ingest.ts, runner-monitor.ts).
+   * until it answers again (features/run-lifecycle/server/ingest.ts, runner-monitor.ts).
    */
   RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
   /** How often (ms) the web server asks every enabled runner for its status (health, "last seen" in settings). */
@@ -40,7 +40,7 @@ export const ServerEnv = z.object({
   /**
    * How long a web process's lease on ingesting a run lasts unrenewed (renewed every third of it): with
    * several web processes on one database, a killed one's runs are taken over by another within about this
-   * long (server/services/ingest-lease.ts).
+   * long (features/run-lifecycle/server/ingest-lease.ts).
    */
   INGEST_LEASE_MS: z.coerce.number().int().min(300, "INGEST_LEASE_MS: a whole number of milliseconds, at least 300").default(6_000),
   /**
@@ -61,7 +61,7 @@ export const ServerEnv = z.object({
   MAX_REQUEST_BYTES: z.coerce.number().int().min(65_536, "MAX_REQUEST_BYTES: a whole number of bytes, at least 65536").default(20_000_000),
   /** The largest request body (bytes) of the sign-in, sign-up and account routes at /api/auth: a few fields of text. */
   MAX_AUTH_REQUEST_BYTES: z.coerce.number().int().min(1_024, "MAX_AUTH_REQUEST_BYTES: a whole number of bytes, at least 1024").default(65_536),
-  /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (server/services/alerts/watcher.ts). */
+  /** A running run that sent no event for this long (ms) is flagged "stalled" and alerted (features/flags/server/notify/watcher.ts). */
   STALL_AFTER_MS: z.coerce.number().int().min(1000, "STALL_AFTER_MS: a whole number of milliseconds, at least 1000").default(300_000),
   /**
    * Internal addresses the web server may send requests to on a user's behalf (webhooks, workspace-registered

@@ -10,8 +10,8 @@ import superjson from "superjson";
 import { appRouter } from "./routers/_app";
 import { createContext } from "./trpc";
 import { createTestDb, newWorkspace, userWithRole, type TestDb } from "./test/harness";
-import { ensureDefaultExperiment } from "./services/workspace";
-import { createApiToken } from "./services/api-tokens";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
+import { createApiToken } from "@/features/workspace/server";
 import { handleTrpcRequest } from "./http/trpc-handler";
 
 let tdb: TestDb;

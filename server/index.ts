@@ -21,13 +21,13 @@ import { originAllowed } from "./auth/origins";
 import { refuseDeclaredOversize } from "./http/body-gate";
 import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
-import { IngestService } from "./services/ingest";
-import { dispatcherFor } from "./services/dispatcher";
-import { RunnerMonitor } from "./services/runner-monitor";
-import { AlertsWatcher } from "./services/alerts/watcher";
-import { postIngestSettled } from "./services/pathology/after-ingest";
+import { IngestService } from "@/features/run-lifecycle/server";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { RunnerMonitor } from "@/features/run-lifecycle/server";
+import { AlertsWatcher } from "@/features/flags/server";
+import { postIngestSettled } from "@/features/flags/server";
 import { prewarmPages, waitForEngine } from "./startup/ready";
-import { ensureDefaultExperiment, ensureDefaultWorkspace } from "./services/workspace";
+import { ensureDefaultExperiment, ensureDefaultWorkspace } from "@/features/workspace/server";
 
 const ROOT = path.resolve(import.meta.dirname, "..");
 

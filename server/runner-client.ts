@@ -16,7 +16,7 @@ import { AppError, isAppError, rootMessage } from "./errors";
 import { env } from "./env";
 import { requireRunnerToken } from "./runner-token";
 import { decryptRunnerToken, encryptRunnerToken } from "./runner-secret";
-import type { DbOrTx } from "./services/types";
+import type { DbOrTx } from "./db-types";
 
 /** A RunSpec as the caller writes it (defaults, like `resume`, may be left out). */
 export type RunSpecInput = z.input<typeof RunSpec>;

@@ -23,11 +23,11 @@ import { ZodError } from "zod";
 import { type Diagnostic, nestedTooDeepMessage, valueTooDeep } from "@contracts";
 import { AppError, isAppError, type AppErrorCode } from "./errors";
 import { resolveRunner, runnerById, type RunnerHandle } from "./runner-client";
-import { type Access, type Role } from "./auth/roles";
+import { type Access, type Role } from "@contracts/roles";
 import { requireRole, resolveWorkspaceAccess, type WorkspaceAccess } from "./auth/workspace-access";
 import type { Principal, SessionUser } from "./auth/principal";
-import type { Db } from "./services/types";
-import { findTextProblem } from "./text-rules";
+import type { Db } from "./db-types";
+import { findTextProblem } from "@contracts/text-rules";
 
 export interface Context {
   db: Db;
@@ -140,7 +140,7 @@ export const mergeRouters = t.mergeRouters;
  * A NUL anywhere in the input is refused naming its path ("notes: contains a NUL character (\u0000)"):
  * Postgres cannot store it, and it used to surface as a 500 naming nothing. Before the input is parsed, so
  * it covers every procedure and every string, files included; the other control characters are refused
- * per field by the input schemas (server/text-rules.ts).
+ * per field by the input schemas (contracts/text-rules.ts).
  */
 const refuseNul = t.middleware(async ({ getRawInput, next }) => {
   const problem = findTextProblem(await getRawInput());

@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
-import { CompareView } from "@/components/compare/compare-view";
-import { parseCompareQuery } from "@/components/compare/compare-url";
+import { CompareView } from "@/features/compare/components/compare-view";
+import { parseCompareQuery } from "@/features/compare/compare-url";
 
 export const metadata: Metadata = { title: "Compare runs" };
 

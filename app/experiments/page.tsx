@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { ExperimentsList } from "@/components/experiments-list";
+import { ExperimentsList } from "@/features/experiments/components/experiments-list";
 
 export const metadata: Metadata = { title: "Experiments" };
 

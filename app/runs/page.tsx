@@ -1,6 +1,6 @@
 import type { Metadata } from "next";
 import { Suspense } from "react";
-import { RunsTable } from "@/components/runs-table";
+import { RunsTable } from "@/features/runs/components/runs-table";
 import { Spinner } from "@/components/ui/primitives";
 
 export const metadata: Metadata = { title: "Runs" };

@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { AccountSettings } from "@/components/auth/account-settings";
+import { AccountSettings } from "@/features/workspace/components/account-settings";
 
 export const metadata: Metadata = { title: "Account" };
 

@@ -14,8 +14,8 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { dispatcherFor } from "../../server/services/dispatcher";
-import { ensureDefaultExperiment } from "../../server/services/workspace";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
 import { spawnTs, stopChild, type Child } from "../../server/test/child-process";
 import { callerFor, closedPort, templateFiles } from "../../server/test/harness";
 import { startStandInEngine, type StandInEngine } from "../../server/test/stand-in-engine";

@@ -9,7 +9,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import os from "node:os";
 import { openDatabase } from "../../server/db";
 import { createPgDatabase, dropPgDatabase } from "../../server/db-migrate";
-import { createApiToken } from "../../server/services/api-tokens";
+import { createApiToken } from "@/features/workspace/server";
 import { spawnTs, stopChild, type Child } from "../../server/test/child-process";
 import { closedPort, newWorkspace, userWithRole } from "../../server/test/harness";
 import { startTcpProxy, type TcpProxy } from "../../server/test/tcp-proxy";

@@ -1,14 +1,14 @@
 /**
- * A page following a run, as the run page does: the app's own live subscription (components/run/run-live.ts)
+ * A page following a run, as the run page does: the app's own live subscription (features/run-view/components/run-live.ts)
  * and fold (run-state.ts) over a real socket.io connection to one web process, with the viewer's API token.
  * Besides the fold it keeps what arrived raw (every `run:event` seq, before any dedupe) and every status the
  * page held, in order, so a case can say what a person watching the page would have seen.
  */
 import { io } from "socket.io-client";
 import type { RunEvent, RunStatus } from "@contracts";
-import { followRunLive } from "@/components/run/run-live";
-import { initialRunState, runReducer, type RunViewState } from "@/components/run/run-state";
-import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
+import { followRunLive } from "@/features/run-view";
+import { initialRunState, runReducer, type RunViewState } from "@/features/run-view";
+import { keepReconnecting, type RollbookSocket } from "@/components/socket";
 
 export interface Viewer {
   state: () => RunViewState;

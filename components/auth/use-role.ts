@@ -1,7 +1,7 @@
 "use client";
 /** The caller's role in the active workspace, for hiding what it cannot do (the server refuses it anyway). */
 import { useQuery } from "@tanstack/react-query";
-import { roleAtLeast, type Role } from "@/server/auth/roles";
+import { roleAtLeast, type Role } from "@/contracts/roles";
 import { useTRPC } from "../trpc";
 
 export function useRole(): Role | null {

@@ -4,7 +4,7 @@ import { parseRunConfig } from "./config-parse";
 import { findKeyOffset, offsetToPosition, parseJson } from "./json-position";
 import { MAX_JSON_DEPTH } from "../json-depth";
 
-const TEMPLATE = new URL("../../../templates/say-the-word/", import.meta.url);
+const TEMPLATE = new URL("../../templates/say-the-word/", import.meta.url);
 const template = { "config.json": readFileSync(new URL("config.json", TEMPLATE), "utf8") };
 
 describe("parseRunConfig", () => {

@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnv } from "../env";
 import { createTestDb, type TestDb } from "../test/harness";
-import { ensureDefaultWorkspace } from "../services/workspace";
-import { acceptInvite, createInvite } from "../services/invites";
+import { ensureDefaultWorkspace } from "@/features/workspace/server";
+import { acceptInvite, createInvite } from "@/features/workspace/server";
 import { handleAuthRequest } from "../http/auth-handler";
 import { resolvePrincipal } from "./principal";
 

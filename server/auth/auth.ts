@@ -7,7 +7,7 @@
  * rows to revoke) and leaves password hashing and rate limiting to the app; Better Auth does all three with
  * a Prisma adapter, and its handler is a plain fetch handler that Next's route and socket.io can share.
  *
- * What a new user gets (server/services/accounts.ts, from the user-created hook): the first user owns the
+ * What a new user gets (features/workspace/server/accounts.ts, from the user-created hook): the first user owns the
  * default workspace (and the runs made before accounts existed); later ones get a workspace of their own and
  * join others by invite link.
  */
@@ -15,11 +15,11 @@ import { betterAuth, type BetterAuthOptions } from "better-auth";
 import { prismaAdapter } from "better-auth/adapters/prisma";
 import { APIError } from "better-auth/api";
 import { env } from "../env";
-import { onUserCreated, signUpAllowed } from "../services/accounts";
-import type { Db } from "../services/types";
+import { onUserCreated, signUpAllowed } from "@/features/workspace/server";
+import type { Db } from "../db-types";
 import { authSecret } from "./secret";
 import { publicBaseUrl, trustedOrigins } from "./origins";
-import { cookieValue, INVITE_COOKIE } from "./cookies";
+import { cookieValue, INVITE_COOKIE } from "@contracts/cookies";
 
 function socialProviders(): BetterAuthOptions["socialProviders"] {
   const e = env();

@@ -14,15 +14,15 @@ import { appRouter, createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
 import { resetEnv } from "../env";
 import { registerRunner } from "../runner-client";
-import { ingestAndEmit } from "../services/ingest";
-import { createApiToken } from "../services/api-tokens";
-import { createInvite } from "../services/invites";
-import { ensureDefaultExperiment } from "../services/workspace";
-import { setSecret } from "../services/workspace-config/secrets";
-import { setMcpServer } from "../services/workspace-config/mcp-servers";
+import { ingestAndEmit } from "@/features/run-lifecycle/server";
+import { createApiToken } from "@/features/workspace/server";
+import { createInvite } from "@/features/workspace/server";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
+import { setSecret } from "@/features/workspace/server";
+import { setMcpServer } from "@/features/workspace/server";
 import { McpServerDefinition } from "@contracts";
 import { closedPort, createRunningRun, createTestDb, newWorkspace, runEvents, templateFiles, userWithRole, type TestDb } from "../test/harness";
-import { ROLES, roleAtLeast, type Access, type Role } from "./roles";
+import { ROLES, roleAtLeast, type Access, type Role } from "@contracts/roles";
 import type { SessionUser } from "./principal";
 
 let tdb: TestDb;
@@ -128,13 +128,13 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
   "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],
   // A side holds one run: the second id is one no workspace has (NOT_FOUND, never BAD_REQUEST); compare.servertest covers the rest.
-  "alerts.list": ["viewer", () => undefined],
-  "alerts.markRead": ["viewer", () => undefined],
-  "alerts.runFlags": ["viewer", (s) => ({ runId: s.runId })],
-  "alerts.webhook": ["admin", () => undefined],
-  "alerts.setWebhook": ["admin", () => ({ url: "http://127.0.0.1:9/matrix-hook" })],
-  "alerts.removeWebhook": ["admin", () => undefined],
-  "alerts.deliveries": ["admin", () => undefined],
+  "flags.list": ["viewer", () => undefined],
+  "flags.markRead": ["viewer", () => undefined],
+  "flags.runFlags": ["viewer", (s) => ({ runId: s.runId })],
+  "flags.webhook": ["admin", () => undefined],
+  "flags.setWebhook": ["admin", () => ({ url: "http://127.0.0.1:9/matrix-hook" })],
+  "flags.removeWebhook": ["admin", () => undefined],
+  "flags.deliveries": ["admin", () => undefined],
   "compare.runs": ["viewer", (s) => ({ runIds: [s.runId, `${s.runId}-none`], baselineRunId: s.runId })],
   "secrets.list": ["viewer", () => undefined],
   "secrets.set": ["admin", () => ({ name: "MATRIX_NEW", value: "matrix-new-secret-value" })],

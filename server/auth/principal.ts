@@ -3,8 +3,8 @@
  * endpoint) or a session cookie (the browser). Null when neither is valid. The same function serves tRPC,
  * socket.io handshakes and the HTTP routes.
  */
-import type { Db } from "../services/types";
-import { authenticateApiToken, API_TOKEN_PREFIX } from "../services/api-tokens";
+import type { Db } from "../db-types";
+import { authenticateApiToken, API_TOKEN_PREFIX } from "@/features/workspace/server";
 import { authFor } from "./auth";
 
 export interface SessionUser {

@@ -7,18 +7,18 @@
  *   // access.db, access.user, access.workspaceId, access.role
  *
  * These routes read (GET, HEAD): a request that carries a body is refused (413) before anything else, and
- * a NUL in the path or a query parameter is refused (400) naming it (server/text-rules.ts).
+ * a NUL in the path or a query parameter is refused (400) naming it (contracts/text-rules.ts).
  */
 import { getDb } from "../db";
 import { isAppError } from "../errors";
-import type { Db } from "../services/types";
+import type { Db } from "../db-types";
 import { originAllowed } from "./origins";
 import { resolvePrincipal, type SessionUser } from "./principal";
-import { type Role } from "./roles";
-import { cookieValue, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "./cookies";
+import { type Role } from "@contracts/roles";
+import { cookieValue, WORKSPACE_COOKIE, WORKSPACE_HEADER } from "@contracts/cookies";
 import { requireRole, resolveWorkspaceAccess } from "./workspace-access";
 import { REFUSAL_HEADERS, refuseBodyOnRead } from "../http/body-limit";
-import { urlTextProblem } from "../text-rules";
+import { urlTextProblem } from "@contracts/text-rules";
 
 export interface RequestAccess {
   db: Db;

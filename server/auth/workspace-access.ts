@@ -4,8 +4,8 @@
  * OpenAI-compatible endpoint) all call it.
  */
 import { AppError } from "../errors";
-import type { DbOrTx } from "../services/types";
-import { roleAtLeast, type Role } from "./roles";
+import type { DbOrTx } from "../db-types";
+import { roleAtLeast, type Role } from "@contracts/roles";
 
 export interface WorkspaceAccess {
   workspaceId: string;

@@ -28,12 +28,12 @@ import { registerRunner, runnerById, type RunnerHandle } from "../runner-client"
 import { callerFor, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { mountSmallDisk, type SmallDisk } from "../test/small-disk";
 import { startStandInEngine, type StandInEngine } from "../test/stand-in-engine";
-import { dispatcherFor } from "../services/dispatcher";
-import { IngestService } from "../services/ingest";
-import { rowToEvent } from "../services/run-convert";
-import { resumeRun } from "../services/run-resume";
-import { recordRunnerAnswer } from "../services/runner-pool";
-import { ensureDefaultExperiment } from "../services/workspace";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { IngestService } from "@/features/run-lifecycle/server";
+import { rowToEvent } from "../run-convert";
+import { resumeRun } from "@/features/run-lifecycle/server";
+import { recordRunnerAnswer } from "@/features/runners/server";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
 
 let tdb: TestDb;
 const db = () => tdb.handle.prisma;

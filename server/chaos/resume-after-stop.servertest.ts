@@ -12,13 +12,13 @@
  *   npx vitest run --project server server/chaos/resume-after-stop.servertest.ts
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyEvents, initialRunState } from "@/components/run/run-state";
+import { applyEvents, initialRunState } from "@/features/run-view";
 import { runnerById } from "../runner-client";
-import { dispatcherFor } from "../services/dispatcher";
-import { IngestService } from "../services/ingest";
-import { listEvents } from "../services/runs";
-import { RunnerMonitor } from "../services/runner-monitor";
-import { ensureDefaultExperiment } from "../services/workspace";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { IngestService } from "@/features/run-lifecycle/server";
+import { listEvents } from "@/features/runs/server";
+import { RunnerMonitor } from "@/features/run-lifecycle/server";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
 import { callerFor, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { startRunnerProcess, type RunnerProcess } from "../test/runner-process";
 

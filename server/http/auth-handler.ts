@@ -4,14 +4,14 @@
  *   another site would log the victim into the attacker's account), so every browser request from an
  *   untrusted origin is refused here first;
  * - the body: at most MAX_AUTH_REQUEST_BYTES (64 KB), JSON nested at most MAX_JSON_DEPTH, no NUL in any
- *   field and no control character in the one-line ones (a name, an email: server/text-rules.ts). Better
+ *   field and no control character in the one-line ones (a name, an email: contracts/text-rules.ts). Better
  *   Auth checks none of these, and a NUL in a sign-up's name reached Postgres ("Failed to create user").
  */
 import { MAX_JSON_DEPTH } from "@contracts";
 import { authFor } from "../auth/auth";
 import { originAllowed } from "../auth/origins";
-import type { Db } from "../services/types";
-import { findTextProblem, type TextPath } from "../text-rules";
+import type { Db } from "../db-types";
+import { findTextProblem, type TextPath } from "@contracts/text-rules";
 import { capOf, readCappedBody, REFUSAL_HEADERS, refuseBodyOnRead, withBody } from "./body-limit";
 
 /** Fields of Better Auth's bodies that are one line of text (sign-up, update-user, change-email, callbacks). */

@@ -13,7 +13,7 @@ import { originAllowed } from "../auth/origins";
 import { resolvePrincipal } from "../auth/principal";
 import { requestedWorkspace } from "../auth/request";
 import { cappedBody, capOf, REFUSAL_HEADERS, withBody } from "./body-limit";
-import type { Db } from "../services/types";
+import type { Db } from "../db-types";
 
 /** The header's workspace is asked for; the cookie's is remembered (server/auth/workspace-access.ts). */
 function workspaceOf(headers: Headers) {

@@ -9,7 +9,7 @@
  *   creates it; the adapter deletes old rows itself). The pool has two connections: the adapter keeps one
  *   for LISTEN, so every NOTIFY and attachment goes through the other, one after another, in emit order.
  *   An attachment is read back asynchronously on the receiving side, so a big event can arrive after the
- *   small one emitted behind it: pages fold by seq (components/run/run-state.ts), which puts it back.
+ *   small one emitted behind it: pages fold by seq (features/run-view/components/run-state.ts), which puts it back.
  * - else (PGlite): no adapter. The embedded database is single-process by construction, so there is only
  *   ever one web process, and the default in-memory adapter is all it needs.
  *

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DeliveryHealth, staleMsFor } from "./delivery-health";
 import type { RollbookIo } from "./io";
-import type { RunDeliveryMessage } from "./socket-events";
+import type { RunDeliveryMessage } from "@contracts/socket-events";
 
 /** Just enough of socket.io's server for the health tracker: local rooms and local emits, recorded. */
 function fakeIo(rooms: string[]) {

@@ -12,12 +12,12 @@
  * Sent to the sockets of this process only (`io.local`): the message is about this process, and must not
  * need the database (the Postgres adapter's NOTIFY) to get out. On every change at once, and to every run
  * room every `heartbeatMs`, so a page that hears nothing knows something is wrong even where this message
- * could not reach it (components/run/delivery-view.ts).
+ * could not reach it (features/run-view/components/delivery-view.ts).
  */
 import type { RollbookIo } from "./io";
-import type { RunDeliveryMessage } from "./socket-events";
+import type { RunDeliveryMessage } from "@contracts/socket-events";
 
-/** What ingestion tells the health tracker (server/services/ingest.ts). */
+/** What ingestion tells the health tracker (features/run-lifecycle/server/ingest.ts). */
 export interface DatabaseProbe {
   ok(): void;
   failed(): void;

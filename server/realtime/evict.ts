@@ -4,7 +4,7 @@
  * socket joins `user:<id>` at connection and remembers the workspace of each run it subscribed to.
  */
 import { getIo } from "./io";
-import { runRoom, userRoom } from "./socket-events";
+import { runRoom, userRoom } from "@contracts/socket-events";
 
 export async function evictFromWorkspace(userId: string, workspaceId: string): Promise<number> {
   const io = getIo();

@@ -4,7 +4,7 @@
  * instance lives on globalThis.
  */
 import type { Server } from "socket.io";
-import type { ClientToServerEvents, InterServerEvents, ServerToClientEvents, SocketData } from "./socket-events";
+import type { ClientToServerEvents, InterServerEvents, ServerToClientEvents, SocketData } from "@contracts/socket-events";
 
 export type RollbookIo = Server<ClientToServerEvents, ServerToClientEvents, InterServerEvents, SocketData>;
 

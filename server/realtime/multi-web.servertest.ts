@@ -19,11 +19,11 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { io } from "socket.io-client";
 import { type RunEvent } from "@contracts";
-import { followRunLive } from "@/components/run/run-live";
-import { initialRunState, runReducer } from "@/components/run/run-state";
-import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
+import { followRunLive } from "@/features/run-view";
+import { initialRunState, runReducer } from "@/features/run-view";
+import { keepReconnecting, type RollbookSocket } from "@/components/socket";
 import { registerRunner } from "../runner-client";
-import { createApiToken } from "../services/api-tokens";
+import { createApiToken } from "@/features/workspace/server";
 import { closedPort, createRunningRun, createTestDb, newWorkspace, userWithRole, type TestDb } from "../test/harness";
 import { spawnTs, stopChild, type Child } from "../test/child-process";
 

@@ -11,13 +11,13 @@
  * is checked before the handshake (server/index.ts, allowRequest).
  */
 import { type RunStatus } from "@contracts";
-import { rowToEvent } from "../services/run-convert";
-import type { Db } from "../services/types";
+import { rowToEvent } from "../run-convert";
+import type { Db } from "../db-types";
 import { resolvePrincipal, toHeaders } from "../auth/principal";
 import { roleIn } from "../auth/workspace-access";
 import type { DeliveryHealth } from "./delivery-health";
 import { type RollbookIo } from "./io";
-import { RunSubscribeInput, RunUnsubscribeInput, runRoom, userRoom, type SubscribeAck } from "./socket-events";
+import { RunSubscribeInput, RunUnsubscribeInput, runRoom, userRoom, type SubscribeAck } from "@contracts/socket-events";
 
 const PAGE = 500;
 

@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Server } from "socket.io";
 import { io as connect, type Socket } from "socket.io-client";
 import { type RunEvent } from "@contracts";
-import { ingestAndEmit } from "../services/ingest";
-import { createApiToken } from "../services/api-tokens";
-import { removeMember } from "../services/members";
+import { ingestAndEmit } from "@/features/run-lifecycle/server";
+import { createApiToken } from "@/features/workspace/server";
+import { removeMember } from "@/features/workspace/server";
 import { createRunningRun, createTestDb, newWorkspace, runEvents, userWithRole, type TestDb } from "../test/harness";
 import { setIo, type RollbookIo } from "./io";
 import { attachRealtime } from "./socket-server";
-import type { ClientToServerEvents, RunFlagMessage, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "./socket-events";
+import type { ClientToServerEvents, RunFlagMessage, RunStatusMessage, ServerToClientEvents, SubscribeAck } from "@contracts/socket-events";
 
 let tdb: TestDb;
 let server: http.Server;

@@ -4,16 +4,16 @@
  */
 import type { inferRouterInputs, inferRouterOutputs } from "@trpc/server";
 import { createCallerFactory, createTRPCRouter } from "../trpc";
-import { accountRouter } from "./account";
-import { alertsRouter } from "./alerts";
-import { checkpointsRouter } from "./checkpoints";
-import { compareRouter } from "./compare";
-import { experimentsRouter } from "./experiments";
-import { runsRouter } from "./runs";
-import { runnersRouter } from "./runners";
-import { templatesRouter } from "./templates";
-import { workspaceRouter } from "./workspace";
-import { mcpServersRouter, secretsRouter } from "./workspace-config";
+import { accountRouter } from "@/features/workspace/server/account-router";
+import { flagsRouter } from "@/features/flags/server/router";
+import { checkpointsRouter } from "@/features/checkpoints/server/router";
+import { compareRouter } from "@/features/compare/server/router";
+import { experimentsRouter } from "@/features/experiments/server/router";
+import { runsRouter } from "@/features/runs/server/router";
+import { runnersRouter } from "@/features/runners/server/router";
+import { templatesRouter } from "@/features/experiments/server/templates-router";
+import { workspaceRouter } from "@/features/workspace/server/router";
+import { mcpServersRouter, secretsRouter } from "@/features/workspace/server/config-router";
 
 export const appRouter = createTRPCRouter({
   account: accountRouter,
@@ -24,7 +24,7 @@ export const appRouter = createTRPCRouter({
   templates: templatesRouter,
   compare: compareRouter,
   checkpoints: checkpointsRouter,
-  alerts: alertsRouter,
+  flags: flagsRouter,
   secrets: secretsRouter,
   mcpServers: mcpServersRouter,
 });

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRunnerClient } from "@/gpu-runner/src/client";
 import { REPO_ROOT } from "@/gpu-runner/src/env";
 import { FIXTURES } from "@/gpu-runner/src/mcp/test-support";
-import { ingestEvents } from "../services/ingest";
+import { ingestEvents } from "@/features/run-lifecycle/server";
 import { templateFiles } from "../test/harness";
 import { rowCounts, startSecurityStack, type SecurityStack, type Side } from "../test/security-stack";
 

@@ -13,9 +13,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RUNNER_WORKSPACE_HEADER } from "@contracts";
 import { createRunnerClient, type RunnerClient } from "@/gpu-runner/src/client";
-import { handleChatCompletions } from "../http/openai-api";
-import { createApiToken } from "../services/api-tokens";
-import { ingestEvents } from "../services/ingest";
+import { handleChatCompletions } from "@/features/openai-api/server";
+import { createApiToken } from "@/features/workspace/server";
+import { ingestEvents } from "@/features/run-lifecycle/server";
 import { templateFiles } from "../test/harness";
 import { rowCounts, startSecurityStack, type SecurityStack, type Side } from "../test/security-stack";
 

@@ -16,8 +16,8 @@ import { McpHub } from "@/gpu-runner/src/mcp/hub";
 import { REPO_ROOT } from "@/gpu-runner/src/env";
 import { resetEnv } from "../env";
 import { registerRunner, runnerById, runnerFetch } from "../runner-client";
-import { raiseAlert } from "../services/alerts/alerts";
-import { deliverDue } from "../services/alerts/delivery";
+import { raiseAlert } from "@/features/flags/server";
+import { deliverDue } from "@/features/flags/server";
 import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
 import { callerFor, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 
@@ -113,13 +113,13 @@ describe("webhooks", () => {
       ["http://localhost:5432/", /^url: localhost resolves to (127\.0\.0\.1|::1), a loopback address;/],
       ["http://[::ffff:127.0.0.1]:5432/", /^url: ::ffff:7f00:1 is the IPv4-mapped form of 127\.0\.0\.1, a loopback address;/],
     ];
-    for (const [url, message] of cases) await expect(owner.alerts.setWebhook({ url }), url).rejects.toThrow(message);
-    expect(await owner.alerts.webhook()).toBeNull();
+    for (const [url, message] of cases) await expect(owner.flags.setWebhook({ url }), url).rejects.toThrow(message);
+    expect(await owner.flags.webhook()).toBeNull();
 
     // The operator can allow an internal receiver.
     process.env.EGRESS_ALLOW = `127.0.0.1:${internal.port}`;
     resetEnv();
-    await expect(owner.alerts.setWebhook({ url: `${internal.url}/hook` })).resolves.toMatchObject({ url: `${internal.url}/hook` });
+    await expect(owner.flags.setWebhook({ url: `${internal.url}/hook` })).resolves.toMatchObject({ url: `${internal.url}/hook` });
     expect(internal.requests).toEqual([]); // saving sends nothing
   });
 
@@ -131,7 +131,7 @@ describe("webhooks", () => {
     await raiseAlert(db(), { workspaceId: ws, runId: null, kind: "run.failed", key: `${ws}:egress`, severity: "critical", title: "t", message: "m", data: {} });
     await deliverDue(db(), { now: new Date(), maxAttempts: 1 });
     expect(internal.requests).toEqual([]);
-    const [d] = await owner.alerts.deliveries();
+    const [d] = await owner.flags.deliveries();
     expect(d).toMatchObject({ status: "failed", attempts: 1, lastStatusCode: null });
     expect(d!.lastError).toBe(`webhook url: 127.0.0.1 is a loopback address; the web server ${RULE_TAIL}`);
   });

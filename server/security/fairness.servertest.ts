@@ -16,9 +16,9 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadEnv } from "../../gpu-runner/src/env";
-import { startTestRunner, type TestRunner } from "../../gpu-runner/src/test-support/test-runner";
-import { dryRun, fairnessFiles, trajectories, wordOf } from "../../bench/fairness-experiment";
+import { loadEnv } from "@/gpu-runner/src/env";
+import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
+import { dryRun, fairnessFiles, trajectories, wordOf } from "@/bench/fairness-experiment";
 
 const TOKEN = randomBytes(24).toString("hex");
 const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });

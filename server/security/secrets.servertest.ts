@@ -12,9 +12,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRunnerClient } from "@/gpu-runner/src/client";
-import { handleRunMetricsCsv, handleRunTrajectoriesJsonl } from "../http/export";
-import { createApiToken } from "../services/api-tokens";
-import { ingestEvents } from "../services/ingest";
+import { handleRunMetricsCsv, handleRunTrajectoriesJsonl } from "@/features/runs/server";
+import { createApiToken } from "@/features/workspace/server";
+import { ingestEvents } from "@/features/run-lifecycle/server";
 import { templateFiles } from "../test/harness";
 import { hostileJudge, hostileMcp, rowCounts, startSecurityStack, type Hostile, type SecurityStack, type Side } from "../test/security-stack";
 

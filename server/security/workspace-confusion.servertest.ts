@@ -15,11 +15,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import superjson from "superjson";
 import { handleAuthRequest } from "../http/auth-handler";
 import { handleTrpcRequest } from "../http/trpc-handler";
-import { handleRunsTableCsv } from "../http/export";
-import { WORKSPACE_COOKIE, WORKSPACE_HEADER } from "../auth/cookies";
+import { handleRunsTableCsv } from "@/features/runs/server";
+import { WORKSPACE_COOKIE, WORKSPACE_HEADER } from "@contracts/cookies";
 import { registerRunner } from "../runner-client";
-import { dispatcherFor } from "../services/dispatcher";
-import { ensureDefaultWorkspace } from "../services/workspace";
+import { dispatcherFor } from "@/features/run-lifecycle/server";
+import { ensureDefaultWorkspace } from "@/features/workspace/server";
 import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
 import { createTestDb, templateFiles, type TestDb } from "../test/harness";
 

@@ -1,7 +1,7 @@
 /**
  * A run's whole event log straight from a runner (the runner's own tRPC client), resolved when the runner
  * ends the stream after run.finished. For server tests that drive a real run on the real engine. A run
- * just started is queued first (server/services/dispatcher.ts): until the runner has it, the subscription
+ * just started is queued first (features/run-lifecycle/server/dispatcher.ts): until the runner has it, the subscription
  * is refused (NOT_FOUND) and asked again.
  */
 import type { RunEvent } from "@contracts";

@@ -29,8 +29,8 @@ import { setIo, type RollbookIo } from "../realtime/io";
 import { attachRealtime } from "../realtime/socket-server";
 import { DeliveryHealth, staleMsFor } from "../realtime/delivery-health";
 import { registerRunner, runnerById } from "../runner-client";
-import { IngestService } from "../services/ingest";
-import { rowToEvent } from "../services/run-convert";
+import { IngestService } from "@/features/run-lifecycle/server";
+import { rowToEvent } from "../run-convert";
 
 async function main(): Promise<void> {
   const e = env();

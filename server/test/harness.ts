@@ -12,7 +12,7 @@ import { openDatabase, type DbHandle } from "../db";
 import { createPgDatabase, dropPgDatabase } from "../db-migrate";
 import { createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
-import type { Role } from "../auth/roles";
+import type { Role } from "@contracts/roles";
 import type { SessionUser } from "../auth/principal";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/postgres";

@@ -1,6 +1,6 @@
 /**
  * The browser half of the delivery test and the live-latency benchmark: a page that follows one run with
- * the app's own live subscription (components/run/run-live.ts) and fold (run-state.ts) over a real
+ * the app's own live subscription (features/run-view/components/run-live.ts) and fold (run-state.ts) over a real
  * socket.io connection, and shows each rollout as a list item (text nodes). Bundled with esbuild and
  * served by server/test/delivery-web.ts; reads ?run=<id>&token=<api token> from its URL.
  *
@@ -9,9 +9,9 @@
  */
 import { io } from "socket.io-client";
 import type { RunEvent } from "@contracts";
-import { followRunLive } from "@/components/run/run-live";
-import { initialRunState, runReducer, type RunViewState } from "@/components/run/run-state";
-import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
+import { followRunLive } from "@/features/run-view";
+import { initialRunState, runReducer, type RunViewState } from "@/features/run-view";
+import { keepReconnecting, type RollbookSocket } from "@/components/socket";
 
 declare global {
   interface Window {

@@ -7,12 +7,12 @@
  * server tests do not build the app. Reads ?run=<id>&token=<api token>. Exposes window.__page (what it shows).
  */
 import { io } from "socket.io-client";
-import { followRunLive } from "@/components/run/run-live";
-import { initialRunState, runReducer, type RunViewState } from "@/components/run/run-state";
-import { runActions } from "@/components/run/run-actions";
-import { runPollInterval } from "@/components/run/run-poll";
-import { DeliveryTracker, deliveryView } from "@/components/run/delivery-view";
-import { keepReconnecting, type RollbookSocket } from "@/components/run/socket";
+import { followRunLive } from "@/features/run-view";
+import { initialRunState, runReducer, type RunViewState } from "@/features/run-view";
+import { runActions } from "@/features/run-view";
+import { runPollInterval } from "@/features/run-view";
+import { DeliveryTracker, deliveryView } from "@/features/run-view";
+import { keepReconnecting, type RollbookSocket } from "@/components/socket";
 
 declare global {
   interface Window {

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { freePort } from "@/gpu-runner/src/test-support/net";
 import { registerRunner } from "../runner-client";
-import type { Db } from "../services/types";
+import type { Db } from "../db-types";
 import { spawnTs, stopChild, type Child } from "./child-process";
 
 export interface RunnerProcess {

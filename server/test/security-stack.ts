@@ -11,11 +11,11 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 import type { RunEvent } from "@contracts";
 import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
 import { registerRunner } from "../runner-client";
-import { ensureDefaultExperiment } from "../services/workspace";
-import { ensureBundledMcpServers } from "../services/workspace-config/mcp-servers";
+import { ensureDefaultExperiment } from "@/features/workspace/server";
+import { ensureBundledMcpServers } from "@/features/workspace/server";
 import { collectRunEvents } from "./collect-run-events";
 import { callerAs, createTestDb, newWorkspace, userWithRole, type TestDb } from "./harness";
-import type { Role } from "../auth/roles";
+import type { Role } from "@contracts/roles";
 
 export interface SecurityStack {
   tdb: TestDb;

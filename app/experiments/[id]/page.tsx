@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { ExperimentEditor } from "@/components/editor/experiment-editor";
+import { ExperimentEditor } from "@/features/experiments/components/editor/experiment-editor";
 
 export const metadata: Metadata = { title: "Experiment" };
 

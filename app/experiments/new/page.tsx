@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { NewExperiment } from "@/components/new-experiment";
+import { NewExperiment } from "@/features/experiments/components/new-experiment";
 
 export const metadata: Metadata = { title: "New experiment" };
 

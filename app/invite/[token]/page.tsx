@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { InviteView } from "@/components/auth/invite-view";
+import { InviteView } from "@/features/workspace/components/invite-view";
 
 export const metadata: Metadata = { title: "Invite" };
 

@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { RunView } from "@/components/run/run-view";
+import { RunView } from "@/features/run-view/components/run-view";
 
 export const metadata: Metadata = { title: "Run" };
 

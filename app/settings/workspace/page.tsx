@@ -1,5 +1,5 @@
 import type { Metadata } from "next";
-import { WorkspaceSettings } from "@/components/auth/workspace-settings";
+import { WorkspaceSettings } from "@/features/workspace/components/workspace-settings";
 
 export const metadata: Metadata = { title: "Team" };
 

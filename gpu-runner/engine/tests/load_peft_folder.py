@@ -3,7 +3,7 @@ but the path of the converted base model — and report what was loaded, as one 
 
     python tests/load_peft_folder.py <base model name or dir> <peft folder>
 
-Used by server/services/checkpoints.servertest.ts on the folder it untarred from the web download. PEFT
+Used by features/checkpoints/server/checkpoints.servertest.ts on the folder it untarred from the web download. PEFT
 only warns about adapter keys it could not place, so "it loaded" proves little: this compares every tensor
 PEFT holds after loading with the file's, and checks the adapter changes the base model's logits.
 """

@@ -1,6 +1,6 @@
 /** Every bundled template is a valid experiment: it type-checks, bundles, and its tasks fit its taskSchema. */
 import { describe, expect, it } from "vitest";
-import { listTemplates, readTemplate } from "../../../server/services/templates";
+import { listTemplates, readTemplate } from "@/features/experiments/server";
 import { validateExperiment } from "./validate";
 
 const templates = await listTemplates();

@@ -14,7 +14,7 @@
  *
  * Not tRPC because both are byte streams (a tar.gz, SSE chunks in OpenAI's shape) that other clients
  * consume as they are. The web server is the only caller: it checks the user's workspace and rewrites the
- * model name first (server/services/checkpoints.ts); users never reach the runner or the engine.
+ * model name first (features/checkpoints/server/checkpoints.ts); users never reach the runner or the engine.
  *
  * Bodies: the GETs take none; the chat body is held in memory, so its declared length is checked before
  * it is read and its bytes are counted as it streams (at most MAX_CHAT_BODY_BYTES, and never more than

@@ -1,5 +1,5 @@
-/** The runs table as CSV, with the page's filters and order (server/http/export.ts). */
-import { handleRunsTableCsv } from "@/server/http/export";
+/** The runs table as CSV, with the page's filters and order (features/runs/server/export-http.ts). */
+import { handleRunsTableCsv } from "@/features/runs/server/export-http";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

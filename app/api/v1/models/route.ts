@@ -1,5 +1,5 @@
-/** OpenAI-compatible model list: the workspace's checkpoints as "<run number>@<step>" and its base models (server/http/openai-api.ts). */
-import { handleModels } from "@/server/http/openai-api";
+/** OpenAI-compatible model list: the workspace's checkpoints as "<run number>@<step>" and its base models (features/openai-api/server/openai-api.ts). */
+import { handleModels } from "@/features/openai-api/server/openai-api";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,5 +1,5 @@
-/** A run's stored event log as one JSON array, for the run page's first load (server/http/run-events.ts). */
-import { handleRunEvents } from "@/server/http/run-events";
+/** A run's stored event log as one JSON array, for the run page's first load (features/run-view/server/run-events-http.ts). */
+import { handleRunEvents } from "@/features/run-view/server/run-events-http";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,5 +1,5 @@
-/** OpenAI-compatible chat with a run's checkpoint or a base model (server/http/openai-api.ts). */
-import { handleChatCompletions } from "@/server/http/openai-api";
+/** OpenAI-compatible chat with a run's checkpoint or a base model (features/openai-api/server/openai-api.ts). */
+import { handleChatCompletions } from "@/features/openai-api/server/openai-api";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

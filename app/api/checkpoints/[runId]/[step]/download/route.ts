@@ -1,5 +1,5 @@
-/** A checkpoint's LoRA adapter as a PEFT folder .tar.gz (server/http/checkpoint-download.ts). */
-import { handleCheckpointDownload } from "@/server/http/checkpoint-download";
+/** A checkpoint's LoRA adapter as a PEFT folder .tar.gz (features/checkpoints/server/checkpoint-download.ts). */
+import { handleCheckpointDownload } from "@/features/checkpoints/server/checkpoint-download";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

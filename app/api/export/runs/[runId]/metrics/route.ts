@@ -1,5 +1,5 @@
-/** A run's step metrics as CSV (server/http/export.ts). */
-import { handleRunMetricsCsv } from "@/server/http/export";
+/** A run's step metrics as CSV (features/runs/server/export-http.ts). */
+import { handleRunMetricsCsv } from "@/features/runs/server/export-http";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,5 +1,5 @@
-/** A run's trajectories as JSONL, streamed; ?tokens=1 adds token ids and logprobs (server/http/export.ts). */
-import { handleRunTrajectoriesJsonl } from "@/server/http/export";
+/** A run's trajectories as JSONL, streamed; ?tokens=1 adds token ids and logprobs (features/runs/server/export-http.ts). */
+import { handleRunTrajectoriesJsonl } from "@/features/runs/server/export-http";
 
 export const dynamic = "force-dynamic";
 export const runtime = "nodejs";

@@ -1,0 +1,1 @@
+export { CheckpointsButton } from "./components/checkpoint-chat";

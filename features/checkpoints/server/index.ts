@@ -1,0 +1,2 @@
+export { handleCheckpointDownload } from "./checkpoint-download";
+export { errorMessage, forwardChat, resolveModel, workspaceBaseModels } from "./checkpoints";

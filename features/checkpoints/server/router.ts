@@ -1,0 +1,28 @@
+/**
+ * A run's checkpoints: the list (what to download or serve), and chat with one of them or the run's base
+ * model (the run page's side-by-side panel). Downloads and the OpenAI-compatible endpoint are plain HTTP
+ * routes (features/checkpoints/server/checkpoint-download.ts, features/openai-api/server/openai-api.ts) over the same service.
+ */
+import { z } from "zod";
+import { ChatMessage } from "@contracts";
+import { createTRPCRouter, viewerProcedure } from "@/server/trpc";
+import * as checkpoints from "./checkpoints";
+
+export const checkpointsRouter = createTRPCRouter({
+  list: viewerProcedure
+    .input(z.object({ runId: z.string().min(1) }))
+    .query(({ ctx, input }) => checkpoints.listCheckpoints(ctx.db, ctx.workspaceId, input.runId)),
+
+  /** One reply; `step: null` asks the run's base model. A viewer may chat: it changes nothing stored. */
+  chat: viewerProcedure
+    .input(
+      z.object({
+        runId: z.string().min(1),
+        step: z.number().int().min(0).nullable(),
+        messages: z.array(ChatMessage).min(1).max(100),
+        maxTokens: z.number().int().min(1).max(2048).default(256),
+        temperature: z.number().min(0).max(2).default(0),
+      }),
+    )
+    .mutation(({ ctx, input }) => checkpoints.chatWithRun(ctx.db, ctx.workspaceId, input)),
+});

@@ -1,0 +1,2 @@
+export { runColor } from "./components/colors";
+export { CompareWith } from "./components/compare-with";

@@ -1,0 +1,27 @@
+/**
+ * The pathology rule set: every rule over a run's step history, after each ingested step.finished
+ * (features/flags/server/detect/store.ts). Stalled runs are flagged by the alerts watcher instead: that rule
+ * needs a clock, not a history.
+ */
+import { PATHOLOGY_THRESHOLDS, type PathologyThresholds } from "./config";
+import { exceptionRate } from "./rules/exception-rate";
+import { lengthDrift } from "./rules/length-drift";
+import { rewardCollapse } from "./rules/reward-collapse";
+import { rewardHacking } from "./rules/reward-hacking";
+import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
+import type { Flag, RuleInput } from "./types";
+
+export const RULES: ((input: RuleInput, t: PathologyThresholds) => Flag[])[] = [
+  rewardCollapse,
+  lengthDrift,
+  rewardHacking,
+  lowProbsCorr,
+  klBlowup,
+  nonfiniteLoss,
+  exceptionRate,
+];
+
+export function evaluatePathologies(input: RuleInput, thresholds: PathologyThresholds = PATHOLOGY_THRESHOLDS): Flag[] {
+  const steps = [...input.steps].sort((a, b) => a.step - b.step);
+  return RULES.flatMap((rule) => rule({ steps, rollouts: input.rollouts }, thresholds));
+}

@@ -1,0 +1,162 @@
+/**
+ * Each pathology rule on fixtures that must raise it and near-misses that must not.
+ *   npx vitest run --project unit features/flags/server/detect/rules.test.ts
+ */
+import { describe, expect, it } from "vitest";
+import { PATHOLOGY_THRESHOLDS as T } from "./config";
+import { loadEnv } from "@/server/env";
+import { evaluatePathologies } from "./evaluate";
+import { exceptionRate } from "./rules/exception-rate";
+import { lengthDrift } from "./rules/length-drift";
+import { rewardCollapse } from "./rules/reward-collapse";
+import { rewardHacking } from "./rules/reward-hacking";
+import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
+import type { RolloutInput, StepInput } from "./types";
+
+type Trainer = NonNullable<StepInput["trainer"]>;
+function step(n: number, o: Partial<Omit<StepInput, "trainer">> & { trainer?: Partial<Trainer> | null } = {}): StepInput {
+  const { trainer, ...rest } = o;
+  return {
+    step: n,
+    reward_mean: 0.5,
+    reward_std_within_group: 0.2,
+    exception_rate: 0,
+    groups_trainable: 4,
+    groups: 4,
+    completion_tokens_mean: 12,
+    trainer: trainer === null ? null : { loss: 0.1, grad_norm: 1, kl: 0.001, probs_corr: 0.99, skipped: false, ...trainer },
+    ...rest,
+  };
+}
+const history = (n: number, o: (i: number) => Parameters<typeof step>[1] = () => ({})) => Array.from({ length: n }, (_, i) => step(i, o(i)));
+
+/** 4 groups × 4 rollouts at a step; reward(group, i) and metrics(group, i). */
+function rollouts(s: number, reward: (g: number, i: number) => number | null, metrics: (g: number, i: number) => Record<string, number> = () => ({}), tokens = 12): RolloutInput[] {
+  const out: RolloutInput[] = [];
+  for (let g = 0; g < 4; g++)
+    for (let i = 0; i < 4; i++) {
+      const r = reward(g, i);
+      out.push({ id: `r${s}-${g}-${i}`, step: s, group: g, reward: r, metrics: metrics(g, i), completion_tokens: tokens, failed: r === null });
+    }
+  return out;
+}
+
+describe("reward collapse", () => {
+  // The default template's failure: from step 7 every rollout is a long sentence scoring 0.200.
+  const collapsed = (i: number) => (i >= 7 ? { groups_trainable: 0, reward_std_within_group: 0, reward_mean: 0.2 } : {});
+
+  it("flags zero-variance groups on 2 consecutive steps, critical, linking the constant rollouts", () => {
+    const steps = history(9, collapsed);
+    const rs = [...rollouts(7, () => 0.2), ...rollouts(8, () => 0.2)];
+    const [f, ...rest] = rewardCollapse({ steps, rollouts: rs }, T);
+    expect(rest).toEqual([]);
+    expect(f).toMatchObject({ rule: "reward_collapse", severity: "critical", firstStep: 7, lastStep: 8, steps: [7, 8] });
+    expect(f!.message).toContain("0.200");
+    expect(f!.rolloutIds).toHaveLength(T.maxRolloutIds);
+    expect(f!.rolloutIds.every((id) => /^r[78]-/.test(id))).toBe(true);
+  });
+
+  it("is not raised by one collapsed step (a chance tie), nor by half the groups trainable", () => {
+    expect(rewardCollapse({ steps: history(8, collapsed), rollouts: [] }, T)).toEqual([]);
+    expect(rewardCollapse({ steps: history(6, () => ({ groups_trainable: 2 })), rollouts: [] }, T)).toEqual([]);
+  });
+
+  it("a low but non-zero trainable share is a warning", () => {
+    const [f] = rewardCollapse({ steps: history(4, (i) => (i >= 1 ? { groups_trainable: 1 } : {})), rollouts: [] }, T);
+    expect(f).toMatchObject({ severity: "warning", firstStep: 1, lastStep: 3 });
+  });
+});
+
+describe("length drift", () => {
+  it("flags completions that doubled from the first steps' length, linking the longest replies", () => {
+    const steps = history(5, (i) => ({ completion_tokens_mean: i < 2 ? 10 : i === 4 ? 24 : 12 }));
+    const rs = rollouts(4, () => 0.5, () => ({}), 24).map((r, i) => ({ ...r, completion_tokens: i }));
+    const [f, ...rest] = lengthDrift({ steps, rollouts: rs }, T);
+    expect(rest).toEqual([]);
+    expect(f).toMatchObject({ rule: "length_drift", firstStep: 4, lastStep: 4 });
+    expect(f!.rolloutIds[0]).toBe("r4-3-3"); // the longest
+  });
+
+  it("flags a collapse to very short replies", () => {
+    expect(lengthDrift({ steps: history(4, (i) => ({ completion_tokens_mean: i < 2 ? 30 : 5 })), rollouts: [] }, T)).toHaveLength(1);
+  });
+
+  it("is not raised by growth under the ratio, or a doubling of a tiny length", () => {
+    expect(lengthDrift({ steps: history(6, (i) => ({ completion_tokens_mean: i < 2 ? 10 : 19 })), rollouts: [] }, T)).toEqual([]);
+    expect(lengthDrift({ steps: history(6, (i) => ({ completion_tokens_mean: i < 2 ? 2 : 6 })), rollouts: [] }, T)).toEqual([]);
+  });
+});
+
+describe("reward hacking", () => {
+  // reward = 0.5·format + 0.5·correct at first; later "format" alone drives it while "correct" falls.
+  const base = (s: number) => rollouts(s, (g, i) => 0.5 * ((g + i) % 2) + 0.5 * (i % 3 === 0 ? 1 : 0), (g, i) => ({ format: (g + i) % 2, correct: i % 3 === 0 ? 1 : 0 }));
+  const hacked = (s: number) => rollouts(s, (g, i) => (i === 0 ? 0 : 0.9), (g, i) => ({ format: i === 0 ? 0 : 1.8, correct: 0 }));
+
+  it("flags one component dominating and rising while another contributor falls", () => {
+    const rs = [0, 1, 2].flatMap(base).concat([3, 4, 5].flatMap(hacked));
+    const [f, ...rest] = rewardHacking({ steps: [], rollouts: rs }, T);
+    expect(rest).toEqual([]);
+    expect(f).toMatchObject({ rule: "reward_hacking", lastStep: 5 });
+    expect(f!.message).toContain('"format"');
+    expect(f!.message).toContain('"correct"');
+    expect(f!.rolloutIds.every((id) => id.startsWith("r5-"))).toBe(true);
+  });
+
+  it("is not raised when every contributing component rises (healthy learning), nor with too few steps", () => {
+    const better = (s: number) => rollouts(s, (g, i) => 0.5 * (i === 0 ? 0 : 1) + 0.5 * (i === 0 ? 0 : 1), (g, i) => ({ format: i === 0 ? 0 : 1, correct: i === 0 ? 0 : 1 }));
+    expect(rewardHacking({ steps: [], rollouts: [0, 1, 2].flatMap(base).concat([3, 4, 5].flatMap(better)) }, T)).toEqual([]);
+    expect(rewardHacking({ steps: [], rollouts: [0, 1, 2].flatMap(base).concat([3, 4].flatMap(hacked)) }, T)).toEqual([]);
+  });
+});
+
+describe("trainer rules", () => {
+  it("probs_corr below the threshold on a trained step; a skipped step (probs_corr 0) is not", () => {
+    const [f] = lowProbsCorr({ steps: history(4, (i) => (i === 2 ? { trainer: { probs_corr: 0.7 } } : {})), rollouts: [] }, T);
+    expect(f).toMatchObject({ rule: "low_probs_corr", steps: [2], severity: "warning" });
+    expect(lowProbsCorr({ steps: history(4, (i) => (i === 2 ? { trainer: { probs_corr: 0, skipped: true } } : { trainer: { probs_corr: 0.91 } })), rollouts: [] }, T)).toEqual([]);
+  });
+
+  it("KL above the limit, or 10× the run's median", () => {
+    expect(klBlowup({ steps: history(4, (i) => (i === 3 ? { trainer: { kl: 2.5 } } : {})), rollouts: [] }, T)[0]).toMatchObject({ severity: "critical", steps: [3] });
+    const jump = klBlowup({ steps: history(5, (i) => ({ trainer: { kl: i === 4 ? 0.5 : 0.02 } })), rollouts: [] }, T);
+    expect(jump[0]).toMatchObject({ severity: "warning", steps: [4] });
+    // Near-miss: 5× a median, and a jump from a median below the floor.
+    expect(klBlowup({ steps: history(5, (i) => ({ trainer: { kl: i === 4 ? 0.1 : 0.02 } })), rollouts: [] }, T)).toEqual([]);
+    expect(klBlowup({ steps: history(5, (i) => ({ trainer: { kl: i === 4 ? 0.05 : 0.001 } })), rollouts: [] }, T)).toEqual([]);
+  });
+
+  it("a NaN/Inf (or missing) loss or grad norm; finite ones and steps without a trainer are not", () => {
+    expect(nonfiniteLoss({ steps: history(3, (i) => (i === 1 ? { trainer: { loss: Number.NaN } } : {})), rollouts: [] })[0]).toMatchObject({ severity: "critical", steps: [1] });
+    expect(nonfiniteLoss({ steps: history(3, (i) => (i === 2 ? { trainer: { grad_norm: null } } : {})), rollouts: [] })[0]).toMatchObject({ steps: [2] });
+    expect(nonfiniteLoss({ steps: history(3, (i) => (i === 1 ? { trainer: null } : { trainer: { loss: 1e30 } })), rollouts: [] })).toEqual([]);
+  });
+});
+
+describe("exception rate", () => {
+  it("flags a rise above the baseline, linking the failed rollouts", () => {
+    const rs = rollouts(3, (g, i) => (i < 2 ? null : 0.5));
+    const [f] = exceptionRate({ steps: history(4, (i) => ({ exception_rate: i === 3 ? 0.5 : 0.05 })), rollouts: rs }, T);
+    expect(f).toMatchObject({ rule: "exception_rate", severity: "critical", steps: [3] });
+    expect(f!.message).toBe("50% of rollouts failed at step 3 (baseline 5%) on step 3.");
+    expect(f!.rolloutIds).toHaveLength(8);
+  });
+
+  it("is not raised by a steady rate, or a rise too small", () => {
+    expect(exceptionRate({ steps: history(6, () => ({ exception_rate: 0.2 })), rollouts: [] }, T)).toEqual([]);
+    expect(exceptionRate({ steps: history(6, (i) => ({ exception_rate: i < 2 ? 0.2 : 0.3 })), rollouts: [] }, T)).toEqual([]);
+  });
+});
+
+describe("the evaluator", () => {
+  it("a healthy history raises nothing; a collapsed one raises exactly the collapse", () => {
+    expect(evaluatePathologies({ steps: history(10), rollouts: [] })).toEqual([]);
+    const flags = evaluatePathologies({ steps: history(9, (i) => (i >= 7 ? { groups_trainable: 0 } : {})).reverse(), rollouts: [] });
+    expect(flags.map((f) => [f.rule, f.firstStep])).toEqual([["reward_collapse", 7]]);
+  });
+
+  it("STALL_AFTER_MS: default, override, and a clear error for nonsense", () => {
+    expect(loadEnv({ NODE_ENV: "test" }).STALL_AFTER_MS).toBe(300_000);
+    expect(loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "60000" }).STALL_AFTER_MS).toBe(60_000);
+    expect(() => loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "soon" })).toThrow(/STALL_AFTER_MS/);
+  });
+});

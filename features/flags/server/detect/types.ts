@@ -1,0 +1,70 @@
+/**
+ * What the pathology rules read and what they raise. Pure data: the rules never touch the database, so
+ * each can be unit-tested on fixtures (rules.test.ts); features/flags/server/detect/store.ts builds these from
+ * the Step and Trajectory rows and stores what they return as RunFlag rows.
+ */
+
+/** One finished training step: its StepMetrics as stored, plus aggregates over its train rollouts. */
+export interface StepInput {
+  step: number;
+  reward_mean: number | null;
+  reward_std_within_group: number | null;
+  exception_rate: number;
+  groups_trainable: number;
+  /** Groups sampled this step (distinct train groups among its rollouts, else the config's groups_per_step). */
+  groups: number;
+  /** Mean completion tokens of the step's train rollouts (null: none stored). */
+  completion_tokens_mean: number | null;
+  trainer: {
+    loss: number | null;
+    grad_norm: number | null;
+    kl: number | null;
+    probs_corr: number | null;
+    skipped: boolean;
+  } | null;
+}
+
+/** One train rollout, the fields the rules need. */
+export interface RolloutInput {
+  id: string;
+  step: number;
+  group: number;
+  reward: number | null;
+  /** Reward components and ctx.metric values. */
+  metrics: Record<string, number>;
+  completion_tokens: number;
+  failed: boolean;
+}
+
+export const FLAG_RULES = [
+  "reward_collapse",
+  "length_drift",
+  "reward_hacking",
+  "low_probs_corr",
+  "kl_blowup",
+  "nonfinite_loss",
+  "exception_rate",
+  "stalled",
+] as const;
+export type FlagRule = (typeof FLAG_RULES)[number];
+export type FlagSeverity = "warning" | "critical";
+
+/** A raised flag. (rule, firstStep) identifies it: re-evaluating the same history raises the same flags. */
+export interface Flag {
+  rule: FlagRule;
+  severity: FlagSeverity;
+  message: string;
+  firstStep: number;
+  lastStep: number;
+  /** Every step that met the rule's condition (the UI links each). */
+  steps: number[];
+  /** The rollouts that show it, at most PATHOLOGY_THRESHOLDS.maxRolloutIds. */
+  rolloutIds: string[];
+}
+
+export interface RuleInput {
+  /** Finished steps, ascending by step. */
+  steps: StepInput[];
+  /** Train rollouts of (at least) the most recent steps; rules link only what is here. */
+  rollouts: RolloutInput[];
+}

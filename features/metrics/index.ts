@@ -1,0 +1,1 @@
+export { RunCharts } from "./components/run-charts";

@@ -1,0 +1,2 @@
+export { forgetRunColumns } from "./run-series-columns";
+export { RunSeriesInput, runSeries, type SeriesX } from "./run-series";

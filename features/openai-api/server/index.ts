@@ -1,0 +1,1 @@
+export { handleChatCompletions, handleModels } from "./openai-api";

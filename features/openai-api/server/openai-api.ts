@@ -1,0 +1,128 @@
+/**
+ * The OpenAI-compatible API users point the official SDKs at (app/api/v1/…):
+ *
+ *   POST /api/v1/chat/completions   model: "<run number>@<step>", "<run id>@<step>" or a base model name;
+ *                                   plain JSON or `stream: true` (server-sent events, passed through)
+ *   GET  /api/v1/models             the workspace's checkpoints as "<number>@<step>", plus its base models
+ *
+ * Authorized as any web API call (requireAccess: an API token `Authorization: Bearer rbk_…`, or the browser
+ * session), acting in the token's workspace; a model outside it is 404, never a hint that it exists.
+ * The request goes web → runner (bearer RUNNER_TOKEN) → engine; the engine is never reachable from here.
+ * Errors use OpenAI's shape, {"error": {message, type, param, code}}, so the SDKs raise their usual classes.
+ * The answer's `model` is the name the caller sent, not the runner's internal one.
+ */
+import { ChatCompletionRequest, checkpointModelName, MAX_JSON_DEPTH } from "@contracts";
+import { requireAccess } from "@/server/auth/request";
+import { isAppError, rootMessage } from "@/server/errors";
+import { errorMessage, forwardChat, resolveModel, workspaceBaseModels } from "@/features/checkpoints/server";
+import type { Db } from "@/server/db-types";
+import { renameModelInEvents } from "./sse-model-name";
+import { capOf, readCappedBody, REFUSAL_HEADERS } from "@/server/http/body-limit";
+
+/** `n` is capped for this public door: 256 completions of one request would hold a shared runner for long. */
+export const MAX_CHOICES = 8;
+const MAX_LISTED_CHECKPOINTS = 2_000;
+
+const TYPE_BY_STATUS: Record<number, string> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "invalid_request_error",
+};
+
+export function openaiError(status: number, message: string, param: string | null = null, code: string | null = null): Response {
+  const headers: Record<string, string> = status === 401 ? { "www-authenticate": 'Bearer realm="rollbook"' } : status === 413 ? { ...REFUSAL_HEADERS } : {};
+  return Response.json({ error: { message, type: TYPE_BY_STATUS[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"), param, code } }, { status, headers });
+}
+
+/** requireAccess answers {error: {message}}; OpenAI clients also read type and code. */
+async function accessOrError(req: Request, db?: Db) {
+  const access = await requireAccess(req, "viewer", { db });
+  if (!(access instanceof Response)) return access;
+  return openaiError(access.status, await errorMessage(access));
+}
+
+function appErrorResponse(e: unknown): Response {
+  if (!isAppError(e)) throw e;
+  const status = { NOT_FOUND: 404, BAD_INPUT: 400, RUNNER_UNAVAILABLE: 503, RUNNER_ERROR: 502, FORBIDDEN: 403, UNAUTHORIZED: 401, CONFLICT: 409 }[e.code];
+  return openaiError(status, e.message, e.code === "NOT_FOUND" ? "model" : null, e.code === "NOT_FOUND" ? "model_not_found" : null);
+}
+
+/**
+ * The body as JSON: counted while it streams and refused past the chat cap (body-limit.ts), and refused
+ * when nested deeper than MAX_JSON_DEPTH (forwarding it to the runner stringifies it, recursively).
+ */
+async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false; res: Response }> {
+  const read = await readCappedBody(req, capOf("chat"), { maxJsonDepth: MAX_JSON_DEPTH });
+  if (!read.ok) return { ok: false, res: openaiError(read.status, read.message) };
+  try {
+    return { ok: true, value: JSON.parse(new TextDecoder().decode(read.bytes)) };
+  } catch {
+    return { ok: false, res: openaiError(400, "the request body is not JSON") };
+  }
+}
+
+export async function handleChatCompletions(req: Request, opts: { db?: Db } = {}): Promise<Response> {
+  const access = await accessOrError(req, opts.db);
+  if (access instanceof Response) return access;
+  const body = await readJson(req);
+  if (!body.ok) return body.res;
+  // The shape is checked here (the engine checks the rules between fields) so a bad field is named at once.
+  const parsed = ChatCompletionRequest.safeParse(body.value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const param = issue.path.map(String).join(".") || null;
+    return openaiError(400, `${param ?? "body"}: ${issue.message}`, param);
+  }
+  if ((parsed.data.n ?? 1) > MAX_CHOICES) return openaiError(400, `n: at most ${MAX_CHOICES} here`, "n");
+  const requested = parsed.data.model;
+
+  let upstream: Response;
+  try {
+    const resolved = await resolveModel(access.db, access.workspaceId, requested);
+    // The parsed body: fields the engine does not know (`user`, `store`, `metadata`…) are dropped, not refused.
+    upstream = await forwardChat(access.db, access.workspaceId, resolved, parsed.data, req.signal);
+  } catch (e) {
+    if (req.signal.aborted) return new Response(null, { status: 499 });
+    if (e instanceof Error && e.name === "TimeoutError") return openaiError(504, `the model did not answer in time: ${rootMessage(e)}`);
+    return appErrorResponse(e);
+  }
+  if (!upstream.ok) return openaiError(upstream.status, await errorMessage(upstream));
+  const type = upstream.headers.get("content-type") ?? "";
+  if (type.startsWith("text/event-stream") && upstream.body) {
+    return new Response(upstream.body.pipeThrough(renameModelInEvents(requested)), {
+      status: 200,
+      headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" },
+    });
+  }
+  const json = (await upstream.json()) as Record<string, unknown>;
+  return Response.json({ ...json, model: requested });
+}
+
+export async function handleModels(req: Request, opts: { db?: Db } = {}): Promise<Response> {
+  const access = await accessOrError(req, opts.db);
+  if (access instanceof Response) return access;
+  const { db, workspaceId } = access;
+  const [bases, checkpoints] = await Promise.all([
+    workspaceBaseModels(db, workspaceId),
+    db.checkpoint.findMany({
+      where: { run: { workspaceId } },
+      orderBy: [{ createdAt: "desc" }],
+      take: MAX_LISTED_CHECKPOINTS,
+      select: { step: true, createdAt: true, run: { select: { number: true, baseModel: true } } },
+    }),
+  ]);
+  const now = Math.floor(Date.now() / 1000);
+  const data = [
+    ...bases.map((id) => ({ id, object: "model", created: now, owned_by: "rollbook" })),
+    ...checkpoints.map((c) => ({
+      id: checkpointModelName(c.run.number, c.step),
+      object: "model",
+      created: Math.floor(c.createdAt.getTime() / 1000),
+      owned_by: "rollbook",
+      parent: c.run.baseModel,
+    })),
+  ];
+  return Response.json({ object: "list", data });
+}

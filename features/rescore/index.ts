@@ -1,0 +1,1 @@
+export { RescoreButton } from "./components/rescore-panel";

@@ -1,0 +1,1 @@
+export { RescoreRunInput, rescoreRun } from "./rescore";

@@ -1,0 +1,1 @@
+export { handleRunEvents } from "./run-events-http";

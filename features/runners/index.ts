@@ -1,0 +1,1 @@
+export { RunnersSettings, fieldOfError } from "./components/runners-settings";

@@ -1,0 +1,1 @@
+export { recordRunnerAnswer, recordRunnerFailure, runnersOf } from "./runner-pool";

@@ -1,0 +1,2 @@
+export { RunNotes, RunTags } from "./components/run-tags-notes";
+export { type RunsListInput } from "./runs-table-query";

@@ -1,0 +1,1 @@
+export { TokensToggle } from "./components/token-view";

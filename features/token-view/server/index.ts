@@ -1,0 +1,2 @@
+export { getRolloutTokens } from "./rollout-tokens";
+export { fetchTokenLog } from "./run-token-log";

@@ -1,0 +1,1 @@
+export { UserMenu } from "./components/user-menu";

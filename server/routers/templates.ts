@@ -1,7 +1,0 @@
-import { createTRPCRouter, viewerProcedure } from "../trpc";
-import * as templates from "../services/templates";
-
-/** The templates a new experiment can start from (templates/<name>/), for the New experiment page. */
-export const templatesRouter = createTRPCRouter({
-  list: viewerProcedure.query(() => templates.listTemplates()),
-});
