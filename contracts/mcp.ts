@@ -118,7 +118,7 @@ const remoteServer = <T extends "http" | "sse">(transport: T, what: string) =>
           (h) => Object.entries(h).every(([k, v]) => !/^(proxy-)?authorization$/i.test(k) || v.replace(SECRET_REF, "") !== v),
           { message: 'an Authorization header must take its secret from a workspace secret, e.g. "Bearer ${API_TOKEN}"' },
         )
-        .describe("HTTP headers sent with every request. Secrets as ${NAME}: a secret of this workspace (Team → Secrets)."),
+        .describe("HTTP headers sent with every request. Secrets as ${NAME}: a secret of this workspace (Team → Secrets). Default {}: none."),
       tools: ToolAllowList,
     })
     .strict();
@@ -135,21 +135,24 @@ export const McpConfig = z
     servers: z
       .record(McpServerName, McpServerConfig)
       .default({})
-      .describe('MCP servers by name, e.g. { "everything": { "transport": "stdio", "server": "everything" } } (a server the workspace registered) or { "search": { "transport": "http", "url": "https://…/mcp" } }.'),
+      .describe('MCP servers by name, e.g. { "everything": { "transport": "stdio", "server": "everything" } } (a server the workspace registered) or { "search": { "transport": "http", "url": "https://…/mcp" } }. Default {}: none.'),
     connect_timeout_ms: z
       .number()
       .int()
       .min(100)
       .max(300_000)
       .default(10_000)
-      .describe("How long a server may take to start and answer initialize. Local servers answer in well under a second; a broken one should not hold up the run."),
+      .describe(
+        "How long a server may take to start and answer initialize, 100 ms to 5 minutes. Local servers answer in well under a second; " +
+          "a broken one should not hold up the run. Default 10 000 (10 s).",
+      ),
     list_timeout_ms: z
       .number()
       .int()
       .min(100)
       .max(300_000)
       .default(10_000)
-      .describe("How long listing a server's tools may take, once connected."),
+      .describe("How long listing a server's tools may take, once connected; 100 ms to 5 minutes. Default 10 000 (10 s)."),
     call_timeout_ms: z
       .number()
       .int()
@@ -157,8 +160,8 @@ export const McpConfig = z
       .max(3_600_000)
       .default(30_000)
       .describe(
-        "Default limit of one tool call. Below limits.rollout_timeout_ms (60 s by default), so a hung tool fails as a tool " +
-          "timeout the scenario can catch instead of timing out the whole rollout.",
+        "Default limit of one tool call, 100 ms to 1 hour. Below limits.rollout_timeout_ms (60 s by default), so a hung tool fails as a tool " +
+          "timeout the scenario can catch instead of timing out the whole rollout. Default 30 000 (30 s).",
       ),
     max_result_chars: z
       .number()
@@ -166,7 +169,10 @@ export const McpConfig = z
       .min(100)
       .max(10_000_000)
       .default(16_000)
-      .describe("Longest tool result text kept; longer results are cut with a note. Results go into the model's context and every stored trajectory."),
+      .describe(
+        "Longest tool result text kept, 100 to 10 000 000 characters; longer results are cut with a note. Results go into the model's " +
+          "context and every stored trajectory. Default 16 000.",
+      ),
   })
   .strict();
 
