@@ -3,6 +3,7 @@
  * process environment is parsed here once, with a default and a reason. Nothing else reads process.env.
  */
 import { z } from "zod";
+import { parseEnv } from "@contracts/env";
 import { EgressAllowSetting } from "@/gpu-runner/src/net/egress-policy";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -94,17 +95,7 @@ export type ServerEnv = z.infer<typeof ServerEnv>;
 
 /** Parse an environment (process.env by default); empty strings count as unset. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): ServerEnv {
-  const cleaned: Record<string, string> = {};
-  for (const key of Object.keys(ServerEnv.shape)) {
-    const value = source[key];
-    if (value !== undefined && value !== "") cleaned[key] = value;
-  }
-  const parsed = ServerEnv.safeParse(cleaned);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`Invalid server environment:\n${lines.join("\n")}`);
-  }
-  return parsed.data;
+  return parseEnv(ServerEnv, source, "server");
 }
 
 let cached: ServerEnv | undefined;

@@ -6,6 +6,7 @@ import path from "node:path";
 import os from "node:os";
 import { z } from "zod";
 import { RUNNER_TOKEN_MISSING } from "../../contracts/tokens";
+import { parseEnv } from "../../contracts/env";
 import { EgressAllowSetting } from "./net/egress-policy";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
@@ -105,27 +106,18 @@ export type RunnerEnv = z.infer<typeof RunnerEnv>;
 
 /** Parse an environment (process.env by default); empty strings count as unset. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): RunnerEnv {
-  const cleaned: Record<string, string> = {};
-  for (const key of Object.keys(RunnerEnv.shape)) {
-    const value = source[key];
-    if (value !== undefined && value !== "") cleaned[key] = value;
-  }
-  const parsed = RunnerEnv.safeParse(cleaned);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
-    throw new Error(`Invalid runner environment:\n${lines.join("\n")}`);
-  }
+  const env = parseEnv(RunnerEnv, source, "runner");
   // A folder servers may read must not hold what the sandbox exists to hide: the runs and the data dir's tokens.
-  for (const p of parsed.data.MCP_STDIO_READ_PATHS) {
+  for (const p of env.MCP_STDIO_READ_PATHS) {
     const covers = (hidden: string) => path.relative(path.resolve(p), hidden).split(path.sep)[0] !== "..";
-    if (covers(path.resolve(parsed.data.ROLLBOOK_RUNS_DIR)) || covers(REPO_ROOT)) {
+    if (covers(path.resolve(env.ROLLBOOK_RUNS_DIR)) || covers(REPO_ROOT)) {
       throw new Error(`Invalid runner environment:\n  MCP_STDIO_READ_PATHS: ${p} holds the runs folder or this repository (its DATA_DIR and tokens); list only the folders servers need`);
     }
   }
-  if (parsed.data.ENGINE_URL && !parsed.data.ENGINE_TOKEN) {
+  if (env.ENGINE_URL && !env.ENGINE_TOKEN) {
     throw new Error(
       "Invalid runner environment:\n  ENGINE_TOKEN: required with ENGINE_URL — start that engine with ENGINE_TOKEN=<secret> and give the runner the same value",
     );
   }
-  return parsed.data;
+  return env;
 }
