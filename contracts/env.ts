@@ -8,7 +8,7 @@
 import type { z } from "zod";
 
 /** Parse `source` against `schema`; a bad value throws one error naming every field: "Invalid <who> environment: …". */
-export function parseEnv<S extends z.ZodObject>(schema: S, source: NodeJS.ProcessEnv, who: string): z.infer<S> {
+export function parseEnv<S extends z.ZodObject>(schema: S, source: Readonly<Record<string, string | undefined>>, who: string): z.infer<S> {
   const cleaned: Record<string, string> = {};
   for (const key of Object.keys(schema.shape)) {
     const value = source[key];

@@ -5,10 +5,12 @@
  * be shared as a link and exported as exactly the rows it shows. Imports zod only: safe in the browser.
  */
 import { z } from "zod";
+import { RunKind, RunStatus } from "@contracts";
 import { multiLine, oneLine } from "@contracts/text-rules";
 
-export const RUN_STATUSES = ["queued", "running", "lost", "completed", "failed", "stopped"] as const;
-export const RUN_KINDS = ["train", "dry-run", "eval"] as const;
+// The filterable values are the contracts' own enums, not a copy of them.
+export const RUN_STATUSES = RunStatus.options;
+export const RUN_KINDS = RunKind.options;
 
 /** A key of Run.summary: what ingestion writes (run-summary.ts), checked before it reaches SQL as a parameter. */
 export const SummaryKey = z

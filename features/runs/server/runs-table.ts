@@ -16,7 +16,7 @@ import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "@/server/errors";
 import { meanRewardOf } from "@contracts";
 import { queuePositions } from "@/features/run-lifecycle/server";
-import { fromDbKind } from "@/server/run-convert";
+import { fromDbKind, toDbKind } from "@/server/run-convert";
 import type { z } from "zod";
 import { RunsListInput, RunUpdateInput, type RunsSort } from "../runs-table-query";
 import type { DbOrTx } from "@/server/db-types";
@@ -105,7 +105,7 @@ function conditions(workspaceId: string, f: ListArgs): Prisma.Sql[] {
   if (f.experimentId) out.push(Prisma.sql`r."experimentId" = ${f.experimentId}`);
   if (f.status?.length) out.push(Prisma.sql`r."status" = ANY(${f.status}::text[]::"RunStatus"[])`);
   if (f.kind?.length) {
-    const kinds = f.kind.map((k) => (k === "dry-run" ? "dry_run" : k));
+    const kinds = f.kind.map(toDbKind);
     out.push(Prisma.sql`r."kind" = ANY(${kinds}::text[]::"RunKind"[])`);
   }
   if (f.authorId) out.push(Prisma.sql`r."createdById" = ${f.authorId}`);

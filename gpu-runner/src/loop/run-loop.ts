@@ -16,6 +16,8 @@ import {
   type TrainMetrics,
   type RunEvent,
   type Trajectory,
+  checkpointModelName,
+  parseCheckpointModel,
 } from "../../../contracts";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
@@ -98,13 +100,8 @@ export class RunStopped extends Error {
   }
 }
 
-export const checkpointModel = (runId: string, step: number) => `${runId}@${step}`;
-
-/** Parse `<run>@<step>` (the step an eval is labelled with); other ids are base models, step 0. */
-export function modelStep(model: string): number {
-  const m = /@(\d+)$/.exec(model);
-  return m ? Number(m[1]) : 0;
-}
+/** The step an eval is labelled with: `<run>@<step>` (contracts/model-ref.ts) is that step; a base model is step 0. */
+const modelStep = (model: string): number => parseCheckpointModel(model)?.step ?? 0;
 
 function checkStopped(signal: AbortSignal): void {
   if (signal.aborted) throw new RunStopped();
@@ -362,7 +359,7 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
     checkStopped(ctx.signal);
     await ctx.waitForEngine();
     ctx.onStep?.(step);
-    const model = step === 1 ? startModel : checkpointModel(runId, step - 1);
+    const model = step === 1 ? startModel : checkpointModelName(runId, step - 1);
     const { groups, rolloutS, t0 } = await sampleStep(ctx, services, step, model);
     const empty = guard.check(step, groups.map((g) => g.map((d) => d.trajectory)));
     if (empty) {
@@ -392,7 +389,7 @@ async function runTrain(ctx: RunContext, services: RolloutServices, resumedFrom:
     });
     checkStopped(ctx.signal);
     if (evalOn && (step % config.eval_every === 0 || step === config.num_steps)) {
-      await runEval(ctx, services, step, checkpointModel(runId, step));
+      await runEval(ctx, services, step, checkpointModelName(runId, step));
     }
   }
 }
