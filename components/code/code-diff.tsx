@@ -6,7 +6,8 @@
  */
 import dynamic from "next/dynamic";
 import { useMemo, useState } from "react";
-import { sortPaths } from "@contracts";
+import { DiffFileList } from "./diff-file-list";
+import { activeDiffFile, diffCountText, fileStates, stateTitles } from "./diff-files";
 import { fileLanguage } from "./files";
 import { runColor } from "@/features/compare";
 
@@ -21,26 +22,8 @@ export interface CodeRun {
   files: Record<string, string>;
 }
 
-export type FileState = "changed" | "added" | "removed" | "same";
-
-const MARK: Record<FileState, { sign: string; className: string; title: string }> = {
-  changed: { sign: "M", className: "text-amber-300", title: "differs" },
-  added: { sign: "A", className: "text-emerald-300", title: "only in the right run" },
-  removed: { sign: "D", className: "text-red-300", title: "only in the left run" },
-  same: { sign: "", className: "", title: "identical" },
-};
-
-export function fileStates(left: Record<string, string>, right: Record<string, string>): { path: string; state: FileState }[] {
-  const paths = sortPaths([...new Set([...Object.keys(left), ...Object.keys(right)])]);
-  const list = paths.map((path) => {
-    const l = Object.hasOwn(left, path) ? left[path] : undefined;
-    const r = Object.hasOwn(right, path) ? right[path] : undefined;
-    const state: FileState = l === undefined ? "added" : r === undefined ? "removed" : l === r ? "same" : "changed";
-    return { path, state };
-  });
-  // Differing files first; within each half the experiment's usual order (scenario, reward, tasks, config, lib/…).
-  return [...list.filter((f) => f.state !== "same"), ...list.filter((f) => f.state === "same")];
-}
+/** The compare page names its sides by run. */
+const TITLES = stateTitles("the left run", "the right run");
 
 function RunPicker({ label, runs, value, onChange }: { label: string; runs: readonly CodeRun[]; value: string; onChange: (id: string) => void }) {
   const index = runs.findIndex((r) => r.id === value);
@@ -77,9 +60,8 @@ export function CodeDiff({ runs, baselineRunId }: { runs: readonly CodeRun[]; ba
   const left = runs.find((r) => r.id === leftId) ?? runs[0]!;
   const right = runs.find((r) => r.id === rightId) ?? runs[1] ?? runs[0]!;
   const files = useMemo(() => fileStates(left.files, right.files), [left, right]);
-  const differing = files.filter((f) => f.state !== "same").length;
   const [picked, setPicked] = useState<string | null>(null);
-  const active = files.find((f) => f.path === picked)?.path ?? files[0]?.path ?? "scenario.ts";
+  const active = activeDiffFile(files, picked);
 
   return (
     <div>
@@ -99,30 +81,11 @@ export function CodeDiff({ runs, baselineRunId }: { runs: readonly CodeRun[]; ba
         </button>
         <RunPicker label="right" runs={runs} value={right.id} onChange={setRightId} />
         <span data-testid="code-diff-count">
-          {left.id === right.id ? "the same run on both sides" : differing === 0 ? "the files are identical" : `${differing} of ${files.length} files differ`}
+          {left.id === right.id ? "the same run on both sides" : diffCountText(files)}
         </span>
       </div>
       <div className="flex h-[65vh] min-h-80 overflow-hidden rounded border border-zinc-800">
-        <ul className="w-52 shrink-0 overflow-y-auto border-r border-zinc-800 bg-zinc-900/60 py-1" aria-label="Files" data-testid="code-diff-files">
-          {files.map((f) => (
-            <li key={f.path}>
-              <button
-                type="button"
-                onClick={() => setPicked(f.path)}
-                aria-current={f.path === active ? "true" : undefined}
-                title={MARK[f.state].title}
-                className={`flex w-full items-center gap-2 px-3 py-1 text-left font-mono text-[12px] ${
-                  f.path === active ? "bg-zinc-800 text-zinc-100" : f.state === "same" ? "text-zinc-500 hover:bg-zinc-800/60" : "text-zinc-200 hover:bg-zinc-800/60"
-                }`}
-              >
-                <span className={`w-3 shrink-0 text-center font-bold ${MARK[f.state].className}`} aria-label={MARK[f.state].title}>
-                  {MARK[f.state].sign}
-                </span>
-                <span className="truncate">{f.path}</span>
-              </button>
-            </li>
-          ))}
-        </ul>
+        <DiffFileList files={files} active={active} titles={TITLES} onPick={setPicked} testId="code-diff-files" widthClassName="w-52" />
         <div className="min-w-0 flex-1" data-testid="code-diff-editor">
           <MonacoDiff original={left.files[active] ?? ""} modified={right.files[active] ?? ""} language={fileLanguage(active)} />
         </div>
