@@ -25,7 +25,7 @@ async function leaseHolder(runId: string): Promise<string | null> {
   }
 }
 
-/** The holder id is "<host>:<pid>:<random>" (features/run-lifecycle/server/ingest-lease.ts). */
+/** The holder id is "<host>:<pid>:<random>" (features/run-lifecycle/server/ingest/lease.ts). */
 const pidOfHolder = (holder: string | null) => (holder ? Number(holder.split(":").at(-2)) : null);
 
 test("a browser on web server 2 sees live rollouts of a run web server 1 ingests, and still after web 1 is killed", async ({ page, request }) => {

@@ -31,7 +31,7 @@ export const ServerEnv = z.object({
   /**
    * A running run that sent nothing for this long is checked with its runner, and a runner that has not
    * answered heartbeats for this long has its running runs marked "runner lost" (status `lost`, not terminal)
-   * until it answers again (features/run-lifecycle/server/ingest.ts, runner-monitor.ts).
+   * until it answers again (features/run-lifecycle/server/liveness/).
    */
   RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
   /** How often (ms) the web server asks every enabled runner for its status (health, "last seen" in settings). */
@@ -41,7 +41,7 @@ export const ServerEnv = z.object({
   /**
    * How long a web process's lease on ingesting a run lasts unrenewed (renewed every third of it): with
    * several web processes on one database, a killed one's runs are taken over by another within about this
-   * long (features/run-lifecycle/server/ingest-lease.ts).
+   * long (features/run-lifecycle/server/ingest/lease.ts).
    */
   INGEST_LEASE_MS: z.coerce.number().int().min(300, "INGEST_LEASE_MS: a whole number of milliseconds, at least 300").default(6_000),
   /**

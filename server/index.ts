@@ -23,7 +23,7 @@ import { registerRunner, runnerById } from "./runner-client";
 import { startupRunnerToken } from "./runner-token";
 import { IngestService } from "@/features/run-lifecycle/server";
 import { dispatcherFor } from "@/features/run-lifecycle/server";
-import { RunnerMonitor } from "@/features/run-lifecycle/server";
+import { RunnerHeartbeat } from "@/features/run-lifecycle/server";
 import { AlertsWatcher } from "@/features/flags/server";
 import { postIngestSettled } from "@/features/flags/server";
 import { prewarmPages, waitForEngine } from "./startup/ready";
@@ -94,7 +94,7 @@ async function main(): Promise<void> {
   log(`ingest lease holder ${ingest.leases.holder} (INGEST_LEASE_MS ${env.INGEST_LEASE_MS})`);
   await ingest.start();
   // The runner pool: heartbeats (health, "runner lost") and the run queue's dispatcher (services/dispatcher.ts).
-  const monitor = new RunnerMonitor(db, { heartbeatMs: env.HEARTBEAT_MS, lostAfterMs: env.RUNNER_LOST_AFTER_MS });
+  const monitor = new RunnerHeartbeat(db, { heartbeatMs: env.HEARTBEAT_MS, lostAfterMs: env.RUNNER_LOST_AFTER_MS });
   monitor.start();
   const dispatcher = dispatcherFor(db, { pollMs: env.DISPATCH_POLL_MS });
   dispatcher.start();

@@ -17,7 +17,7 @@ import { runnerById } from "../runner-client";
 import { dispatcherFor } from "@/features/run-lifecycle/server";
 import { IngestService } from "@/features/run-lifecycle/server";
 import { listEvents } from "@/features/runs/server";
-import { RunnerMonitor } from "@/features/run-lifecycle/server";
+import { RunnerHeartbeat } from "@/features/run-lifecycle/server";
 import { ensureDefaultExperiment } from "@/features/workspace/server";
 import { callerFor, createTestDb, newWorkspace, templateFiles, type TestDb } from "../test/harness";
 import { startRunnerProcess, type RunnerProcess } from "../test/runner-process";
@@ -28,7 +28,7 @@ const STEPS = 5;
 let tdb: TestDb;
 let runner: RunnerProcess;
 let ingest: IngestService;
-let monitor: RunnerMonitor;
+let monitor: RunnerHeartbeat;
 const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
@@ -36,7 +36,7 @@ beforeAll(async () => {
   runner = await startRunnerProcess(db(), "chaos-resume");
   ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 500, lostAfterMs: LOST_AFTER_MS, maxBackoffMs: 2_000, log: () => {} });
   await ingest.start();
-  monitor = new RunnerMonitor(db(), { heartbeatMs: 500, lostAfterMs: LOST_AFTER_MS, log: () => {} });
+  monitor = new RunnerHeartbeat(db(), { heartbeatMs: 500, lostAfterMs: LOST_AFTER_MS, log: () => {} });
   monitor.start();
   dispatcherFor(db()).start();
 }, 600_000);

@@ -7,7 +7,7 @@
  * lease, 2 s by default) and every stored batch report success or failure here. The state is "delayed"
  * when the last round trip failed, or when none has succeeded for `staleMs` (a hung link fails nothing, it
  * just never answers). Any process that reaches the database takes over the ingest lease of one that does
- * not (ingest-lease.ts), so this process's own link is what decides whether its pages get events.
+ * not (ingest/lease.ts), so this process's own link is what decides whether its pages get events.
  *
  * Sent to the sockets of this process only (`io.local`): the message is about this process, and must not
  * need the database (the Postgres adapter's NOTIFY) to get out. On every change at once, and to every run
@@ -17,7 +17,7 @@
 import type { RollbookIo } from "./io";
 import type { RunDeliveryMessage } from "@contracts/socket-events";
 
-/** What ingestion tells the health tracker (features/run-lifecycle/server/ingest.ts). */
+/** What ingestion tells the health tracker (features/run-lifecycle/server/ingest/). */
 export interface DatabaseProbe {
   ok(): void;
   failed(): void;

@@ -3,4 +3,4 @@ export { dispatcherFor, queuePosition, queuePositions } from "./dispatcher";
 export { IngestService, ingestAndEmit, ingestEvents } from "./ingest";
 export { announceQueued, createRunRecord, loseRun, stopRun } from "./lifecycle/index";
 export { resumeRun } from "./run-resume";
-export { RunnerMonitor } from "./runner-monitor";
+export { RunnerHeartbeat } from "./liveness";

@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type DbHandle } from "@/server/db";
 import { createRunningRun, createTestDb, newWorkspace, type TestDb } from "@/server/test/harness";
-import { IngestLeases } from "./ingest-lease";
+import { IngestLeases } from "./ingest/lease";
 
 let pgTest: TestDb;
 let pglite: DbHandle;

@@ -6,7 +6,7 @@
  * checkpoint agree — every rollout the checkpoint was trained on is in the log before its checkpoint.saved
  * — so the new runner continues with step K+1 exactly as the old one would have; a step the old runner
  * trained but the web server never heard of is redone from checkpoint K with the same tasks and seeds,
- * replacing its partial record (ingest.ts replaces a trajectory id by its latest attempt, steps upsert).
+ * replacing its partial record (ingest/projection.ts replaces a trajectory id by its latest attempt, steps upsert).
  *
  * The checkpoint travels (a) through the shared checkpoint folder (ROLLBOOK_SHARED_CHECKPOINT_DIR on both
  * runners: the new runner copies it from there), or (b) through both runners' APIs: the web server streams

@@ -1,5 +1,5 @@
 /**
- * Run.summary: the numbers the runs table shows and sorts by, kept current by ingestion (ingest.ts merges
+ * Run.summary: the numbers the runs table shows and sorts by, kept current by ingestion (ingest/projection.ts merges
  * each batch's patch into the stored JSON). The last step's metrics under their own names (reward_mean,
  * exception_rate, tokens_per_s, …, and the trainer's loss, kl, entropy, …), and the last eval's as eval_*
  * (eval_reward is its reward_mean). Only finite numbers are kept: the table sorts summary values as numbers,

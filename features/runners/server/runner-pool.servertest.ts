@@ -15,7 +15,7 @@ import { spawnTs, stopChild, type Child } from "@/server/test/child-process";
 import { callerFor, closedPort, createTestDb, newWorkspace, templateFiles, type TestDb } from "@/server/test/harness";
 import { dispatcherFor } from "@/features/run-lifecycle/server";
 import { IngestService } from "@/features/run-lifecycle/server";
-import { RunnerMonitor } from "@/features/run-lifecycle/server";
+import { RunnerHeartbeat } from "@/features/run-lifecycle/server";
 import { getRun } from "@/features/runs/server";
 import { ensureDefaultExperiment } from "@/features/workspace/server";
 
@@ -33,7 +33,7 @@ const db = () => tdb.handle.prisma;
 const children: Partial<Record<keyof typeof PORTS, Child>> = {};
 const dirs: string[] = [];
 let ingest: IngestService;
-let monitor: RunnerMonitor;
+let monitor: RunnerHeartbeat;
 const runnerIds: Partial<Record<keyof typeof PORTS, string>> = {};
 const dispatchLog: string[] = [];
 
@@ -93,7 +93,7 @@ beforeAll(async () => {
   runnerIds.b = (await registerRunner(db(), { name: "pool-b", url: `http://127.0.0.1:${PORTS.b}`, token: TOKEN })).id;
   ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 200, lostAfterMs: LOST_AFTER_MS, log: () => {} });
   await ingest.start();
-  monitor = new RunnerMonitor(db(), { heartbeatMs: HEARTBEAT_MS, lostAfterMs: LOST_AFTER_MS, log: () => {} });
+  monitor = new RunnerHeartbeat(db(), { heartbeatMs: HEARTBEAT_MS, lostAfterMs: LOST_AFTER_MS, log: () => {} });
   monitor.start();
   dispatcherFor(db(), { log: (m) => dispatchLog.push(m) });
   await monitor.beat();
@@ -260,7 +260,7 @@ describe.skipIf(!engineAvailable)("runner pool (2 real runners, 1 real engine)",
       });
     } finally {
       await db().runner.updateMany({ where: { id: { in: [runnerIds.a!, runnerIds.b!] } }, data: { enabled: true } });
-      monitor = new RunnerMonitor(db(), { heartbeatMs: HEARTBEAT_MS, lostAfterMs: LOST_AFTER_MS, log: () => {} });
+      monitor = new RunnerHeartbeat(db(), { heartbeatMs: HEARTBEAT_MS, lostAfterMs: LOST_AFTER_MS, log: () => {} });
       monitor.start();
     }
     dispatcherFor(db()).kick();

@@ -1,3 +1,5 @@
 export { handleRunMetricsCsv, handleRunTrajectoriesJsonl, handleRunsTableCsv } from "./export-http";
 export { listRunsTable } from "./runs-table";
-export { STOPPED_UNREACHABLE, getRun, listEvents, startRun } from "./runs";
+export { getRun, listEvents } from "./run-reads";
+export { startRun } from "./run-start";
+export { STOPPED_UNREACHABLE } from "./run-stop";

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { RunKind } from "@contracts";
 import { createTRPCRouter, viewerProcedure, memberProcedure } from "@/server/trpc";
-import * as runs from "./runs";
+import { getRun, listEvents, listRuns, listTrajectories } from "./run-reads";
+import { startRun } from "./run-start";
+import { stopRun } from "./run-stop";
 import { resumeRun } from "@/features/run-lifecycle/server";
 import { RescoreRunInput, rescoreRun } from "@/features/rescore/server";
 import { openFork, runLineage } from "./run-fork";
@@ -32,7 +34,7 @@ export const runsRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) =>
-      runs.startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id, runnerById: ctx.runnerById }),
+      startRun(ctx.db, ctx.workspaceId, ctx.getRunner, input, { createdById: ctx.user.id, runnerById: ctx.runnerById }),
     ),
 
   /** Open a run (or one of its checkpoints) in the editor as the starting point of a fork or re-run. */
@@ -48,7 +50,7 @@ export const runsRouter = createTRPCRouter({
   /** The runs table: filters, sort (any summary metric), search and cursor (features/runs/server/runs-table.ts). */
   list: viewerProcedure
     .input(RunsListInput.optional())
-    .query(({ ctx, input }) => runs.listRuns(ctx.db, ctx.workspaceId, input ?? {})),
+    .query(({ ctx, input }) => listRuns(ctx.db, ctx.workspaceId, input ?? {})),
 
   /** What the runs table's filter bar offers: base models, tags, authors, summary metric names. */
   facets: viewerProcedure.query(({ ctx }) => runsFacets(ctx.db, ctx.workspaceId)),
@@ -58,7 +60,7 @@ export const runsRouter = createTRPCRouter({
 
   get: viewerProcedure
     .input(z.object({ id: z.string().min(1) }))
-    .query(({ ctx, input }) => runs.getRun(ctx.db, ctx.workspaceId, input.id)),
+    .query(({ ctx, input }) => getRun(ctx.db, ctx.workspaceId, input.id)),
 
   /** A train run's chart curves, each bucketed (M4) to `width` pixel columns (features/metrics/server/run-series.ts). */
   series: viewerProcedure.input(RunSeriesInput).query(({ ctx, input }) => runSeries(ctx.db, ctx.workspaceId, input)),
@@ -73,7 +75,7 @@ export const runsRouter = createTRPCRouter({
         cursor: z.number().int().nullish(),
       }),
     )
-    .query(({ ctx, input }) => runs.listTrajectories(ctx.db, ctx.workspaceId, input)),
+    .query(({ ctx, input }) => listTrajectories(ctx.db, ctx.workspaceId, input)),
 
   /** One rollout's tokens for the token view: text, sampled/trained, sampling and trainer logprobs, ratio. */
   rolloutTokens: viewerProcedure
@@ -88,11 +90,11 @@ export const runsRouter = createTRPCRouter({
         limit: z.number().int().min(1).max(2000).default(500),
       }),
     )
-    .query(({ ctx, input }) => runs.listEvents(ctx.db, ctx.workspaceId, input)),
+    .query(({ ctx, input }) => listEvents(ctx.db, ctx.workspaceId, input)),
 
   stop: memberProcedure
     .input(z.object({ id: z.string().min(1) }))
-    .mutation(({ ctx, input }) => runs.stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
+    .mutation(({ ctx, input }) => stopRun(ctx.db, ctx.workspaceId, input.id, ctx.runnerById)),
 
   /** Continue a stopped, failed or lost train run from its newest checkpoint (on another runner when its own is gone). */
   resume: memberProcedure

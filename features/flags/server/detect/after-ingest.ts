@@ -10,7 +10,7 @@ import { alertRunEnded } from "../notify/alerts";
 import type { Db } from "@/server/db-types";
 import { evaluateRun } from "./store";
 
-/** What a stored batch says (ingest.ts's IngestResult; named here so the two modules do not import each other). */
+/** What a stored batch says (ingest/projection.ts's IngestResult; named here so the two modules do not import each other). */
 export interface StoredBatch {
   fresh: readonly RunEvent[];
   status: RunStatus;

@@ -16,7 +16,7 @@ export async function flagStalledRuns(db: Db, stallMs: number, now = new Date())
   const cutoff = new Date(now.getTime() - stallMs);
   const quiet = await db.run.findMany({
     where: {
-      // A run whose runner is lost (ingest.ts) is quiet too, and as worth an alert.
+      // A run whose runner is lost (run-lifecycle's liveness) is quiet too, and as worth an alert.
       status: { in: ["running", "lost"] },
       OR: [{ lastHeartbeatAt: { lt: cutoff } }, { lastHeartbeatAt: null, startedAt: { lt: cutoff } }],
     },

@@ -2,9 +2,10 @@
  * The one owner of a run's life: every write of a run's status (and of its attempt, and of the claim that
  * gives a queued run to a runner) goes through here, as one conditional update whose WHERE is the
  * transition's allowed "from" statuses (transitions.ts), and every change is announced once — to the run's
- * socket room, and to the dispatcher when a slot may be free. Callers: runs.ts (create, stop, fail),
- * dispatcher.ts (claim, start, fail), run-resume.ts (resume, move), ingest.ts (what the runner's events do,
- * lost and recovered runs). A test (status-writes.test.ts) fails if a status is written anywhere else.
+ * socket room, and to the dispatcher when a slot may be free. Callers: features/runs (create, stop, fail),
+ * dispatcher.ts (claim, start, fail), run-resume.ts (resume, move), ingest/projection.ts (what the runner's
+ * events do), liveness/ (lost and recovered runs). A test (status-writes.test.ts) fails if a status is
+ * written anywhere else.
  *
  * Conditional updates rather than a lock: each transition is one row update that either happens or finds
  * the run already elsewhere, so any number of web processes can race for it and exactly one wins.

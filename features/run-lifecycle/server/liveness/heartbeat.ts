@@ -1,44 +1,47 @@
 /**
  * Heartbeats: every HEARTBEAT_MS each enabled runner is asked for its status. An answer records it healthy
- * (lastSeenAt, device, models, capacity); silence records why (unreachable, unauthorized) and, once the
- * runner has not answered for RUNNER_LOST_AFTER_MS, marks its running runs `lost` ("runner lost" on the
- * page) with the same transition the ingest scan uses (run-lifecycle: lose). A runner answering again
- * makes the ingest scan put its lost runs back to running (or fail the ones it no longer knows).
+ * (lastSeenAt, device, models, capacity); silence records why (unreachable, unauthorized), and what that
+ * silence means for the runner's runs is the liveness supervisor's to say (./supervisor.ts: once the runner
+ * has not answered for RUNNER_LOST_AFTER_MS its running runs are `lost`, "runner lost" on the page, with the
+ * same transition the ingest scan uses). A runner answering again makes the ingest scan put its lost runs
+ * back to running (or fail the ones it no longer knows).
  *
- * Several web processes may each run a monitor: every write is idempotent (health and lastSeenAt are the
+ * Several web processes may each run a heartbeat: every write is idempotent (health and lastSeenAt are the
  * runner's latest answer, last writer wins with the same facts; lost marking only moves running → lost), so
  * no lock is needed — and with no single holder, a dead web process cannot stop heartbeats.
  * pg_try_advisory_lock would save duplicate status calls (cheap) at the price of a session-bound lock the
  * Prisma pool does not pin to one connection.
  */
 import { runnerById, type RunnerHandle } from "@/server/runner-client";
-import { kickDispatch } from "./dispatch-kick";
-import { loseRun } from "./lifecycle";
+import { kickDispatch } from "../dispatch-kick";
 import { recordRunnerAnswer, recordRunnerFailure } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
+import { LivenessSupervisor } from "./supervisor";
 
-export interface RunnerMonitorOptions {
+export interface RunnerHeartbeatOptions {
   heartbeatMs: number;
   lostAfterMs: number;
   runnerFor?: (runnerId: string) => Promise<RunnerHandle>;
   log?: (message: string) => void;
 }
 
-export class RunnerMonitor {
+export class RunnerHeartbeat {
   private timer: NodeJS.Timeout | null = null;
   private beating: Promise<void> | null = null;
   private stopped = false;
   private readonly runnerFor: (runnerId: string) => Promise<RunnerHandle>;
   private readonly log: (message: string) => void;
-  /** Silence is counted from the runner's last answer, but never from before this monitor could watch it. */
+  private readonly liveness: LivenessSupervisor;
+  /** Silence is counted from the runner's last answer, but never from before this heartbeat could watch it. */
   private readonly startedAt = Date.now();
 
   constructor(
     private readonly db: Db,
-    private readonly opts: RunnerMonitorOptions,
+    private readonly opts: RunnerHeartbeatOptions,
   ) {
     this.runnerFor = opts.runnerFor ?? ((id) => runnerById(db, id));
     this.log = opts.log ?? ((m) => console.warn(`[runners] ${m}`));
+    this.liveness = new LivenessSupervisor(db, { lostAfterMs: opts.lostAfterMs, runnerFor: this.runnerFor, log: this.log });
   }
 
   start(): void {
@@ -81,13 +84,7 @@ export class RunnerMonitor {
       return (await recordRunnerAnswer(this.db, r.id, status)) === "healthy" && r.health !== "healthy";
     } catch (e) {
       const health = await recordRunnerFailure(this.db, r.id, e);
-      const now = Date.now();
-      const lastSign = Math.max(r.lastSeenAt?.getTime() ?? 0, this.startedAt);
-      if (now - lastSign < this.opts.lostAfterMs) return false;
-      const running = await this.db.run.findMany({ where: { runnerId: r.id, status: "running" }, select: { id: true } });
-      for (const run of running) {
-        if (await loseRun(this.db, run.id, new Date(lastSign))) this.log(`run ${run.id}: runner '${r.name}' ${health} for ${Math.round((now - lastSign) / 1000)} s; marked lost`);
-      }
+      await this.liveness.runnerSilent(r, health, Math.max(r.lastSeenAt?.getTime() ?? 0, this.startedAt));
       return false;
     }
   }

@@ -1,36 +1,19 @@
 /**
- * Runs: freeze an immutable snapshot (version + parsed config + hashes) into a Run, queue it for the
- * runner pool (dispatcher.ts), and read runs back (list, detail, trajectories, the event log). A run
- * refused before it started (diagnostics) leaves no row.
+ * Starting a run: freeze an immutable snapshot (version + parsed config + hashes) into a Run and queue it
+ * for the runner pool (dispatcher.ts). A run refused before it started (diagnostics) leaves no row.
  */
 import { randomUUID } from "node:crypto";
-import {
-  isActiveStatus,
-  checkpointModelName,
-  meanRewardOf,
-  parseCheckpointModel,
-  parseRunConfig,
-  type RunStatus,
-  type RunConfig,
-  type RunEvent,
-  type Diagnostic,
-  type EvalMetrics,
-  type ExperimentFiles,
-  type RunKind,
-  type StepMetrics,
-} from "@contracts";
+import { parseRunConfig, type RunConfig, type Diagnostic, type ExperimentFiles, type RunKind } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError, isAppError } from "@/server/errors";
 import { runnerById, type RunnerHandle } from "@/server/runner-client";
-import { queuePosition } from "@/features/run-lifecycle/server";
-import { stopRun as stopRunStatus } from "@/features/run-lifecycle/server";
 import { announceQueued, createRunRecord } from "@/features/run-lifecycle/server";
 import { runnersOf } from "@/features/runners/server";
-import { checkFresh, codeHash, latestIfSame, parseStoredFiles, tasksHash, withNumberRetry, writeVersion } from "@/features/experiments/server";
-import { fromDbKind, rowToEvent, rowToTrajectory, toDbKind } from "@/server/run-convert";
+import { checkFresh, codeHash, latestIfSame, tasksHash, withNumberRetry, writeVersion } from "@/features/experiments/server";
+import { toDbKind } from "@/server/run-convert";
 import type { Db, DbOrTx } from "@/server/db-types";
 import { forkConfigDiagnostics, resolveFork, type ForkInput, type ResolvedFork } from "./run-fork";
-import { listRunsTable } from "./runs-table";
+import { resolveEvalModel } from "./eval-model";
 import { runReferenceDiagnostics } from "@/features/workspace/server";
 
 export type StartRunInput = {
@@ -191,37 +174,6 @@ async function validateOnAnyRunner(
 }
 
 /**
- * An eval's model must exist before the eval starts (otherwise every rollout fails on "model not found"):
- * the run's base model (config.json "model"), or `<run>@<step>` naming a checkpoint of a run of this
- * workspace (by id or by its #number), which a Checkpoint row records. Returns the name the runner and
- * engine use (`<run id>@<step>`) and the runner that holds the checkpoint.
- */
-export async function resolveEvalModel(
-  db: DbOrTx,
-  workspaceId: string,
-  evalModel: string,
-  baseModel: string,
-): Promise<{ model: string; runnerId: string | null }> {
-  if (evalModel === baseModel) return { model: evalModel, runnerId: null };
-  const ref = parseCheckpointModel(evalModel);
-  if (!ref) {
-    throw new AppError("BAD_INPUT", `evalModel: '${evalModel}' is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
-  }
-  const byNumber = /^\d{1,9}$/.test(ref.run) ? Number(ref.run) : null;
-  const run = await db.run.findFirst({
-    where: { workspaceId, OR: [{ id: ref.run }, ...(byNumber !== null ? [{ number: byNumber }] : [])] },
-    select: { id: true, number: true, runnerId: true, checkpoints: { select: { step: true }, orderBy: { step: "asc" } } },
-  });
-  if (!run) throw new AppError("BAD_INPUT", `evalModel: no run '${ref.run}' in this workspace`);
-  if (!run.checkpoints.some((c) => c.step === ref.step)) {
-    const steps = run.checkpoints.map((c) => c.step);
-    const has = steps.length === 0 ? "it has no checkpoints" : `its checkpoints are at steps ${steps.join(", ")}`;
-    throw new AppError("BAD_INPUT", `evalModel: run #${run.number} has no checkpoint at step ${ref.step} (${has})`);
-  }
-  return { model: checkpointModelName(run.id, ref.step), runnerId: run.runnerId };
-}
-
-/**
  * Writes the run row; with `versionId` null (an accepted start), first writes its files as a version in the
  * same transaction. Why here and not before asking the runner: a start the runner refuses must leave no
  * version, and writing it only once accepted (one transaction, retried whole on a lost number race) cannot
@@ -283,140 +235,4 @@ async function createRunRow(
       return version.number;
     }),
   );
-}
-
-/** The note on a run stopped while its runner did not answer (the ingest scan stops it there once it answers). */
-export const STOPPED_UNREACHABLE = "stopped while the runner was unreachable";
-
-/**
- * Stop a run. Its runner stops it and logs run.finished(stopped), which ingestion stores ("stopping"). A
- * runner that no longer knows the run cannot stop it: the run is over already, so it is recorded as stopped
- * here. A runner that does not answer cannot be waited for: the stop is recorded at once, with the note
- * STOPPED_UNREACHABLE, and the attempt stays open: the ingest scan tells the runner to stop that attempt when
- * it answers again, and stores what it logged meanwhile (ingestion keeps this first verdict).
- */
-export async function stopRun(db: Db, workspaceId: string, id: string, getRunner: (runnerId: string) => Promise<RunnerHandle>) {
-  const run = await db.run.findFirst({ where: { id, workspaceId }, select: { id: true, status: true, runnerId: true, attempt: true } });
-  if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
-  if (!isActiveStatus(run.status)) return { id, status: run.status as RunStatus };
-  if (!run.runnerId) {
-    await stopRunStatus(db, id, { runnerMayRun: false });
-    return { id, status: "stopped" as const };
-  }
-  try {
-    const runner = await getRunner(run.runnerId);
-    const status = await runner.status();
-    if (!status.runs.some((r) => r.run_id === id)) {
-      await stopRunStatus(db, id, { runnerMayRun: false });
-      return { id, status: "stopped" as const };
-    }
-    await runner.stop(id, run.attempt);
-    return { id, status: "stopping" as const };
-  } catch (e) {
-    if (!isAppError(e) || e.code !== "RUNNER_UNAVAILABLE") throw e;
-    await stopRunStatus(db, id, { note: STOPPED_UNREACHABLE, runnerMayRun: true });
-    return { id, status: "stopped" as const };
-  }
-}
-
-/**
- * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
- * (runs-table.ts); `{ experimentId, limit }` alone is the editor's recent runs, newest first.
- */
-export const listRuns = listRunsTable;
-
-export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
-  const run = await db.run.findFirst({
-    where: { id, workspaceId },
-    include: {
-      experiment: { select: { id: true, name: true } },
-      version: { select: { id: true, number: true, files: true, createdAt: true } },
-      runner: { select: { name: true, url: true } },
-      steps: { orderBy: { step: "asc" } },
-      checkpoints: { orderBy: { step: "asc" } },
-    },
-  });
-  if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
-  const evalEvents = await db.runEvent.findMany({
-    where: { runId: id, type: "eval.finished" },
-    orderBy: { seq: "asc" },
-    select: { payload: true },
-  });
-  return {
-    id: run.id,
-    number: run.number,
-    kind: fromDbKind(run.kind),
-    status: run.status,
-    /** 1 when first started, +1 for each resume or move: the page folds status by attempt (status-fold.ts). */
-    attempt: run.attempt,
-    /** A waiting queued run's place (1 = next); null otherwise. */
-    queuePosition: run.status === "queued" ? await queuePosition(db, run.id) : null,
-    error: run.error,
-    diagnostics: (Array.isArray(run.diagnostics) ? run.diagnostics : []) as Diagnostic[],
-    config: run.config as unknown as RunConfig,
-    baseModel: run.baseModel,
-    seed: run.seed,
-    evalModel: run.evalModel,
-    parentRunId: run.parentRunId,
-    parentStep: run.parentStep,
-    tags: run.tags,
-    notes: run.notes,
-    codeHash: run.codeHash,
-    tasksHash: run.tasksHash,
-    experiment: run.experiment,
-    version: { ...run.version, files: parseStoredFiles(run.version.files) },
-    runner: run.runner,
-    createdAt: run.createdAt,
-    startedAt: run.startedAt,
-    finishedAt: run.finishedAt,
-    lastHeartbeatAt: run.lastHeartbeatAt,
-    lostSince: run.lostSince,
-    lastSeq: run.lastSeq,
-    currentStep: run.currentStep,
-    rolloutCount: run.rolloutCount,
-    errorCount: run.errorCount,
-    /** contracts/mean-reward.ts: the one definition of a run's mean reward. */
-    rewardMean: meanRewardOf(run),
-    steps: run.steps.map((s) => s.metrics as unknown as StepMetrics),
-    evals: evalEvents.map((e) => e.payload as unknown as EvalMetrics),
-    checkpoints: run.checkpoints.map((c) => ({ step: c.step, path: c.path, sizeBytes: Number(c.sizeBytes), createdAt: c.createdAt })),
-  };
-}
-
-async function assertRun(db: DbOrTx, workspaceId: string, runId: string) {
-  const run = await db.run.findFirst({ where: { id: runId, workspaceId }, select: { id: true } });
-  if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
-}
-
-/** Finished rollouts in seq order; `cursor` is the last seq seen. */
-export async function listTrajectories(
-  db: DbOrTx,
-  workspaceId: string,
-  input: { runId: string; step?: number; split?: "train" | "val"; limit?: number; cursor?: number | null },
-) {
-  await assertRun(db, workspaceId, input.runId);
-  const limit = input.limit ?? 100;
-  const rows = await db.trajectory.findMany({
-    where: {
-      runId: input.runId,
-      ...(input.step !== undefined ? { step: input.step } : {}),
-      ...(input.split ? { split: input.split } : {}),
-      ...(input.cursor != null ? { seq: { gt: input.cursor } } : {}),
-    },
-    orderBy: { seq: "asc" },
-    take: limit + 1,
-  });
-  const page = rows.slice(0, limit);
-  return { items: page.map(rowToTrajectory), nextCursor: rows.length > limit ? (page.at(-1)?.seq ?? null) : null };
-}
-
-/** The stored event log after `afterSeq`, in order, at most `limit` events. */
-export async function listEvents(db: DbOrTx, workspaceId: string, input: { runId: string; afterSeq: number; limit?: number }): Promise<RunEvent[]> {
-  await assertRun(db, workspaceId, input.runId);
-  const rows = await db.runEvent.findMany({
-    where: { runId: input.runId, seq: { gt: input.afterSeq } },
-    orderBy: { seq: "asc" },
-    take: input.limit ?? 500,
-  });
-  return rows.map(rowToEvent);
 }

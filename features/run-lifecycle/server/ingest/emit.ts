@@ -1,0 +1,19 @@
+/**
+ * A stored batch reaches its readers: the run's socket room gets the events that were new, the lifecycle
+ * announces a status change, and the flags look at what was stored.
+ */
+import type { RunEvent } from "@contracts";
+import { schedulePostIngest } from "@/features/flags/server";
+import { emitRunEvents } from "@/server/run-hooks";
+import { announce } from "../lifecycle";
+import type { Db } from "@/server/db-types";
+import { ingestEvents, type IngestResult } from "./projection";
+
+/** Ingest a batch and tell socket subscribers about what was new. */
+export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
+  const res = await ingestEvents(db, runId, events, fromRunnerId);
+  if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
+  if (res.statusChanged) announce(db, { runId, status: res.status, error: res.error, lastSeq: res.lastSeq, attempt: res.attempt });
+  if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
+  return res;
+}
