@@ -19,8 +19,10 @@ from pydantic import ValidationError
 from .contracts.train import ErrorLine, ProgressLine, TrainRequest
 from .trainer.batch import BadRequest
 from .trainer.checkpoints import CheckpointNotSaved, list_checkpoints
+from .trainer.errors import StepConflict, TrainFailure
+from .trainer.step_checks import RUN_ID_RE, check_request
 from .trainer.tenancy import tenants as tenants_report
-from .trainer.trainer import RUN_ID_RE, StepConflict, TrainFailure, check_request, train_step
+from .trainer.trainer import train_step
 
 log = logging.getLogger(__name__)
 router = APIRouter()

@@ -1,7 +1,7 @@
 """Many runs on one engine: the trainer's side of the memory budget, exact restore, and fair turns.
 
-Every run that trains on this engine keeps a `train:<run>` LoRA + AdamW in memory between steps (trainer.py's
-`_RunState`). Their bytes go into the store's AdapterLedger (adapter_ledger.py) together with the serving
+Every run that trains on this engine keeps a `train:<run>` LoRA + AdamW in memory between steps (adapter_cache.py's
+`RunState`). Their bytes go into the store's AdapterLedger (adapter_ledger.py) together with the serving
 adapters; when a new state does not fit, the least recently used ones that no step is using are evicted:
 - if the state equals its newest checkpoint on disk (the usual case: the engine checkpoints every step, and
   the files are unchanged since it wrote or read them: same size, mtime and inode), it is simply dropped;
