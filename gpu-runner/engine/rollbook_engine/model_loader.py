@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
+
+from .settings import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ _CACHE_MARKER = ".rollbook-converted-v1"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ROLLBOOK_MODEL_CACHE") or Path.home() / ".cache" / "rollbook" / "models")
+    return Path(engine_settings().model_cache or Path.home() / ".cache" / "rollbook" / "models")
 
 
 def bundled_gguf_path() -> Path:

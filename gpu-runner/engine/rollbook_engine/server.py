@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-import os
 import time
 from typing import Any, Callable
 
@@ -33,7 +32,7 @@ from .model_store import ModelStore, UnknownModelError
 from .prompt import build_prompt
 from .request_io import parse_request, read_body, unless_disconnected
 from .responses import chat_response
-from .settings import EngineSettings
+from .settings import EngineSettings, engine_settings
 from .streaming import sse_events
 
 log = logging.getLogger(__name__)
@@ -41,7 +40,7 @@ log = logging.getLogger(__name__)
 
 def select_backend_name() -> str:
     """ROLLBOOK_BACKEND=auto|transformers|vllm; auto takes vLLM only with CUDA and vllm importable."""
-    choice = os.environ.get("ROLLBOOK_BACKEND", "auto")
+    choice = engine_settings().backend
     use_vllm = choice == "vllm" or (
         choice == "auto" and torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
     )
@@ -71,7 +70,7 @@ def create_app(
     on_error: Callable[[str], None] | None = None,
     settings: EngineSettings | None = None,
 ) -> FastAPI:
-    settings = settings or EngineSettings.from_env()
+    settings = settings or engine_settings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):

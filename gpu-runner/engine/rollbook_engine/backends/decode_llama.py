@@ -20,12 +20,13 @@ windows, DoRA, LoRA on other modules) is reported by `unsupported_reason` and th
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+
+from ..settings import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def _grow(t: torch.Tensor, cap: int, dim: int) -> torch.Tensor:
 def packing_wanted(weight: torch.Tensor) -> bool:
     """Whether the base weights get oneDNN's prepacked copy (see `_Packed`): fp32 on a CPU with oneDNN, unless
     ROLLBOOK_PACKED_WEIGHTS=0 (it costs one more copy of the base model's projection weights in memory)."""
-    if os.environ.get("ROLLBOOK_PACKED_WEIGHTS", "1") == "0":
+    if not engine_settings().packed_weights:
         return False
     return weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available()
 

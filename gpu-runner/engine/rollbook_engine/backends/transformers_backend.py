@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import secrets
 import threading
 import time
@@ -44,7 +43,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
+
 from ..model_store import ModelStore
+from ..settings import engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
 from .decode_llama import LeanLlama, unsupported_reason
 from .decode_step import DecodeRunner, HFRunner, LeanRunner
@@ -81,19 +82,20 @@ class TransformersBackend:
 
     def __init__(self, store: ModelStore, max_batch: int | None = None, gather_ms: float | None = None) -> None:
         self.store = store
-        self.max_batch = max_batch or int(os.environ.get("ROLLBOOK_MAX_BATCH", "32"))
-        self.gather_s = (gather_ms if gather_ms is not None else float(os.environ.get("ROLLBOOK_GATHER_MS", "5"))) / 1000
+        settings = engine_settings()
+        self.max_batch = max_batch or settings.max_batch
+        self.gather_s = (gather_ms if gather_ms is not None else settings.gather_ms) / 1000
         self._pending: deque[_Row] = deque()
         self._plock = threading.Lock()  # _pending is read by the worker thread too (rows joining a batch)
         # Continuous batching: rows for the running batch's model join it between decode steps.
-        self.join_inflight = os.environ.get("ROLLBOOK_JOIN_INFLIGHT", "1") != "0"
+        self.join_inflight = settings.join_inflight
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self.eos_ids = store.eos_token_ids
         # The lean Llama forward (backends/decode_llama.py): on by default on CPU, where the transformers
         # forward is bound by Python overhead; ROLLBOOK_LEAN_DECODE=0 / =1 forces it off / on.
-        lean_env = os.environ.get("ROLLBOOK_LEAN_DECODE")
-        self.lean_decode = lean_env == "1" if lean_env in ("0", "1") else store.device.type == "cpu"
+        forced = settings.lean_decode
+        self.lean_decode = forced if forced is not None else store.device.type == "cpu"
         self._lean: LeanLlama | None = None
         self._lean_reason: str | None = None
         # running_rows: rows in the batch being sampled now; cancelled_rows: rows dropped for a gone client.
