@@ -1,7 +1,8 @@
 """Pydantic mirror of contracts/train.ts and of `TrainerConfig` in contracts/config.ts.
 
-Field names, defaults and bounds are copied from the zod schemas; both sides validate the same fixture
-(contracts/fixtures/train_request.json) so a drift shows up as a failing test on one side.
+Field names, defaults and bounds are copied from the zod schemas; tests/test_train_contract.py compares these
+models' JSON Schema with zod's field by field, and both sides validate the same fixture
+(contracts/fixtures/train_request.json), so a drift shows up as a failing test.
 zod's `.strict()` objects become `extra="forbid"` here (an unknown trainer key is a typo, not a feature);
 plain zod objects strip unknown keys, which is pydantic's default `extra="ignore"`.
 Models are `strict` so `"1"` or `true` is not silently coerced to a number, as zod would also refuse.
