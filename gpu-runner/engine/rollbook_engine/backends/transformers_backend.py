@@ -34,13 +34,15 @@ marks its rows `cancelled`: they leave the pending queue at once and a running b
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Literal
 
 import torch
 
@@ -117,7 +119,7 @@ class TransformersBackend:
                     row = _Row(req.model, req.user or req.model, list(req.prompt_token_ids), req.max_tokens,
                                req.temperature, req.top_p, seed, list(req.stop), loop.create_future(), req.top_logprobs,
                                _bind(req.on_token, i), _bind(req.on_finish, i))
-                    row.future.add_done_callback(lambda f, row=row: self._forget_if_cancelled(row, f))
+                    row.future.add_done_callback(functools.partial(self._forget_if_cancelled, row))
                     self._pending.append(row)
                     futures.append(row.future)
                 groups.append(futures)
@@ -168,7 +170,7 @@ class TransformersBackend:
                         continue
                     try:
                         await asyncio.to_thread(self._run_batch, batch, loop)
-                    except Exception as exc:  # noqa: BLE001 - handed to every request still waiting
+                    except Exception as exc:  # handed to every request still waiting
                         if not isinstance(exc, LookupError):
                             log.exception("generation batch failed")
                         for row in batch:  # batch also holds rows that joined while it ran
@@ -190,8 +192,8 @@ class TransformersBackend:
             queues: dict[str, dict[str, deque[_Row]]] = {}
             for row in self._pending:
                 if not (row.cancelled or row.future.done()):  # skip rows cancelled before they ran
-                    run, rollout = fair_key(row.tenant)
-                    queues.setdefault(run, {}).setdefault(rollout, deque()).append(row)
+                    row_run, row_rollout = fair_key(row.tenant)
+                    queues.setdefault(row_run, {}).setdefault(row_rollout, deque()).append(row)
             run_share = Counter(fair_key(r.tenant)[0] for r in running)
             rollout_share = Counter(fair_key(r.tenant) for r in running)
             models = {m for m in (models or ()) if m != self.store.base_model_name}
@@ -252,14 +254,14 @@ class TransformersBackend:
         for model in dict.fromkeys(r.model for r in rows):
             try:
                 names[model] = pin(model) or "__base__"
-            except Exception as exc:  # noqa: BLE001 - e.g. a checkpoint deleted since the request was checked
+            except Exception as exc:  # e.g. a checkpoint deleted since the request was checked
                 if not isinstance(exc, LookupError):
                     log.exception("loading adapter for %s failed", model)
                 names[model] = exc
-        failed = [r for r in rows if isinstance(names[r.model], Exception)]
-        for row in failed:
+        failed = [(r, err) for r in rows if isinstance(err := names[r.model], Exception)]
+        for row, err in failed:
             row.delivered = True
-            loop.call_soon_threadsafe(_fail, row, names[row.model])
+            loop.call_soon_threadsafe(_fail, row, err)
         rows[:] = [r for r in rows if not isinstance(names[r.model], Exception)]
         return [names[r.model] for r in rows]  # type: ignore[misc]
 
@@ -333,7 +335,9 @@ class TransformersBackend:
             lse = torch.logsumexp(logits, dim=-1)
             chosen_logp = logits.gather(1, chosen[:, None])[:, 0] - lse
             k = max(rows[i].top_logprobs for i in alive)
-            top_lp = top_ids = None
+            # Indexed only for rows that asked for top_logprobs, i.e. when k > 0 and they are filled.
+            top_lp: list[list[float]] = []
+            top_ids: list[list[int]] = []
             if k:
                 top_logits, top_idx = logits.topk(k, dim=-1)
                 top_lp, top_ids = (top_logits - lse[:, None]).tolist(), top_idx.tolist()
@@ -348,7 +352,8 @@ class TransformersBackend:
                 logprobs[i].append(lp)
                 tops[i].append(top)
                 emit(row, SampledToken(tid, lp, top))
-                finish, cut = None, None
+                finish: Literal["stop", "length"] | None = None
+                cut = None
                 if tid in self.eos_ids:
                     finish = "stop"
                 elif row.stop and (cut := self._find_stop(token_ids[i], row.stop)) is not None:

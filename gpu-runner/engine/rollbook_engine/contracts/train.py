@@ -10,7 +10,7 @@ Models are `strict` so `"1"` or `true` is not silently coerced to a number, as z
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -79,7 +79,7 @@ class TokenSequence(BaseModel):
     logprobs: list[float]
 
     @model_validator(mode="after")
-    def _same_length(self) -> "TokenSequence":
+    def _same_length(self) -> TokenSequence:
         if len(self.mask) != len(self.tokens) or len(self.logprobs) != len(self.tokens):
             raise ValueError("tokens, mask and logprobs must have the same length")
         return self
@@ -182,4 +182,4 @@ class ErrorLine(BaseModel):
     message: str
 
 
-TrainStreamLine = Annotated[Union[ProgressLine, ResultLine, ErrorLine], Field(discriminator="type")]
+TrainStreamLine = Annotated[ProgressLine | ResultLine | ErrorLine, Field(discriminator="type")]

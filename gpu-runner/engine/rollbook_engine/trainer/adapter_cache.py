@@ -43,7 +43,7 @@ class RunState:
     on_disk: tuple | None = None
 
 
-_states: "weakref.WeakKeyDictionary[object, dict[str, RunState]]" = weakref.WeakKeyDictionary()
+_states: weakref.WeakKeyDictionary[object, dict[str, RunState]] = weakref.WeakKeyDictionary()
 _states_lock = threading.Lock()
 
 
@@ -127,7 +127,7 @@ def ensure_state(store, req: TrainRequest) -> RunState:
     # continuation). A fork (init_from) is a new run: it takes the parent's adapter weights, and AdamW's
     # moments only when the caller asks (load_optimizer), since they describe the parent's gradient history.
     load_optimizer = ckpt is not None
-    if ckpt is None and (src := init_source(store, req)) is not None:
+    if ckpt is None and req.init_from is not None and (src := init_source(store, req)) is not None:
         ckpt, load_optimizer = src, req.init_from.load_optimizer
     saved_cfg = saved_weights = spilled_optimizer = None
     # An evicted state that differed from its checkpoint was spilled: it is what this run continues from.
@@ -162,12 +162,12 @@ def ensure_state(store, req: TrainRequest) -> RunState:
     if spilled_optimizer is not None:
         optimizer.load_state_dict(spilled_optimizer)
         _apply_hyperparams(optimizer, req.config)
-    elif load_optimizer:
+    elif load_optimizer and ckpt is not None:  # load_optimizer comes only with a checkpoint
         optimizer.load_state_dict(ck.read_optimizer(ckpt))
         _apply_hyperparams(optimizer, req.config)
     own_ckpt = spill is None and newest > 0
     state = RunState(adapter=name, params=params, optimizer=optimizer, step=newest,
-                      on_disk=tenancy.fingerprint(Path(ckpt)) if own_ckpt else None)
+                     on_disk=tenancy.fingerprint(Path(ckpt)) if own_ckpt and ckpt is not None else None)
     states[req.run_id] = state
     store.ledger.resize(name, tenancy.state_bytes(params, optimizer))
     if newest > 0:
@@ -200,8 +200,6 @@ def forget_run(store, run_id: str) -> None:
     state = run_states(store).pop(run_id, None)
     store.ledger.release(adapter_name(run_id))
     if state is not None:
-        try:
+        with contextlib.suppress(Exception):  # the next ensure_state replaces it anyway
             _drop_adapter(store.model, state.adapter)
-        except Exception:  # the next ensure_state replaces it anyway
-            pass
 

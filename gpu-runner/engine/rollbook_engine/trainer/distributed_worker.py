@@ -88,7 +88,7 @@ def follow(store: ModelStore, rank: int) -> None:
             train_step_sync(store, req)
             # One line per step, so an operator (and the test) can see this rank took part.
             print(f"RANK {rank} TRAINED run={req.run_id} step={req.step}", file=sys.stderr, flush=True)
-        except Exception:  # noqa: BLE001 — rank 0 hits the same error and reports it to the client
+        except Exception:  # rank 0 hits the same error and reports it to the client
             log.exception("rank %d: step %s of run %s failed", rank, req.step, req.run_id)
 
 

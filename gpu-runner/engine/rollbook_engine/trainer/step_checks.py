@@ -25,7 +25,7 @@ def _same_model(requested: str, served: str) -> bool:
     return requested == served or requested.rstrip("/").split("/")[-1] == served.rstrip("/").split("/")[-1]
 
 
-_leaf_names: "weakref.WeakKeyDictionary[object, frozenset[str]]" = weakref.WeakKeyDictionary()
+_leaf_names: weakref.WeakKeyDictionary[object, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
 def _module_leaf_names(model) -> frozenset[str]:
@@ -75,6 +75,7 @@ def init_source(store, req: TrainRequest) -> Path | None:
 def _check_init_from(store, req: TrainRequest) -> None:
     """A fork's parent checkpoint must exist here, fit this base model and have the request's LoRA shape."""
     init = req.init_from
+    assert init is not None  # check_request calls this for a fork only
     if not RUN_ID_RE.match(init.run_id):
         raise BadRequest("init_from.run_id", "must be 1-128 characters of A-Z a-z 0-9 _ -")
     if init.run_id == req.run_id:

@@ -29,8 +29,8 @@ import shutil
 import uuid
 import weakref
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -152,7 +152,7 @@ def discard_spill(store, run_id: str) -> None:
 
 # ---- who was evicted (to count restores) ------------------------------------------------------------------
 
-_evicted: "weakref.WeakKeyDictionary[object, set[str]]" = weakref.WeakKeyDictionary()
+_evicted: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
 
 
 def mark_evicted(store, run_id: str) -> None:
@@ -216,7 +216,7 @@ class FifoTurns:
             self._grant()
 
 
-_turns: "weakref.WeakKeyDictionary[object, tuple[asyncio.AbstractEventLoop, FifoTurns]]" = weakref.WeakKeyDictionary()
+_turns: weakref.WeakKeyDictionary[object, tuple[asyncio.AbstractEventLoop, FifoTurns]] = weakref.WeakKeyDictionary()
 
 
 def train_turns(store) -> FifoTurns:

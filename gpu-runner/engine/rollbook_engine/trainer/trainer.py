@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
@@ -168,10 +168,10 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
     losses = [sum(p[0][e] for p in parts) for e in range(len(losses))]
     clipped, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
     kl_sum, ent_sum = sum(p[3] for p in parts), sum(p[4] for p in parts)
-    first_old = [t for _, t in sorted((kv for p in parts for kv in p[5].items()), key=lambda kv: kv[0])]
-    first_new = [t for _, t in sorted((kv for p in parts for kv in p[6].items()), key=lambda kv: kv[0])]
-    probs_corr = pearson(torch.cat(first_old).exp(), torch.cat(first_new).exp())
-    first_pass = _per_row(mbs, first_new)
+    old_lps = [t for _, t in sorted((kv for p in parts for kv in p[5].items()), key=lambda kv: kv[0])]
+    new_lps = [t for _, t in sorted((kv for p in parts for kv in p[6].items()), key=lambda kv: kv[0])]
+    probs_corr = pearson(torch.cat(old_lps).exp(), torch.cat(new_lps).exp())
+    first_pass = _per_row(mbs, new_lps)
     return first_pass, dict(
         loss=sum(losses) / len(losses),
         grad_norm=sum(norms) / len(norms),
@@ -294,7 +294,7 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
                 "metrics": metrics.model_dump(),
                 # Lineage on disk: which checkpoint this run's adapter started from (null: a fresh LoRA).
                 "init_from": _recorded_init_from(store, req),
-                "saved_at": datetime.now(timezone.utc).isoformat(),
+                "saved_at": datetime.now(UTC).isoformat(),
             },
         )
         state.step = req.step
@@ -344,9 +344,10 @@ async def train_step(store, req: TrainRequest, on_progress: ProgressFn | None = 
 
     async def locked() -> ResultLine:
         # One first-come-first-served queue for all runs' steps (tenancy.FifoTurns), then the model.
-        async with tenancy.train_turns(store).turn():
-            async with store.exclusive():
-                return await asyncio.to_thread(train_step_sync, store, req, on_progress)
+        async with tenancy.train_turns(store).turn(), store.exclusive():
+            result = await asyncio.to_thread(train_step_sync, store, req, on_progress)
+        assert result is not None  # None is for ranks > 0 of a worker group, which never serve /train
+        return result
 
     task = asyncio.create_task(locked())
     _running.add(task)
