@@ -3,7 +3,8 @@
  * gpu-runner/engine/rollbook_engine/trainer/advantages.py (`group_advantages`), plus the loop's rule that
  * decides which rollouts reach the trainer at all (gpu-runner/src/loop/run-loop.ts `trainStep`: only
  * rollouts with a training sample train, and a group needs two of them). Re-score uses it to show how an
- * edited reward would change what a step learns; advantages.test.ts pins it to numbers the Python gives.
+ * edited reward would change what a step learns; fixtures/advantages.json holds numbers the Python gives,
+ * which advantages.test.ts and the engine's tests/test_advantages_fixture.py check both sides against.
  *
  * Keep the arithmetic in the same order as the Python (sum left to right, mean, population std, then
  * (r - mean) / (std + eps)) so both sides agree to the last bit, not just approximately.

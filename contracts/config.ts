@@ -2,7 +2,8 @@
  * Run configuration: the `config.json` tab of an experiment. Written once here and imported by the
  * editor (validation), the web server (freezing a run) and the runner (executing it). Every field has a
  * default and a reason, in the spirit of TRL's GRPOConfig. The Python trainer mirrors `TrainerConfig` in
- * gpu-runner/engine/rollbook_engine/contracts/train.py; fixtures/train_request.json keeps the two in step.
+ * gpu-runner/engine/rollbook_engine/contracts/train.py; the engine's tests/test_train_contract.py compares the two
+ * JSON Schemas (bounds and defaults included), and both parse fixtures/train_request.json.
  *
  * Every field's `.describe()` text is what the editor shows when the user hovers the key in config.json
  * (z.toJSONSchema → Monaco), so it says what the field does, its default, its bounds where they matter and

@@ -107,6 +107,18 @@ ensure_engine_venv() {
   ln -sfn "$venv" "$ENGINE_DIR/.venv"
 }
 
+# The engine's dev tools (ruff, mypy: requirements-dev.txt) in whichever venv .venv is, reinstalled only when
+# that file changes (a stamp in the venv holds its hash), so a change of tools does not rebuild torch's venv.
+ensure_engine_dev_tools() {
+  local want stamp="$ENGINE_DIR/.venv/.rollbook-dev-tools"
+  want=$(hash_files "$ENGINE_DIR/requirements-dev.txt")
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    log "installing the engine's dev tools (ruff, mypy)"
+    "$ENGINE_DIR/.venv/bin/pip" install -q --disable-pip-version-check -r "$ENGINE_DIR/requirements-dev.txt"
+    echo "$want" > "$stamp"
+  fi
+}
+
 # Convert the bundled GGUF once into a transformers checkpoint in the cache.
 ensure_model() {
   local model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}"
@@ -209,6 +221,7 @@ setup_all() {
   ensure_node_modules
   ensure_prisma_client
   ensure_engine_venv
+  ensure_engine_dev_tools
   ensure_model
   ensure_bubblewrap
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One command from a fresh clone: set everything up, then run every test: lint + types, unit tests,
-# server tests on the local Postgres, the engine's pytest on the real model, and the browser test.
+# server tests on the local Postgres, the engine's lint + types and pytest on the real model, and the browser test.
 source "$(dirname "$0")/lib.sh"
 setup_all
 ensure_postgres
@@ -22,6 +22,8 @@ timings=()
 stage "lint + types" npm run -s check
 stage "unit tests (vitest)" npx vitest run --project unit
 stage "server tests (vitest, Postgres)" npx vitest run --project server
+# ruff lints the engine and its tests; mypy type-checks the rollbook_engine package (gpu-runner/engine/pyproject.toml).
+stage "engine lint + types (ruff, mypy)" bash -c "cd '$ENGINE_DIR' && .venv/bin/ruff check . && .venv/bin/mypy"
 stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q"
 stage "web build (next build)" web_build
 stage "browser test (Playwright, Chromium)" npx playwright test

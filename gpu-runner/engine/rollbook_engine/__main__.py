@@ -22,6 +22,7 @@ import uvicorn
 from .model_loader import DEFAULT_MODEL
 from .parent_watch import exit_with_parent
 from .server import create_app
+from .settings import engine_settings
 
 
 async def serve(host: str, port: int, model: str, store_factory=None) -> int:
@@ -63,16 +64,17 @@ def _loopback(host: str) -> bool:
 
 
 def parse_args(prog: str, argv: list[str] | None = None) -> argparse.Namespace:
+    settings = engine_settings()
     parser = argparse.ArgumentParser(prog=prog)
-    parser.add_argument("--host", default=os.environ.get("ROLLBOOK_ENGINE_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("ROLLBOOK_ENGINE_PORT", "8100")))
-    parser.add_argument("--model", default=os.environ.get("ROLLBOOK_MODEL", DEFAULT_MODEL))
+    parser.add_argument("--host", default=settings.engine_host)
+    parser.add_argument("--port", type=int, default=settings.engine_port)
+    parser.add_argument("--model", default=settings.model or DEFAULT_MODEL)
     return parser.parse_args(argv)
 
 
 def refuse_open_host(host: str) -> bool:
     """True (after printing why) when --host reaches beyond this machine without ENGINE_TOKEN."""
-    if not _loopback(host) and not os.environ.get("ENGINE_TOKEN"):
+    if not _loopback(host) and not engine_settings().engine_token:
         # Beyond this machine an open engine would serve every run's checkpoints and train for anyone.
         print(f"ENGINE FAILED --host {host} reaches beyond this machine: set ENGINE_TOKEN (and give the "
               "runner the same value) or bind 127.0.0.1", file=sys.stderr, flush=True)

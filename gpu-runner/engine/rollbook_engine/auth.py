@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any, Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 # /health stays open: the supervisor polls it while the model loads, and without the token it answers only
 # the status (server.py), nothing about the model or the machine.
@@ -43,7 +44,7 @@ def bearer(headers: list[tuple[bytes, bytes]] | Any) -> str | None:
     return None
 
 
-def authorized(scope: Scope, token: str | None) -> bool:
+def authorized(scope: Mapping[str, Any], token: str | None) -> bool:
     return token is None or token_matches(bearer(scope.get("headers") or []), token)
 
 

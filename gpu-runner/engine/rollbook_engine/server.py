@@ -15,9 +15,9 @@ import asyncio
 import contextlib
 import importlib.util
 import logging
-import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, Literal
 
 import psutil
 import torch
@@ -33,7 +33,7 @@ from .model_store import ModelStore, UnknownModelError
 from .prompt import build_prompt
 from .request_io import parse_request, read_body, unless_disconnected
 from .responses import chat_response
-from .settings import EngineSettings
+from .settings import EngineSettings, engine_settings
 from .streaming import sse_events
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 def select_backend_name() -> str:
     """ROLLBOOK_BACKEND=auto|transformers|vllm; auto takes vLLM only with CUDA and vllm importable."""
-    choice = os.environ.get("ROLLBOOK_BACKEND", "auto")
+    choice = engine_settings().backend
     use_vllm = choice == "vllm" or (
         choice == "auto" and torch.cuda.is_available() and importlib.util.find_spec("vllm") is not None
     )
@@ -71,7 +71,7 @@ def create_app(
     on_error: Callable[[str], None] | None = None,
     settings: EngineSettings | None = None,
 ) -> FastAPI:
-    settings = settings or EngineSettings.from_env()
+    settings = settings or engine_settings()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -99,7 +99,7 @@ def create_app(
             log.info("model %s loaded on %s (%s backend)", model_name, store.device, app.state.backend.name)
             if on_ready:
                 on_ready()
-        except Exception as exc:  # noqa: BLE001 - reported by /health
+        except Exception as exc:  # reported by /health
             log.exception("model load failed")
             app.state.load_error = f"{type(exc).__name__}: {exc}"
             if on_error:
@@ -113,7 +113,7 @@ def create_app(
     @app.get("/health")
     async def health(request: Request) -> dict[str, Any]:
         store: ModelStore | None = app.state.store
-        status = "ok" if store else ("error" if app.state.load_error else "loading")
+        status: Literal["ok", "loading", "error"] = "ok" if store else ("error" if app.state.load_error else "loading")
         if not authorized(request.scope, settings.engine_token):
             return {"status": status}  # liveness only: model, memory and errors are for the runner
         cuda = torch.cuda.is_available()

@@ -1,16 +1,21 @@
-"""Settings of the engine's HTTP layer, read once from the environment.
+"""Every setting the engine reads from its environment, read once, in one place.
 
-pydantic-settings is not among the engine's dependencies (and cannot be added to the shared venv), so this
-is a plain pydantic model filled from `ROLLBOOK_*` variables: one place, typed and validated at start.
-(Older knobs — ROLLBOOK_MAX_BATCH, ROLLBOOK_GATHER_MS… — are still read where they are used.)
+pydantic-settings is not among the engine's dependencies, so this is a plain pydantic model filled from the
+environment by `from_env`: typed and validated at start, a bad value named by its variable. `engine_settings()`
+is the process's one reading (cached); code that needs other values (tests) passes an `EngineSettings` of its
+own or calls `from_env` with a dict. An empty variable counts as unset. The switches keep the spelling they
+always had: ROLLBOOK_EXIT_WITH_PARENT is on only as "1", ROLLBOOK_PACKED_WEIGHTS / ROLLBOOK_JOIN_INFLIGHT are
+off only as "0", and ROLLBOOK_LEAN_DECODE forces the lean forward off / on as "0" / "1" (anything else: auto).
 """
 
 from __future__ import annotations
 
+import functools
 import os
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 
 class EngineSettings(BaseModel):
@@ -60,8 +65,83 @@ class EngineSettings(BaseModel):
                     "on their next step. Unset: as many bytes as the base model's weights.",
     )
 
+    # --- process and HTTP ------------------------------------------------------------------------------
+    engine_host: str = Field(default="127.0.0.1", description="ROLLBOOK_ENGINE_HOST: --host's default.")
+    engine_port: int = Field(default=8100, description="ROLLBOOK_ENGINE_PORT: --port's default.")
+    model: str | None = Field(
+        default=None, description="ROLLBOOK_MODEL: --model's default; unset: the bundled model (model_loader.DEFAULT_MODEL).",
+    )
+    exit_with_parent: bool = Field(
+        default=False,
+        description="ROLLBOOK_EXIT_WITH_PARENT=1: end the engine when the process that started it is gone "
+                    "(parent_watch.py; the runner's supervisor sets it).",
+    )
+    rank: int | None = Field(default=None, description="RANK: this process's rank in a torchrun worker group.")
+    local_rank: int | None = Field(
+        default=None, description="LOCAL_RANK: the rank on this machine (torchrun sets it), which picks the GPU.",
+    )
+
+    # --- model and runs ------------------------------------------------------------------------------
+    model_cache: Path | None = Field(
+        default=None,
+        description="ROLLBOOK_MODEL_CACHE: where the bundled model is converted to once; unset: "
+                    "~/.cache/rollbook/models.",
+    )
+    runs_dir: Path | None = Field(
+        default=None,
+        description="ROLLBOOK_RUNS_DIR: the runs' folder (checkpoints, spills); unset: runs/ at the repo root.",
+    )
+    max_loaded_adapters: int = Field(
+        default=4, description="ROLLBOOK_MAX_LOADED_ADAPTERS: checkpoints kept loaded for serving (LRU).",
+    )
+    max_context_tokens: int = Field(
+        default=0,
+        description="ROLLBOOK_MAX_CONTEXT_TOKENS: caps the model's context (prompt + completion); 0: the "
+                    "model's own limit.",
+    )
+
+    # --- inference -----------------------------------------------------------------------------------
+    backend: str = Field(
+        default="auto",
+        description="ROLLBOOK_BACKEND: auto|transformers|vllm; auto takes vLLM only with CUDA and vllm importable "
+                    "(any other value: transformers).",
+    )
+    max_batch: int = Field(default=32, description="ROLLBOOK_MAX_BATCH: rows one transformers batch samples.")
+    gather_ms: float = Field(
+        default=5, description="ROLLBOOK_GATHER_MS: how long a new batch waits for more rows to join it.",
+    )
+    join_inflight: bool = Field(
+        default=True,
+        description="ROLLBOOK_JOIN_INFLIGHT=0: rows no longer join the running batch between decode steps.",
+    )
+    lean_decode: bool | None = Field(
+        default=None,
+        description="ROLLBOOK_LEAN_DECODE=0|1: the lean Llama forward (backends/decode_llama.py) off / on; "
+                    "unset: on on CPU only.",
+    )
+    packed_weights: bool = Field(
+        default=True,
+        description="ROLLBOOK_PACKED_WEIGHTS=0: no oneDNN prepacked copy of the base weights for the lean "
+                    "forward on CPU (saves that copy's memory).",
+    )
+
+    @field_validator("exit_with_parent", mode="before")
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> "EngineSettings":
+    def _on_only_as_1(cls, v: object) -> object:
+        return v == "1" if isinstance(v, str) else v
+
+    @field_validator("join_inflight", "packed_weights", mode="before")
+    @classmethod
+    def _off_only_as_0(cls, v: object) -> object:
+        return v != "0" if isinstance(v, str) else v
+
+    @field_validator("lean_decode", mode="before")
+    @classmethod
+    def _forced_as_0_or_1(cls, v: object) -> object:
+        return {"0": False, "1": True}.get(v) if isinstance(v, str) else v
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> EngineSettings:
         """Settings from ROLLBOOK_* variables; a bad value raises ValueError naming the variable."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {}
@@ -86,4 +166,27 @@ _ENV_NAMES = {
     "vllm_gpu_memory": "ROLLBOOK_VLLM_GPU_MEMORY",
     "vllm_max_lora_rank": "ROLLBOOK_VLLM_MAX_LORA_RANK",
     "adapter_memory_mb": "ROLLBOOK_ADAPTER_MEMORY_MB",
+    "engine_host": "ROLLBOOK_ENGINE_HOST",
+    "engine_port": "ROLLBOOK_ENGINE_PORT",
+    "model": "ROLLBOOK_MODEL",
+    "exit_with_parent": "ROLLBOOK_EXIT_WITH_PARENT",
+    "rank": "RANK",
+    "local_rank": "LOCAL_RANK",
+    "model_cache": "ROLLBOOK_MODEL_CACHE",
+    "runs_dir": "ROLLBOOK_RUNS_DIR",
+    "max_loaded_adapters": "ROLLBOOK_MAX_LOADED_ADAPTERS",
+    "max_context_tokens": "ROLLBOOK_MAX_CONTEXT_TOKENS",
+    "backend": "ROLLBOOK_BACKEND",
+    "max_batch": "ROLLBOOK_MAX_BATCH",
+    "gather_ms": "ROLLBOOK_GATHER_MS",
+    "join_inflight": "ROLLBOOK_JOIN_INFLIGHT",
+    "lean_decode": "ROLLBOOK_LEAN_DECODE",
+    "packed_weights": "ROLLBOOK_PACKED_WEIGHTS",
 }
+
+
+@functools.cache
+def engine_settings() -> EngineSettings:
+    """The settings of this process, read from its environment on first use. Nothing changes the engine's
+    variables once it runs, so one reading serves every module (a worker thread included)."""
+    return EngineSettings.from_env()

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
-from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta
+from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta, FinishReason
 from .contracts.chat import ToolCallDelta, ToolCallDeltaFunction
 from .prompt import Prompt
 from .responses import completion_id, final_reply, logprob_entry, usage
@@ -90,7 +90,7 @@ class ChoiceStream:
             end = min(end, len(self.text[:at].rstrip()))
         return max(end, self.sent)
 
-    def _choice(self, delta: ChunkDelta, finish: str | None = None, **extra: Any) -> ChunkChoice:
+    def _choice(self, delta: ChunkDelta, finish: FinishReason | None = None, **extra: Any) -> ChunkChoice:
         carry: dict[str, Any] = {}
         if self.req.logprobs and self.logprobs:
             carry["logprobs"] = ChoiceLogprobs(content=self.logprobs)
@@ -170,8 +170,8 @@ async def sse_events(backend: InferenceBackend, gen: GenerationRequest, req: Cha
                 results[index] = value
                 for piece in streams[index].finish(value):
                     yield chunk([piece])
-            elif (piece := streams[index].add(value)) is not None:
-                yield chunk([piece])
+            elif (added := streams[index].add(value)) is not None:
+                yield chunk([added])
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(prompt, [results[i] for i in range(gen.n)]))
         yield "data: [DONE]\n\n"

@@ -19,8 +19,10 @@ from pydantic import ValidationError
 from .contracts.train import ErrorLine, ProgressLine, TrainRequest
 from .trainer.batch import BadRequest
 from .trainer.checkpoints import CheckpointNotSaved, list_checkpoints
+from .trainer.errors import StepConflict, TrainFailure
+from .trainer.step_checks import RUN_ID_RE, check_request
 from .trainer.tenancy import tenants as tenants_report
-from .trainer.trainer import RUN_ID_RE, StepConflict, TrainFailure, check_request, train_step
+from .trainer.trainer import train_step
 
 log = logging.getLogger(__name__)
 router = APIRouter()
@@ -96,7 +98,7 @@ async def train(request: Request):
         except (BadRequest, StepConflict, TrainFailure, CheckpointNotSaved) as e:
             # Raced with another request for the same step, or the step failed (nothing saved; a full disk says so).
             yield _line(ErrorLine(message=str(e)))
-        except Exception as e:  # noqa: BLE001 — the stream must end with a line, never a stack trace
+        except Exception as e:  # the stream must end with a line, never a stack trace
             log.exception("train step %s of run %s failed", req.step, req.run_id)
             yield _line(ErrorLine(message=f"training failed ({type(e).__name__}): {e}"))
 

@@ -21,7 +21,7 @@ from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: make rollbook_engine importable
-from rollbook_engine.model_loader import ensure_local  # noqa: E402
+from rollbook_engine.model_loader import ensure_local
 
 
 def main(base_name: str, folder: str) -> dict:

@@ -1,25 +1,34 @@
-"""POST /detokenize on the real SmolLM2 tokenizer, and its contract against the shared fixture."""
+"""POST /detokenize on the real SmolLM2 tokenizer, and its contract against the shared fixture and against
+zod's JSON Schema."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from zod_contract import CONTRACTS, pydantic_schema, schema_problems, zod_schemas
 
 from rollbook_engine.contracts.detokenize import DetokenizeRequest, DetokenizeResponse
 from rollbook_engine.model_store import ModelStore
 from rollbook_engine.vocab_routes import router
 
-FIXTURE = Path(__file__).resolve().parents[3] / "contracts" / "fixtures" / "detokenize.json"
+FIXTURE = CONTRACTS / "fixtures" / "detokenize.json"
 
 
 def test_fixture_parses_with_the_pydantic_mirror():
     data = json.loads(FIXTURE.read_text())
     assert DetokenizeRequest.model_validate(data["request"]).token_ids == [1, 2, 28, 198]
     assert DetokenizeResponse.model_validate(data["response"]).pieces[-1] == "\n"
+
+
+def test_pydantic_mirror_matches_the_zod_json_schema():
+    zod = zod_schemas({"detokenize.ts": ["DetokenizeRequest", "DetokenizeResponse"]})["detokenize.ts"]
+    assert schema_problems(zod["DetokenizeRequest"]["input"], pydantic_schema(DetokenizeRequest), "input",
+                           "DetokenizeRequest") == []
+    assert schema_problems(zod["DetokenizeResponse"]["output"], pydantic_schema(DetokenizeResponse), "output",
+                           "DetokenizeResponse") == []
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,7 @@ def test_token_compare_and_settings():
     assert EngineSettings.from_env({"ENGINE_TOKEN": TOKEN}).engine_token == TOKEN
     assert EngineSettings.from_env({}).engine_token is None
     # The error names the environment variable the operator set, not the Python field.
-    with pytest.raises(ValueError, match="ENGINE_TOKEN='short'.*at least 16"):
+    with pytest.raises(ValueError, match=r"ENGINE_TOKEN='short'.*at least 16"):
         EngineSettings.from_env({"ENGINE_TOKEN": "short"})
 
 

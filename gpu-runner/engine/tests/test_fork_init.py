@@ -17,7 +17,8 @@ from rollbook_engine.contracts.train import TrainRequest
 from rollbook_engine.model_store import ModelStore
 from rollbook_engine.trainer.batch import BadRequest
 from rollbook_engine.trainer.checkpoints import read_optimizer, read_state
-from rollbook_engine.trainer.trainer import check_request, train_step_sync
+from rollbook_engine.trainer.step_checks import check_request
+from rollbook_engine.trainer.trainer import train_step_sync
 
 
 def groups(rewards: list[float]) -> list[dict]:

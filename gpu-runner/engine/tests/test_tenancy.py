@@ -21,7 +21,8 @@ from rollbook_engine.adapter_ledger import AdapterLedger, OverBudget
 from rollbook_engine.model_store import ModelStore
 from rollbook_engine.trainer.checkpoints import read_optimizer
 from rollbook_engine.trainer.tenancy import FifoTurns, estimate_state_bytes, spill_dir
-from rollbook_engine.trainer.trainer import _run_states, forget_run, train_step_sync
+from rollbook_engine.trainer.adapter_cache import forget_run, run_states
+from rollbook_engine.trainer.trainer import train_step_sync
 from test_trainer import make_request, sample_groups
 
 CONFIG = dict(lora_rank=4, lora_alpha=8, lora_target_modules=["q_proj", "v_proj"], lora_dropout=0.1,
@@ -83,7 +84,7 @@ def solo(store, groups):
 @pytest.fixture
 def tight(store, one_state):
     """A budget with room for ONE run's training state (1.5x), fresh counters."""
-    for run in list(_run_states(store)):
+    for run in list(run_states(store)):
         forget_run(store, run)
     store.ledger = AdapterLedger(one_state * 3 // 2)
     return store.ledger
@@ -101,13 +102,13 @@ def test_three_runs_interleaved_under_a_one_run_budget_match_each_run_alone(stor
             train_step_sync(store, request(groups, key, run, step))
             if step == 1 and key == "a":
                 # Weak references to run a's LoRA weight and AdamW moment: once evicted, nothing may hold them.
-                state = _run_states(store)[run]
+                state = run_states(store)[run]
                 refs = [weakref.ref(state.params[0][1]),
                         weakref.ref(next(iter(state.optimizer.state.values()))["exp_avg"])]
                 del state
             if step == 1 and key == "b":  # b's step evicted a
                 gc.collect()
-                assert "train:il-a" not in store.model.peft_config and "il-a" not in _run_states(store)
+                assert "train:il-a" not in store.model.peft_config and "il-a" not in run_states(store)
                 assert all(r() is None for r in refs), "an evicted run's tensors are still referenced"
             # Only this run is resident, and its measured bytes match the estimate reserved before allocating.
             snap = tight.snapshot()

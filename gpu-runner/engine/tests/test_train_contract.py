@@ -1,28 +1,36 @@
 """The pydantic train contract against the shared fixture and against the zod source (config.ts, train.ts).
 
-The TS side validates the same fixture with zod; reading the zod files here catches a field added, renamed
-or re-defaulted on one side only.
+The TS side validates the same fixture with zod; comparing the JSON Schema zod emits with the pydantic
+models' (zod_contract.py) catches a field added, renamed, retyped, re-bounded or re-defaulted on one side only.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
+from zod_contract import CONTRACTS, pydantic_schema, schema_problems, zod_schemas
 
-from rollbook_engine.contracts.train import TrainerConfig, TrainMetrics, TrainRequest, TrainStreamLine
+from rollbook_engine.contracts.train import TrainerConfig, TrainRequest, TrainStreamLine
 
-CONTRACTS = Path(__file__).resolve().parents[3] / "contracts"
 FIXTURE = CONTRACTS / "fixtures" / "train_request.json"
 
+# (zod module, export) → (pydantic mirror, side): the request is what the engine parses (zod's input view, where
+# a default makes a field optional); the stream lines are what it writes (the output view).
+PAIRS = {
+    ("train.ts", "TrainRequest"): (TrainRequest, "input"),
+    ("config.ts", "TrainerConfig"): (TrainerConfig, "input"),
+    ("train.ts", "TrainStreamLine"): (TrainStreamLine, "output"),
+}
 
-def _zod_object_body(source: str, name: str) -> str:
-    start = source.index(f"export const {name} = z")
-    end = source.index(".strict()", start) if name == "TrainerConfig" else source.index("});", start)
-    return source[start:end]
+
+@pytest.fixture(scope="module")
+def zod() -> dict:
+    wanted: dict[str, list[str]] = {}
+    for module, name in PAIRS:
+        wanted.setdefault(module, []).append(name)
+    return zod_schemas(wanted)
 
 
 def test_fixture_is_a_valid_train_request():
@@ -34,21 +42,23 @@ def test_fixture_is_a_valid_train_request():
     assert req.config == TrainerConfig()
 
 
-def test_trainer_config_fields_and_defaults_match_zod():
-    body = _zod_object_body((CONTRACTS / "config.ts").read_text(), "TrainerConfig")
-    zod_fields = dict(re.findall(r"^\s{4}(\w+): z[\s\S]*?\.default\(([^()\n]*?)\)", body, re.M))
-    assert set(re.findall(r"^\s{4}(\w+): z", body, re.M)) == set(TrainerConfig.model_fields)
-    defaults = TrainerConfig()
-    for name, raw in zod_fields.items():
-        if raw.startswith("["):
-            continue
-        expected = json.loads(raw.replace("'", '"'))
-        assert getattr(defaults, name) == expected, name
+@pytest.mark.parametrize("key", list(PAIRS), ids=lambda key: key[1])
+def test_pydantic_mirror_matches_the_zod_json_schema(zod, key):
+    (module, name), (model, side) = key, PAIRS[key]
+    assert schema_problems(zod[module][name][side], pydantic_schema(model), side, name) == []
 
 
-def test_train_metrics_fields_match_zod():
-    body = _zod_object_body((CONTRACTS / "train.ts").read_text(), "TrainMetrics")
-    assert set(re.findall(r"^\s{2}(\w+): z", body, re.M)) == set(TrainMetrics.model_fields)
+def test_the_comparison_catches_a_drifted_bound_or_default(zod):
+    # The check above must be able to fail: the trainer's config with a bound, a default and an enum drifted does.
+    pyd = pydantic_schema(TrainerConfig)
+    pyd["properties"]["lora_rank"]["maximum"] = 512
+    pyd["properties"]["learning_rate"]["default"] = 1e-4
+    pyd["properties"]["adam_beta1"]["maximum"] = pyd["properties"]["adam_beta1"].pop("exclusiveMaximum")
+    pyd["properties"]["loss"]["enum"].append("reinforce")
+    problems = schema_problems(zod["config.ts"]["TrainerConfig"]["input"], pyd, "input", "cfg")
+    for expected in ("cfg.lora_rank: maximum", "cfg.learning_rate: default", "cfg.adam_beta1: exclusiveMaximum",
+                     "cfg.loss: values"):
+        assert any(p.startswith(expected) for p in problems), expected
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,10 @@ from rollbook_engine.model_store import ModelStore
 from rollbook_engine.train_routes import router
 from rollbook_engine.trainer.batch import BadRequest
 from rollbook_engine.trainer.checkpoints import read_optimizer
-from rollbook_engine.trainer.trainer import StepConflict, check_request, forget_run, train_step_sync
+from rollbook_engine.trainer.adapter_cache import forget_run
+from rollbook_engine.trainer.errors import StepConflict
+from rollbook_engine.trainer.step_checks import check_request
+from rollbook_engine.trainer.trainer import train_step_sync
 from pydantic import TypeAdapter
 
 PROMPTS = ["Say hi.", "Name a colour.", "What is 2+2?", "Count to three."]
@@ -158,9 +161,9 @@ def _flat_state(opt_state: dict) -> dict[str, torch.Tensor]:
 
 
 def _opt_state(store, run_id):
-    from rollbook_engine.trainer.trainer import _run_states
+    from rollbook_engine.trainer.adapter_cache import run_states
 
-    return _flat_state(_run_states(store)[run_id].optimizer.state_dict())
+    return _flat_state(run_states(store)[run_id].optimizer.state_dict())
 
 
 def test_all_zero_variance_step_is_skipped_but_checkpointed(store, groups):

@@ -36,5 +36,5 @@ def test_a_bad_tensor_parallel_value_names_the_variable(value):
 
 
 def test_a_bad_train_parallel_value_names_the_variable():
-    with pytest.raises(ValueError, match="ROLLBOOK_TRAIN_PARALLEL='zero'.*'ddp' or 'fsdp'"):
+    with pytest.raises(ValueError, match=r"ROLLBOOK_TRAIN_PARALLEL='zero'.*'ddp' or 'fsdp'"):
         EngineSettings.from_env({"ROLLBOOK_TRAIN_PARALLEL": "zero"})

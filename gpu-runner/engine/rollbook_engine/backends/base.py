@@ -16,8 +16,9 @@ default `logprobs_mode="raw_logprobs"` reports the same thing.)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 
 @dataclass
@@ -41,7 +42,7 @@ class GenerationRequest:
     user: str | None = None  # fair-share key between tenants (the runner sends the run id); None: the model
     # Streaming callbacks, called on the event loop: (sample index 0..n-1, token) and (index, result).
     on_token: Callable[[int, SampledToken], None] | None = None
-    on_finish: Callable[[int, "GenerationResult"], None] | None = None
+    on_finish: Callable[[int, GenerationResult], None] | None = None
 
 
 @dataclass

@@ -20,12 +20,14 @@ windows, DoRA, LoRA on other modules) is reported by `unsupported_reason` and th
 from __future__ import annotations
 
 import logging
-import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+from ..settings import engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +36,14 @@ _ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
 _MLP = ("gate_proj", "up_proj", "down_proj")
 
 
-def _base_linear(module: torch.nn.Module) -> torch.nn.Linear:
+def _base_linear(module: Any) -> torch.nn.Linear:
     """The plain nn.Linear under a PEFT LoRA wrapper (or the module itself when it is not wrapped)."""
     return getattr(module, "base_layer", module)
 
 
-def _causal_lm(model: torch.nn.Module) -> torch.nn.Module:
-    """The transformers *ForCausalLM inside a PeftModel (or the model itself)."""
+def _causal_lm(model: torch.nn.Module) -> Any:
+    """The transformers *ForCausalLM inside a PeftModel (or the model itself). Typed Any: its config and
+    submodules are attributes that torch's Module typing (Tensor | Module) cannot describe."""
     get_base = getattr(model, "get_base_model", None)
     return get_base() if callable(get_base) else model
 
@@ -121,7 +124,7 @@ class KVCache:
             self.valid = self.valid[:, first:].contiguous()
             self.width -= first
 
-    def splice(self, other: "KVCache") -> None:
+    def splice(self, other: KVCache) -> None:
         """Append `other`'s rows; the narrower side is left-padded so both end at the same column."""
         width = max(self.width, other.width)
         cap = max(self.capacity - self.width, other.capacity - other.width) + width
@@ -150,7 +153,7 @@ def _grow(t: torch.Tensor, cap: int, dim: int) -> torch.Tensor:
 def packing_wanted(weight: torch.Tensor) -> bool:
     """Whether the base weights get oneDNN's prepacked copy (see `_Packed`): fp32 on a CPU with oneDNN, unless
     ROLLBOOK_PACKED_WEIGHTS=0 (it costs one more copy of the base model's projection weights in memory)."""
-    if os.environ.get("ROLLBOOK_PACKED_WEIGHTS", "1") == "0":
+    if not engine_settings().packed_weights:
         return False
     return weight.device.type == "cpu" and weight.dtype == torch.float32 and torch.backends.mkldnn.is_available()
 
@@ -295,14 +298,14 @@ class LeanLlama:
             out = self.packed[layer][which](x, bias)
         else:
             out = F.linear(x, weight, bias)
-        for rows, lset in loras:
+        for sel, lset in loras:
             for d in lset.per_layer[layer].get(which, ()):
-                xs = x if rows is None else x[rows]
+                xs = x if sel is None else x[sel]
                 delta = F.linear(F.linear(xs, d.a), d.b) * d.scale
-                if rows is None:
+                if sel is None:
                     out[..., d.lo:d.hi] += delta
                 else:
-                    out[rows, ..., d.lo:d.hi] += delta
+                    out[sel, ..., d.lo:d.hi] += delta
         return out
 
     def forward(self, cache: KVCache, ids: torch.Tensor, valid: torch.Tensor, positions: torch.Tensor,

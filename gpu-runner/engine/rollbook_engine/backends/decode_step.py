@@ -11,7 +11,8 @@ runner hands the names to PEFT (`adapter_names`), the lean one adds each adapter
 
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 import torch
 from transformers import DynamicCache

@@ -34,17 +34,20 @@ marks its rows `cancelled`: they leave the pending queue at once and a running b
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import os
 import secrets
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Literal
 
 import torch
+
 from ..model_store import ModelStore
+from ..settings import engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
 from .decode_llama import LeanLlama, unsupported_reason
 from .decode_step import DecodeRunner, HFRunner, LeanRunner
@@ -81,19 +84,20 @@ class TransformersBackend:
 
     def __init__(self, store: ModelStore, max_batch: int | None = None, gather_ms: float | None = None) -> None:
         self.store = store
-        self.max_batch = max_batch or int(os.environ.get("ROLLBOOK_MAX_BATCH", "32"))
-        self.gather_s = (gather_ms if gather_ms is not None else float(os.environ.get("ROLLBOOK_GATHER_MS", "5"))) / 1000
+        settings = engine_settings()
+        self.max_batch = max_batch or settings.max_batch
+        self.gather_s = (gather_ms if gather_ms is not None else settings.gather_ms) / 1000
         self._pending: deque[_Row] = deque()
         self._plock = threading.Lock()  # _pending is read by the worker thread too (rows joining a batch)
         # Continuous batching: rows for the running batch's model join it between decode steps.
-        self.join_inflight = os.environ.get("ROLLBOOK_JOIN_INFLIGHT", "1") != "0"
+        self.join_inflight = settings.join_inflight
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self.eos_ids = store.eos_token_ids
         # The lean Llama forward (backends/decode_llama.py): on by default on CPU, where the transformers
         # forward is bound by Python overhead; ROLLBOOK_LEAN_DECODE=0 / =1 forces it off / on.
-        lean_env = os.environ.get("ROLLBOOK_LEAN_DECODE")
-        self.lean_decode = lean_env == "1" if lean_env in ("0", "1") else store.device.type == "cpu"
+        forced = settings.lean_decode
+        self.lean_decode = forced if forced is not None else store.device.type == "cpu"
         self._lean: LeanLlama | None = None
         self._lean_reason: str | None = None
         # running_rows: rows in the batch being sampled now; cancelled_rows: rows dropped for a gone client.
@@ -115,7 +119,7 @@ class TransformersBackend:
                     row = _Row(req.model, req.user or req.model, list(req.prompt_token_ids), req.max_tokens,
                                req.temperature, req.top_p, seed, list(req.stop), loop.create_future(), req.top_logprobs,
                                _bind(req.on_token, i), _bind(req.on_finish, i))
-                    row.future.add_done_callback(lambda f, row=row: self._forget_if_cancelled(row, f))
+                    row.future.add_done_callback(functools.partial(self._forget_if_cancelled, row))
                     self._pending.append(row)
                     futures.append(row.future)
                 groups.append(futures)
@@ -166,7 +170,7 @@ class TransformersBackend:
                         continue
                     try:
                         await asyncio.to_thread(self._run_batch, batch, loop)
-                    except Exception as exc:  # noqa: BLE001 - handed to every request still waiting
+                    except Exception as exc:  # handed to every request still waiting
                         if not isinstance(exc, LookupError):
                             log.exception("generation batch failed")
                         for row in batch:  # batch also holds rows that joined while it ran
@@ -188,8 +192,8 @@ class TransformersBackend:
             queues: dict[str, dict[str, deque[_Row]]] = {}
             for row in self._pending:
                 if not (row.cancelled or row.future.done()):  # skip rows cancelled before they ran
-                    run, rollout = fair_key(row.tenant)
-                    queues.setdefault(run, {}).setdefault(rollout, deque()).append(row)
+                    row_run, row_rollout = fair_key(row.tenant)
+                    queues.setdefault(row_run, {}).setdefault(row_rollout, deque()).append(row)
             run_share = Counter(fair_key(r.tenant)[0] for r in running)
             rollout_share = Counter(fair_key(r.tenant) for r in running)
             models = {m for m in (models or ()) if m != self.store.base_model_name}
@@ -250,14 +254,14 @@ class TransformersBackend:
         for model in dict.fromkeys(r.model for r in rows):
             try:
                 names[model] = pin(model) or "__base__"
-            except Exception as exc:  # noqa: BLE001 - e.g. a checkpoint deleted since the request was checked
+            except Exception as exc:  # e.g. a checkpoint deleted since the request was checked
                 if not isinstance(exc, LookupError):
                     log.exception("loading adapter for %s failed", model)
                 names[model] = exc
-        failed = [r for r in rows if isinstance(names[r.model], Exception)]
-        for row in failed:
+        failed = [(r, err) for r in rows if isinstance(err := names[r.model], Exception)]
+        for row, err in failed:
             row.delivered = True
-            loop.call_soon_threadsafe(_fail, row, names[row.model])
+            loop.call_soon_threadsafe(_fail, row, err)
         rows[:] = [r for r in rows if not isinstance(names[r.model], Exception)]
         return [names[r.model] for r in rows]  # type: ignore[misc]
 
@@ -331,7 +335,9 @@ class TransformersBackend:
             lse = torch.logsumexp(logits, dim=-1)
             chosen_logp = logits.gather(1, chosen[:, None])[:, 0] - lse
             k = max(rows[i].top_logprobs for i in alive)
-            top_lp = top_ids = None
+            # Indexed only for rows that asked for top_logprobs, i.e. when k > 0 and they are filled.
+            top_lp: list[list[float]] = []
+            top_ids: list[list[int]] = []
             if k:
                 top_logits, top_idx = logits.topk(k, dim=-1)
                 top_lp, top_ids = (top_logits - lse[:, None]).tolist(), top_idx.tolist()
@@ -346,7 +352,8 @@ class TransformersBackend:
                 logprobs[i].append(lp)
                 tops[i].append(top)
                 emit(row, SampledToken(tid, lp, top))
-                finish, cut = None, None
+                finish: Literal["stop", "length"] | None = None
+                cut = None
                 if tid in self.eos_ids:
                     finish = "stop"
                 elif row.stop and (cut := self._find_stop(token_ids[i], row.stop)) is not None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from vllm import AsyncEngineArgs, AsyncLLMEngine, SamplingParams
 from vllm.inputs import TokensPrompt
@@ -26,7 +27,7 @@ from vllm.lora.request import LoRARequest
 
 from ..model_loader import ensure_local
 from ..model_store import ModelStore
-from ..settings import EngineSettings
+from ..settings import EngineSettings, engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
 from .vllm_args import vllm_engine_args
 
@@ -36,7 +37,7 @@ class VllmBackend:
 
     def __init__(self, store: ModelStore, settings: EngineSettings | None = None) -> None:
         self.store = store
-        settings = settings or EngineSettings.from_env()
+        settings = settings or engine_settings()
         args = AsyncEngineArgs(**vllm_engine_args(
             ensure_local(store.base_model_name), store.max_context_tokens, store.max_loaded_adapters, settings,
         ))

@@ -1,7 +1,8 @@
 """Pydantic mirror of contracts/train.ts and of `TrainerConfig` in contracts/config.ts.
 
-Field names, defaults and bounds are copied from the zod schemas; both sides validate the same fixture
-(contracts/fixtures/train_request.json) so a drift shows up as a failing test on one side.
+Field names, defaults and bounds are copied from the zod schemas; tests/test_train_contract.py compares these
+models' JSON Schema with zod's field by field, and both sides validate the same fixture
+(contracts/fixtures/train_request.json), so a drift shows up as a failing test.
 zod's `.strict()` objects become `extra="forbid"` here (an unknown trainer key is a typo, not a feature);
 plain zod objects strip unknown keys, which is pydantic's default `extra="ignore"`.
 Models are `strict` so `"1"` or `true` is not silently coerced to a number, as zod would also refuse.
@@ -9,7 +10,7 @@ Models are `strict` so `"1"` or `true` is not silently coerced to a number, as z
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -78,7 +79,7 @@ class TokenSequence(BaseModel):
     logprobs: list[float]
 
     @model_validator(mode="after")
-    def _same_length(self) -> "TokenSequence":
+    def _same_length(self) -> TokenSequence:
         if len(self.mask) != len(self.tokens) or len(self.logprobs) != len(self.tokens):
             raise ValueError("tokens, mask and logprobs must have the same length")
         return self
@@ -181,4 +182,4 @@ class ErrorLine(BaseModel):
     message: str
 
 
-TrainStreamLine = Annotated[Union[ProgressLine, ResultLine, ErrorLine], Field(discriminator="type")]
+TrainStreamLine = Annotated[ProgressLine | ResultLine | ErrorLine, Field(discriminator="type")]

@@ -1,1 +1,1 @@
-"""GRPO trainer: advantages, loss, checkpoints and the step itself (see trainer.py)."""
+"""GRPO trainer: advantages, loss, checkpoints, request checks, the adapter cache and the step itself (see trainer.py)."""

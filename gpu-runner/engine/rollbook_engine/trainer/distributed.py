@@ -26,8 +26,9 @@ trainer runs unchanged.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -124,8 +125,8 @@ def announce(payload: object) -> None:
         dist.broadcast_object_list([payload], src=0, group=_control_group)
 
 
-def receive() -> object:
-    """Ranks > 0 of a worker group: wait for rank 0's next request."""
+def receive() -> Any:
+    """Ranks > 0 of a worker group: wait for rank 0's next request (what `announce` sent: a TrainRequest, or None)."""
     box: list[object] = [None]
     dist.broadcast_object_list(box, src=0, group=_control_group)
     return box[0]

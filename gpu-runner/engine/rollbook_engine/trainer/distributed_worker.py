@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import sys
 from datetime import timedelta
 
@@ -36,7 +35,7 @@ import torch.distributed as dist
 
 from .. import __main__ as engine_main
 from ..model_store import ModelStore
-from ..settings import EngineSettings
+from ..settings import EngineSettings, engine_settings
 from .distributed import announce, receive, set_control_group
 from .trainer import train_step_sync
 
@@ -89,14 +88,16 @@ def follow(store: ModelStore, rank: int) -> None:
             train_step_sync(store, req)
             # One line per step, so an operator (and the test) can see this rank took part.
             print(f"RANK {rank} TRAINED run={req.run_id} step={req.step}", file=sys.stderr, flush=True)
-        except Exception:  # noqa: BLE001 — rank 0 hits the same error and reports it to the client
+        except Exception:  # rank 0 hits the same error and reports it to the client
             log.exception("rank %d: step %s of run %s failed", rank, req.step, req.run_id)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = engine_main.parse_args("torchrun ... -m rollbook_engine.trainer.distributed_worker", argv)
-    settings = EngineSettings.from_env()
-    rank, local_rank = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+    settings = engine_settings()
+    if settings.rank is None or settings.local_rank is None:
+        raise RuntimeError("RANK and LOCAL_RANK are not set: start this module with torchrun")
+    rank, local_rank = settings.rank, settings.local_rank
     if rank == 0 and engine_main.refuse_open_host(args.host):
         return 2  # the other ranks then fail at init_process_group and torchrun ends the job
     engine_main.setup_process()

@@ -14,6 +14,7 @@ gradient accumulation needs no rescaling.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -109,7 +110,7 @@ def grpo_loss(
     return LossTerms(loss=(weight * per_token).sum(), ratio=ratio.detach(), clipped=clipped, kl=kl)
 
 
-def trajectory_weights(tokens_per_trajectory: list[int]) -> list[float]:
+def trajectory_weights(tokens_per_trajectory: Sequence[int]) -> list[float]:
     """Per-token weight of each trajectory: 1/(its trained tokens), renormalised so all tokens sum to 1."""
     live = [n for n in tokens_per_trajectory if n > 0]
     if not live:

@@ -1,7 +1,7 @@
 """Many runs on one engine: the trainer's side of the memory budget, exact restore, and fair turns.
 
-Every run that trains on this engine keeps a `train:<run>` LoRA + AdamW in memory between steps (trainer.py's
-`_RunState`). Their bytes go into the store's AdapterLedger (adapter_ledger.py) together with the serving
+Every run that trains on this engine keeps a `train:<run>` LoRA + AdamW in memory between steps (adapter_cache.py's
+`RunState`). Their bytes go into the store's AdapterLedger (adapter_ledger.py) together with the serving
 adapters; when a new state does not fit, the least recently used ones that no step is using are evicted:
 - if the state equals its newest checkpoint on disk (the usual case: the engine checkpoints every step, and
   the files are unchanged since it wrote or read them: same size, mtime and inode), it is simply dropped;
@@ -29,8 +29,8 @@ import shutil
 import uuid
 import weakref
 from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 import torch
 from safetensors.torch import load_file, save_file
@@ -152,7 +152,7 @@ def discard_spill(store, run_id: str) -> None:
 
 # ---- who was evicted (to count restores) ------------------------------------------------------------------
 
-_evicted: "weakref.WeakKeyDictionary[object, set[str]]" = weakref.WeakKeyDictionary()
+_evicted: weakref.WeakKeyDictionary[object, set[str]] = weakref.WeakKeyDictionary()
 
 
 def mark_evicted(store, run_id: str) -> None:
@@ -216,7 +216,7 @@ class FifoTurns:
             self._grant()
 
 
-_turns: "weakref.WeakKeyDictionary[object, tuple[asyncio.AbstractEventLoop, FifoTurns]]" = weakref.WeakKeyDictionary()
+_turns: weakref.WeakKeyDictionary[object, tuple[asyncio.AbstractEventLoop, FifoTurns]] = weakref.WeakKeyDictionary()
 
 
 def train_turns(store) -> FifoTurns:
