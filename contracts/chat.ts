@@ -98,6 +98,13 @@ export const ChatCompletionRequest = z.object({
     .nullable()
     .optional(),
   return_token_ids: z.boolean().optional().describe("vLLM extension: return prompt and completion token ids."),
+  return_tokens_as_token_ids: z
+    .boolean()
+    .optional()
+    .describe(
+      "vLLM extension (its --return-tokens-as-token-ids, per request): each logprobs token, top ones included, is " +
+        "written 'token_id:<id>', so a client such as OpenPipe ART recovers the exact sampled ids from the choice alone.",
+    ),
   continue_from: ContinueFrom.optional(),
   user: z
     .string()

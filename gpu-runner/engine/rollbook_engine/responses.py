@@ -36,16 +36,22 @@ def final_reply(prompt: Prompt, result: GenerationResult) -> FinalReply:
     return FinalReply(parsed.content, finish, parsed.calls, parsed.malformed)
 
 
-def logprob_entry(vocab: Vocab, token_id: int, logprob: float, top: list[tuple[int, float]]) -> TokenLogprob:
+def logprob_entry(vocab: Vocab, token_id: int, logprob: float, top: list[tuple[int, float]],
+                  as_ids: bool = False) -> TokenLogprob:
+    # as_ids: vLLM's return_tokens_as_token_ids: "token_id:<id>" names the exact token where text cannot
+    # (a byte of a multi-byte character, two ids that decode alike); bytes stay the token's own.
+    def text(t: int) -> str:
+        return f"token_id:{t}" if as_ids else vocab.token_text(t)
+
     return TokenLogprob(
-        token=vocab.token_text(token_id), logprob=logprob, bytes=vocab.token_bytes(token_id),
-        top_logprobs=[TopLogprob(token=vocab.token_text(t), logprob=lp, bytes=vocab.token_bytes(t)) for t, lp in top],
+        token=text(token_id), logprob=logprob, bytes=vocab.token_bytes(token_id),
+        top_logprobs=[TopLogprob(token=text(t), logprob=lp, bytes=vocab.token_bytes(t)) for t, lp in top],
     )
 
 
-def logprob_entries(vocab: Vocab, result: GenerationResult) -> list[TokenLogprob]:
+def logprob_entries(vocab: Vocab, result: GenerationResult, as_ids: bool = False) -> list[TokenLogprob]:
     tops = result.top_logprobs or [[] for _ in result.token_ids]
-    return [logprob_entry(vocab, t, lp, top) for t, lp, top in zip(result.token_ids, result.logprobs, tops)]
+    return [logprob_entry(vocab, t, lp, top, as_ids) for t, lp, top in zip(result.token_ids, result.logprobs, tops)]
 
 
 def completion_id() -> str:
@@ -67,7 +73,8 @@ def chat_response(req: ChatCompletionRequest, prompt: Prompt, results: list[Gene
             index=index,
             message=AssistantMessage(content=reply.content, tool_calls=reply.calls or None),
             finish_reason=reply.finish_reason,
-            logprobs=ChoiceLogprobs(content=logprob_entries(vocab, r)) if req.logprobs else None,
+            logprobs=ChoiceLogprobs(content=logprob_entries(vocab, r, bool(req.return_tokens_as_token_ids)))
+            if req.logprobs else None,
             token_ids=list(r.token_ids) if req.return_token_ids else None,
             malformed_tool_calls=reply.malformed or None,
         ))

@@ -106,7 +106,8 @@ class ChoiceStream:
         self.text += self.decoder.step(token.token_id)
         self.ids.append(token.token_id)
         if self.req.logprobs:
-            self.logprobs.append(logprob_entry(self.vocab, token.token_id, token.logprob, token.top_logprobs))
+            self.logprobs.append(logprob_entry(self.vocab, token.token_id, token.logprob, token.top_logprobs,
+                                               bool(self.req.return_tokens_as_token_ids)))
         end = self._safe_end()
         if end == self.sent:
             return None

@@ -13,7 +13,7 @@ from rollbook_engine.backends.base import GenerationResult, SampledToken
 from rollbook_engine.contracts.chat import ChatCompletionRequest
 from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 from rollbook_engine.prompt import Prompt
-from rollbook_engine.responses import final_reply
+from rollbook_engine.responses import chat_response, final_reply
 from rollbook_engine.streaming import ChoiceStream
 from rollbook_engine.vocab import Vocab
 
@@ -28,11 +28,11 @@ def vocab(tok):
     return Vocab(tok)
 
 
-def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True):
+def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True, **req_extra):
     """Feed `text`'s tokens one at a time as the backend would (ending the row where a stop string appears),
     and return (chunk choices, the final reply, the result)."""
     req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
-                                                "top_logprobs": 1, "return_token_ids": True})
+                                                "top_logprobs": 1, "return_token_ids": True, **req_extra})
     prompt = Prompt([1], prefill, tools)
     stream = ChoiceStream(0, req, prompt, vocab, tok, list(stops))
     ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if end_token else [])
@@ -110,3 +110,22 @@ def test_with_tools_the_stream_assembles_to_the_reply_whatever_the_text(tok, voc
     chunks, reply, _ = run(tok, vocab, text, tools=["add"], end_token=False)
     content, *_ = assembled(chunks)
     assert content == (reply.content or "")
+
+
+def test_tokens_as_token_ids_name_each_sampled_id_streamed_and_whole(tok, vocab):
+    """vLLM's return_tokens_as_token_ids, which OpenPipe ART parses to train on the exact sampled ids: every
+    logprobs token (top ones too) reads "token_id:<id>", in the stream and in the whole reply; bytes stay real."""
+    text = "Héllo wörld 😀"
+    chunks, _, result = run(tok, vocab, text, return_tokens_as_token_ids=True)
+    _, _, logprobs, ids = assembled(chunks)
+    assert [e.token for e in logprobs] == [f"token_id:{i}" for i in ids] and ids == result.token_ids
+    assert all(e.top_logprobs[0].token == e.token for e in logprobs)
+    assert b"".join(bytes(e.bytes or []) for e in logprobs).decode("utf-8", "replace").startswith("Héllo")
+
+    req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
+                                                "top_logprobs": 1, "return_tokens_as_token_ids": True})
+    whole = chat_response(req, Prompt([1], "", None), [result], vocab).choices[0].logprobs
+    assert whole is not None and [e.token for e in whole.content] == [f"token_id:{i}" for i in result.token_ids]
+    # Without the flag the tokens stay text.
+    plain, _, _ = run(tok, vocab, text)
+    assert not any(e.token.startswith("token_id:") for e in assembled(plain)[2])

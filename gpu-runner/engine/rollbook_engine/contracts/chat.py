@@ -108,6 +108,8 @@ class ChatCompletionRequest(_Model):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     return_token_ids: bool | None = None
+    # vLLM's --return-tokens-as-token-ids, per request: logprobs tokens written "token_id:<id>" (what ART parses).
+    return_tokens_as_token_ids: bool | None = None
     continue_from: ContinueFrom | None = None
     # OpenAI's end-user id. The engine shares batch slots fairly between users (the runner sends the run id).
     user: str | None = Field(default=None, max_length=256)
