@@ -3,7 +3,7 @@
  * dozen steps); a workspace override can later be merged over this object (the rules take it as an
  * argument and never read it globally).
  */
-export const PATHOLOGY_THRESHOLDS = {
+export const FLAG_THRESHOLDS = {
   /** Reward collapse: the share of a step's groups that still have reward variance ("trainable")… */
   minTrainableFraction: 0.25,
   /** …at or below minTrainableFraction on this many consecutive steps. 2 flags the default template's
@@ -46,4 +46,4 @@ export const PATHOLOGY_THRESHOLDS = {
   maxRolloutIds: 32,
 } as const;
 
-export type PathologyThresholds = { -readonly [K in keyof typeof PATHOLOGY_THRESHOLDS]: number };
+export type FlagThresholds = { -readonly [K in keyof typeof FLAG_THRESHOLDS]: number };

@@ -3,7 +3,7 @@
  * (features/flags/server/detect/store.ts). Stalled runs are flagged by the alerts watcher instead: that rule
  * needs a clock, not a history.
  */
-import { PATHOLOGY_THRESHOLDS, type PathologyThresholds } from "./config";
+import { FLAG_THRESHOLDS, type FlagThresholds } from "./config";
 import { exceptionRate } from "./rules/exception-rate";
 import { lengthDrift } from "./rules/length-drift";
 import { rewardCollapse } from "./rules/reward-collapse";
@@ -11,7 +11,7 @@ import { rewardHacking } from "./rules/reward-hacking";
 import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
 import type { Flag, RuleInput } from "./types";
 
-export const RULES: ((input: RuleInput, t: PathologyThresholds) => Flag[])[] = [
+export const RULES: ((input: RuleInput, t: FlagThresholds) => Flag[])[] = [
   rewardCollapse,
   lengthDrift,
   rewardHacking,
@@ -21,7 +21,7 @@ export const RULES: ((input: RuleInput, t: PathologyThresholds) => Flag[])[] = [
   exceptionRate,
 ];
 
-export function evaluatePathologies(input: RuleInput, thresholds: PathologyThresholds = PATHOLOGY_THRESHOLDS): Flag[] {
+export function evaluateFlags(input: RuleInput, thresholds: FlagThresholds = FLAG_THRESHOLDS): Flag[] {
   const steps = [...input.steps].sort((a, b) => a.step - b.step);
   return RULES.flatMap((rule) => rule({ steps, rollouts: input.rollouts }, thresholds));
 }

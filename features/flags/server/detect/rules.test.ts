@@ -3,9 +3,9 @@
  *   npx vitest run --project unit features/flags/server/detect/rules.test.ts
  */
 import { describe, expect, it } from "vitest";
-import { PATHOLOGY_THRESHOLDS as T } from "./config";
+import { FLAG_THRESHOLDS as T } from "./config";
 import { loadEnv } from "@/server/env";
-import { evaluatePathologies } from "./evaluate";
+import { evaluateFlags } from "./evaluate";
 import { exceptionRate } from "./rules/exception-rate";
 import { lengthDrift } from "./rules/length-drift";
 import { rewardCollapse } from "./rules/reward-collapse";
@@ -149,8 +149,8 @@ describe("exception rate", () => {
 
 describe("the evaluator", () => {
   it("a healthy history raises nothing; a collapsed one raises exactly the collapse", () => {
-    expect(evaluatePathologies({ steps: history(10), rollouts: [] })).toEqual([]);
-    const flags = evaluatePathologies({ steps: history(9, (i) => (i >= 7 ? { groups_trainable: 0 } : {})).reverse(), rollouts: [] });
+    expect(evaluateFlags({ steps: history(10), rollouts: [] })).toEqual([]);
+    const flags = evaluateFlags({ steps: history(9, (i) => (i >= 7 ? { groups_trainable: 0 } : {})).reverse(), rollouts: [] });
     expect(flags.map((f) => [f.rule, f.firstStep])).toEqual([["reward_collapse", 7]]);
   });
 

@@ -8,8 +8,8 @@ import { raiseAlert } from "../notify/alerts";
 import { emitRunFlag } from "@/server/run-hooks";
 import type { RunFlagMessage } from "@contracts/socket-events";
 import type { Db } from "@/server/db-types";
-import { PATHOLOGY_THRESHOLDS, type PathologyThresholds } from "./config";
-import { evaluatePathologies } from "./evaluate";
+import { FLAG_THRESHOLDS, type FlagThresholds } from "./config";
+import { evaluateFlags } from "./evaluate";
 import type { Flag, RolloutInput, StepInput } from "./types";
 
 /** Rollouts of this many most recent steps are read (plus the first hackWindow steps, the baseline). */
@@ -49,7 +49,7 @@ function stepInput(step: number, m: Record<string, unknown>, groups: number, tok
 }
 
 /** The rules' input, read from Step and Trajectory rows. */
-export async function loadRuleInput(db: Db, runId: string, t: PathologyThresholds = PATHOLOGY_THRESHOLDS) {
+export async function loadRuleInput(db: Db, runId: string, t: FlagThresholds = FLAG_THRESHOLDS) {
   const run = await db.run.findUnique({ where: { id: runId }, select: { config: true } });
   const [steps, perStep] = await Promise.all([
     db.step.findMany({ where: { runId }, orderBy: { step: "asc" }, select: { step: true, metrics: true } }),
@@ -86,7 +86,7 @@ export async function loadRuleInput(db: Db, runId: string, t: PathologyThreshold
 /** The same flag as a stored one: same rule, and its steps overlap or directly continue the stored range. */
 const sameFlag = (row: FlagRow, f: Flag) => row.rule === f.rule && row.firstStep <= f.lastStep && f.firstStep <= row.lastStep + 1;
 
-const cap = (ids: string[]) => [...new Set(ids)].slice(0, PATHOLOGY_THRESHOLDS.maxRolloutIds);
+const cap = (ids: string[]) => [...new Set(ids)].slice(0, FLAG_THRESHOLDS.maxRolloutIds);
 
 /** Stores a flag (new, or extending its stored row); alerts and emits when new or changed. */
 export async function storeFlag(db: Db, runId: string, f: Flag, existing: FlagRow[]): Promise<FlagRow | null> {
@@ -138,7 +138,7 @@ export const RULE_TITLES: Record<Flag["rule"], string> = {
 /** Evaluate every rule on the run's history and store what they raise. Returns the flags created or changed. */
 export async function evaluateRun(db: Db, runId: string): Promise<FlagRow[]> {
   const input = await loadRuleInput(db, runId);
-  const flags = evaluatePathologies(input);
+  const flags = evaluateFlags(input);
   if (flags.length === 0) return [];
   const existing = await db.runFlag.findMany({ where: { runId } });
   const changed: FlagRow[] = [];

@@ -58,7 +58,7 @@ export interface Flag {
   lastStep: number;
   /** Every step that met the rule's condition (the UI links each). */
   steps: number[];
-  /** The rollouts that show it, at most PATHOLOGY_THRESHOLDS.maxRolloutIds. */
+  /** The rollouts that show it, at most FLAG_THRESHOLDS.maxRolloutIds. */
   rolloutIds: string[];
 }
 

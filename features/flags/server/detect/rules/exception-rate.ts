@@ -1,9 +1,9 @@
 /** Exception-rate rise: more rollouts failing (scenario threw, timed out, reward failed) than at the start. */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { Flag, RuleInput } from "../types";
 import { fmt, mean, rolloutIdsAt, stepRange, streaks } from "./shared";
 
-export function exceptionRate({ steps, rollouts }: RuleInput, t: PathologyThresholds): Flag[] {
+export function exceptionRate({ steps, rollouts }: RuleInput, t: FlagThresholds): Flag[] {
   const base = mean(steps.slice(0, t.baselineSteps).map((s) => s.exception_rate)) ?? 0;
   // A run that fails this often from its first step is flagged too: its baseline is then 0.
   const baseline = (i: number) => (i < t.baselineSteps ? 0 : base);

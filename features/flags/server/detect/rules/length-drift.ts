@@ -1,9 +1,9 @@
 /** Length drift: completions growing (or shrinking) far from where the run started. */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { Flag, RuleInput } from "../types";
 import { fmt, mean, rolloutIdsAt, stepRange, streaks } from "./shared";
 
-export function lengthDrift({ steps, rollouts }: RuleInput, t: PathologyThresholds): Flag[] {
+export function lengthDrift({ steps, rollouts }: RuleInput, t: FlagThresholds): Flag[] {
   const measured = steps.filter((s) => s.completion_tokens_mean !== null);
   if (measured.length <= t.baselineSteps) return [];
   const base = mean(measured.slice(0, t.baselineSteps).map((s) => s.completion_tokens_mean!))!;

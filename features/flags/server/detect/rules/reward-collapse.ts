@@ -3,11 +3,11 @@
  * whose rollouts all score alike has zero advantage). The default template's failure — every rollout the
  * same long sentence scoring 0.200 — is this with 0 trainable groups.
  */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { Flag, RuleInput } from "../types";
 import { fmt, rolloutIdsAt, stepRange, streaks } from "./shared";
 
-export function rewardCollapse({ steps, rollouts }: RuleInput, t: PathologyThresholds): Flag[] {
+export function rewardCollapse({ steps, rollouts }: RuleInput, t: FlagThresholds): Flag[] {
   const fraction = (groups: number, trainable: number) => (groups > 0 ? trainable / groups : 1);
   return streaks(steps, (s) => s.groups > 0 && fraction(s.groups, s.groups_trainable) <= t.minTrainableFraction, t.collapseSteps).map((run) => {
     const last = run[run.length - 1]!;

@@ -7,7 +7,7 @@
  * Judged at each step k with `hackWindow` steps of rollouts before it: the run's first window against the
  * window ending at k. Consecutive steps where it holds are one flag.
  */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { Flag, RolloutInput, RuleInput } from "../types";
 import { fmt, mean, pearson } from "./shared";
 
@@ -20,7 +20,7 @@ interface Finding {
   ids: string[];
 }
 
-function judge(base: RolloutInput[], recent: RolloutInput[], t: PathologyThresholds): Omit<Finding, "step" | "ids"> | null {
+function judge(base: RolloutInput[], recent: RolloutInput[], t: FlagThresholds): Omit<Finding, "step" | "ids"> | null {
   const keys = [...new Set([...base, ...recent].flatMap((r) => Object.keys(r.metrics)))].filter((k) =>
     [...base, ...recent].every((r) => Number.isFinite(r.metrics[k])),
   );
@@ -44,7 +44,7 @@ function judge(base: RolloutInput[], recent: RolloutInput[], t: PathologyThresho
   return null;
 }
 
-export function rewardHacking({ rollouts }: RuleInput, t: PathologyThresholds): Flag[] {
+export function rewardHacking({ rollouts }: RuleInput, t: FlagThresholds): Flag[] {
   const usable = rollouts.filter((r) => !r.failed && r.reward !== null && Number.isFinite(r.reward));
   const stepNums = [...new Set(usable.map((r) => r.step))].sort((a, b) => a - b);
   const w = t.hackWindow;

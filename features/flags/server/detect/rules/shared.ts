@@ -1,5 +1,5 @@
 /** Helpers the rules share. */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { RolloutInput, StepInput } from "../types";
 
 /** Maximal runs of adjacent history entries for which `holds` is true, at least `min` long. */
@@ -21,7 +21,7 @@ export function streaks(steps: StepInput[], holds: (s: StepInput, i: number) => 
 export function rolloutIdsAt(
   rollouts: RolloutInput[],
   steps: number[],
-  t: PathologyThresholds,
+  t: FlagThresholds,
   keep: (r: RolloutInput) => boolean = () => true,
 ): string[] {
   const at = new Set(steps);

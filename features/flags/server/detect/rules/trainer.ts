@@ -1,5 +1,5 @@
 /** Rules on the trainer's own metrics: probs_corr, KL and a non-finite loss. Skipped steps (no update) are ignored. */
-import type { PathologyThresholds } from "../config";
+import type { FlagThresholds } from "../config";
 import type { Flag, RuleInput, StepInput } from "../types";
 import { fmt, median, stepRange, streaks } from "./shared";
 
@@ -10,14 +10,14 @@ function flag(rule: Flag["rule"], severity: Flag["severity"], run: StepInput[], 
 }
 
 /** Sampling and training disagree on token probabilities: the engine and trainer are not scoring the same policy. */
-export function lowProbsCorr({ steps }: RuleInput, t: PathologyThresholds): Flag[] {
+export function lowProbsCorr({ steps }: RuleInput, t: FlagThresholds): Flag[] {
   return streaks(steps, (s) => trained(s) && s.trainer!.probs_corr !== null && Number.isFinite(s.trainer!.probs_corr) && s.trainer!.probs_corr < t.minProbsCorr).map((run) => {
     const worst = Math.min(...run.map((s) => s.trainer!.probs_corr!));
     return flag("low_probs_corr", worst < t.minProbsCorr / 2 ? "critical" : "warning", run, `probs_corr fell to ${fmt(worst, 3)} (below ${t.minProbsCorr}) on ${stepRange(run)}: sampling and training probabilities disagree.`);
   });
 }
 
-export function klBlowup({ steps }: RuleInput, t: PathologyThresholds): Flag[] {
+export function klBlowup({ steps }: RuleInput, t: FlagThresholds): Flag[] {
   const kls = steps.map((s) => (trained(s) && s.trainer!.kl !== null && Number.isFinite(s.trainer!.kl) ? s.trainer!.kl : null));
   return streaks(steps, (_s, i) => {
     const kl = kls[i];
