@@ -1,5 +1,5 @@
 # isolated-vm's compiled addon, kept in the user cache so that later installs on this machine (a second clone,
-# a changed lockfile) reuse it instead of compiling its C++ again (3–10 min). Sourced by lib.sh.
+# a changed lockfile) reuse it instead of compiling its C++ again (a few minutes). Sourced by lib.sh.
 #
 # isolated-vm installs with `prebuild-install || node-gyp rebuild`. Before downloading, prebuild-install looks
 # for a local prebuild: a tarball named like the download, {name}-v{version}-{runtime}-v{abi}-{platform}{libc}-{arch}.tar.gz,

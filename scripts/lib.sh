@@ -79,7 +79,7 @@ ensure_node_modules() {
   if [ "$want" != "$have" ]; then
     case "$(ivm_install_plan)" in
       cached) detail="isolated-vm from the build kept in $IVM_PREBUILDS" ;;
-      compile) detail="no kept build of isolated-vm: node-gyp compiles its C++, 3–10 min, once per machine" ;;
+      compile) detail="no kept build of isolated-vm: node-gyp compiles its C++, a few minutes, once per machine" ;;
     esac
     step_start "installing npm packages" "$detail"
     if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node_version.h ]; then
