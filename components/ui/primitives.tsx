@@ -59,12 +59,16 @@ const KIND_STYLE: Record<string, string> = {
   train: "text-violet-300 ring-violet-800",
   "dry-run": "text-zinc-300 ring-zinc-700",
   eval: "text-teal-300 ring-teal-800",
+  art: "text-amber-300 ring-amber-800",
 };
+
+/** How a kind reads where it differs from its stored name (an OpenPipe ART client's run). */
+const KIND_LABEL: Record<string, string> = { art: "ART" };
 
 export function KindBadge({ kind }: { kind: string }) {
   return (
     <span className={`inline-flex rounded px-1.5 py-0.5 font-mono text-[11px] ring-1 ring-inset ${KIND_STYLE[kind] ?? KIND_STYLE["dry-run"]}`}>
-      {kind}
+      {KIND_LABEL[kind] ?? kind}
     </span>
   );
 }

@@ -4,6 +4,7 @@
  * (list + transcript), the GRPO group view, the run's log and its frozen code. State is the run's event
  * log folded by run-state.ts; runs.get supplies what the log does not carry (number, files, counters).
  */
+import { ArtClientLine } from "@/features/art";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
@@ -224,6 +225,7 @@ export function RunView({ id }: { id: string }) {
             )}
           </div>
         </div>
+        {r?.artClient && <ArtClientLine client={r.artClient} />}
         <div className="mt-2 flex flex-wrap gap-x-7 gap-y-2">
           <Stat
             label="Steps"
