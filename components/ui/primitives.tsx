@@ -65,10 +65,15 @@ const KIND_STYLE: Record<string, string> = {
 /** How a kind reads where it differs from its stored name (an OpenPipe ART client's run). */
 const KIND_LABEL: Record<string, string> = { art: "ART" };
 
+/** A run kind as people read it: "ART" for `art`, the kind itself otherwise. */
+export function kindLabel(kind: string): string {
+  return KIND_LABEL[kind] ?? kind;
+}
+
 export function KindBadge({ kind }: { kind: string }) {
   return (
     <span className={`inline-flex rounded px-1.5 py-0.5 font-mono text-[11px] ring-1 ring-inset ${KIND_STYLE[kind] ?? KIND_STYLE["dry-run"]}`}>
-      {KIND_LABEL[kind] ?? kind}
+      {kindLabel(kind)}
     </span>
   );
 }

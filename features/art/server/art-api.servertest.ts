@@ -9,6 +9,7 @@ import { createTestDb, newWorkspace, userWithRole, callerFor, type TestDb } from
 import { createApiToken } from "@/features/workspace/server";
 import { IngestService } from "@/features/run-lifecycle/server";
 import { MAX_ART_REQUEST_BYTES } from "@/server/http/body-limit";
+import { runMetricsCsv, runTrajectoriesJsonl } from "@/features/runs/server/run-export";
 import { handleArtRequest } from "./art-api";
 
 let tdb: TestDb;
@@ -107,6 +108,7 @@ describe("ART models", () => {
     expect(got.kind).toBe("art");
     expect(got.artClient).toMatchObject({ entity: slug, project: "art-proj", name: "agent-1", tokenName: "art laptop" });
     await expect(callerFor(db(), ws).runs.start({ experimentId: run.experimentId, files: got.version.files, kind: "art" })).rejects.toThrow(/created by an OpenPipe ART client/);
+    await expect(callerFor(db(), ws).runs.fork({ runId: m.id })).rejects.toThrow(/is an ART client's run/);
   });
 
   it("a viewer's token cannot create; a wrong entity is named", async () => {
@@ -161,10 +163,36 @@ describe("ART log", () => {
     expect(got.evals).toEqual([expect.objectContaining({ step: 2, rollouts: 2, reward_mean: 0.5 })]);
     expect(got.rewardMean).toBeCloseTo(0.5);
 
+    // The charts read the same series as a scenario run's: reward per step, the trajectories' metrics.
+    const series = await c.runs.series({ runId: m.id, x: "step", width: 400 });
+    expect(series.steps).toBe(2);
+    const reward = series.charts.find((x) => x.id === "reward")!;
+    expect(reward.x).toEqual([1, 2]);
+    expect(Object.fromEntries(reward.series.map((x) => [x.key, x.values])).mean).toEqual([2 / 6, 0.75]);
+    const comps = await c.runs.series({ runId: m.id, x: "step", width: 400, keys: ["components"] });
+    expect(comps.charts[0]!.series.map((x) => x.key).sort()).toEqual(["duration", "exact"]);
+
     // ART's get_step(): the newest checkpoint; a log-only run has none.
     const page = await art("GET", `/preview/models/${m.id}/checkpoints?order=desc&limit=1`);
     expect(page).toEqual({ status: 200, json: { object: "list", data: [], has_more: false, first_id: null, last_id: null } });
     expect((await art("DELETE", `/preview/models/${m.id}/checkpoints`, { steps: [1, 2] })).json).toEqual({ deleted_count: 0, not_found_steps: [1, 2] });
+  });
+
+  it("compare and export read ART runs as any run", async () => {
+    const a = await createModel("cmp-a");
+    const b = await createModel("cmp-b");
+    for (const [m, rewards] of [[a, [[1, 0], [1, 1]]], [b, [[0, 0], [1, 0]]]] as const) {
+      await art("POST", `/preview/models/${m.id}/log`, { trajectory_groups: groups(rewards.map((g) => [...g])), split: "train" });
+    }
+    const c = callerFor(db(), ws);
+    const cmp = await c.compare.runs({ runIds: [a.id, b.id], baselineRunId: a.id });
+    expect(JSON.stringify(cmp)).toContain('"kind":"art"');
+    const csv = await runMetricsCsv(db(), ws, a.id);
+    expect(csv.body.split("\n").length).toBeGreaterThan(1);
+    const jsonl = await runTrajectoriesJsonl(db(), ws, b.id, { tokens: false });
+    const lines = (await new Response(jsonl.body).text()).trim().split("\n");
+    expect(lines).toHaveLength(4);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ step: 1, split: "train", reward: 0 });
   });
 
   it("two logs at once: no seq repeated or skipped, two distinct steps", async () => {

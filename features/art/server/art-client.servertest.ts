@@ -114,6 +114,19 @@ describe("the real ART client", () => {
     expect((await c.runs.get({ id: out.model.id })).steps.map((s) => s.step)).toEqual([1, 2, 3, 4]);
   });
 
+  it("examples/art/log_plain.py (plain requests, no ART) makes a log-only run: two steps, an eval, stopped", async () => {
+    const { stdout } = await run(python, [path.join(ROOT, "examples/art/log_plain.py")], { timeout: 60_000, env: { ...process.env, ROLLBOOK_URL: baseUrl, ROLLBOOK_API_KEY: token } });
+    const { model_id } = JSON.parse(stdout.trim().split("\n").at(-1)!) as { model_id: string };
+    const got = await callerFor(db(), ws).runs.get({ id: model_id });
+    expect(got).toMatchObject({ kind: "art", status: "stopped", currentStep: 2, rolloutCount: 5 });
+    expect(got.experiment.name).toBe("trl-grpo");
+    expect(got.steps.map((s) => [s.step, s.reward_mean, s.groups_trainable])).toEqual([
+      [1, 0.5, 1],
+      [2, 1, 0],
+    ]);
+    expect(got.evals).toEqual([expect.objectContaining({ step: 2, reward_mean: 1 })]);
+  });
+
   it("a bad token is the client's AuthenticationError", async () => {
     const script = [
       "import asyncio, openai",

@@ -194,7 +194,8 @@ export function RunView({ id }: { id: string }) {
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
-            {r && <ForkButton runId={r.id} />}
+            {/* An ART run's code lives with its client: nothing here to fork (runs.fork refuses it too). */}
+            {r && r.kind !== "art" && <ForkButton runId={r.id} />}
             {r && <RunExportMenu runId={r.id} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
