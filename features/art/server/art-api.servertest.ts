@@ -10,6 +10,7 @@ import { createApiToken } from "@/features/workspace/server";
 import { IngestService } from "@/features/run-lifecycle/server";
 import { MAX_ART_REQUEST_BYTES } from "@/server/http/body-limit";
 import { runMetricsCsv, runTrajectoriesJsonl } from "@/features/runs/server/run-export";
+import { flagStalledRuns } from "@/features/flags/server/notify/watcher";
 import { handleArtRequest } from "./art-api";
 
 let tdb: TestDb;
@@ -260,7 +261,11 @@ describe("ART run lifecycle", () => {
     expect((await db().run.findUniqueOrThrow({ where: { id: m.id } })).status).toBe("running");
     expect(await db().ingestLease.count({ where: { runId: m.id } })).toBe(0);
 
+    // Quiet past STALL_AFTER_MS but not yet lost: no stalled flag (an ART client may train for long between logs).
+    expect(await flagStalledRuns(db(), 60_000)).not.toContain(m.id);
+
     await scan(60_000);
+    expect(await flagStalledRuns(db(), 60_000)).toContain(m.id);
     const lost = await db().run.findUniqueOrThrow({ where: { id: m.id } });
     expect(lost.status).toBe("lost");
     expect(lost.lostSince?.getTime()).toBe(longAgo.getTime());
