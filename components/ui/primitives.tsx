@@ -40,17 +40,21 @@ const STATUS_TITLE: Record<string, string> = {
   lost: "runner lost: the run's runner has not answered for a while; the run may still be going there",
 };
 
-export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
+/** An ART run (features/art) has no runner: lost means its client went quiet. */
+const ART_LOST_TITLE = "client silent: the ART client has sent nothing for a while (ART_CLIENT_SILENT_MS); its next call resumes the run";
+
+export function StatusBadge({ status, testId, kind }: { status: string; testId?: string; kind?: string }) {
+  const artLost = status === "lost" && kind === "art";
   return (
     <span
       data-testid={testId}
-      title={STATUS_TITLE[status]}
+      title={artLost ? ART_LOST_TITLE : STATUS_TITLE[status]}
       className={`inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-[11px] font-medium ring-1 ring-inset ${
         STATUS_STYLE[status] ?? STATUS_STYLE.queued
       }`}
     >
       {status === "running" && <span aria-hidden className="h-1.5 w-1.5 animate-pulse rounded-full bg-sky-400" />}
-      {status === "lost" ? "runner lost" : status}
+      {status === "lost" ? (artLost ? "client silent" : "runner lost") : status}
     </span>
   );
 }

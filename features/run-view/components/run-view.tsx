@@ -177,7 +177,7 @@ export function RunView({ id }: { id: string }) {
         <div className="flex flex-wrap items-center gap-3">
           <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
           <KindBadge kind={kind} />
-          <StatusBadge status={status ?? "loading"} testId="run-status" />
+          <StatusBadge status={status ?? "loading"} testId="run-status" kind={kind} />
           {r && (
             <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">
               {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
@@ -190,7 +190,7 @@ export function RunView({ id }: { id: string }) {
               <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
             </span>
           )}
-          <DeliveryIndicator phase={phase} status={status} delivery={delivery} />
+          <DeliveryIndicator phase={phase} status={status} delivery={delivery} kind={kind} />
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
