@@ -487,7 +487,11 @@ export type LimitsConfig = z.infer<typeof LimitsConfig>;
 export type JudgeConfig = z.infer<typeof JudgeConfig>;
 export type RunConfig = z.infer<typeof RunConfig>;
 
-export const RunKind = z.enum(["train", "dry-run", "eval"]);
+/**
+ * `art`: an OpenPipe ART client's model (features/art). Its client logs its steps over /api/art/v1; no
+ * runner runs it, so runs.start refuses it (only the ART API creates one).
+ */
+export const RunKind = z.enum(["train", "dry-run", "eval", "art"]);
 export type RunKind = z.infer<typeof RunKind>;
 
 /** Issues with the config, each naming its field path, e.g. `trainer.learning_rate: must be > 0`. */

@@ -14,3 +14,4 @@ export * from "./advantages";
 export * from "./rescore";
 export * from "./mean-reward";
 export * from "./secret-mask";
+export { computeEvalMetrics, computeStepMetrics, isTrainableGroup, type StepTimings } from "./step-metrics";

@@ -34,6 +34,11 @@ export const ServerEnv = z.object({
    * until it answers again (features/run-lifecycle/server/liveness/).
    */
   RUNNER_LOST_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
+  /**
+   * An ART run (features/art: no runner, its client logs its steps) whose client has sent nothing for this
+   * long is marked lost ("the ART client has sent nothing since …"); its next call makes it running again.
+   */
+  ART_CLIENT_SILENT_MS: z.coerce.number().int().min(1_000).default(30 * 60_000),
   /** How often (ms) the web server asks every enabled runner for its status (health, "last seen" in settings). */
   HEARTBEAT_MS: z.coerce.number().int().min(100, "HEARTBEAT_MS: a whole number of milliseconds, at least 100").default(2_000),
   /** How often (ms) the dispatcher looks for runs other web processes queued (its own start them at once). */

@@ -88,6 +88,7 @@ async function main(): Promise<void> {
   const ingest = new IngestService(db, {
     runnerFor: (id) => runnerById(db, id),
     lostAfterMs: env.RUNNER_LOST_AFTER_MS,
+    artClientSilentMs: env.ART_CLIENT_SILENT_MS,
     leaseMs: env.INGEST_LEASE_MS,
     database: delivery,
   });

@@ -40,17 +40,21 @@ const STATUS_TITLE: Record<string, string> = {
   lost: "runner lost: the run's runner has not answered for a while; the run may still be going there",
 };
 
-export function StatusBadge({ status, testId }: { status: string; testId?: string }) {
+/** An ART run (features/art) has no runner: lost means its client went quiet. */
+const ART_LOST_TITLE = "client silent: the ART client has sent nothing for a while (ART_CLIENT_SILENT_MS); its next call resumes the run";
+
+export function StatusBadge({ status, testId, kind }: { status: string; testId?: string; kind?: string }) {
+  const artLost = status === "lost" && kind === "art";
   return (
     <span
       data-testid={testId}
-      title={STATUS_TITLE[status]}
+      title={artLost ? ART_LOST_TITLE : STATUS_TITLE[status]}
       className={`inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-[11px] font-medium ring-1 ring-inset ${
         STATUS_STYLE[status] ?? STATUS_STYLE.queued
       }`}
     >
       {status === "running" && <span aria-hidden className="h-1.5 w-1.5 animate-pulse rounded-full bg-sky-400" />}
-      {status === "lost" ? "runner lost" : status}
+      {status === "lost" ? (artLost ? "client silent" : "runner lost") : status}
     </span>
   );
 }
@@ -59,12 +63,21 @@ const KIND_STYLE: Record<string, string> = {
   train: "text-violet-300 ring-violet-800",
   "dry-run": "text-zinc-300 ring-zinc-700",
   eval: "text-teal-300 ring-teal-800",
+  art: "text-amber-300 ring-amber-800",
 };
+
+/** How a kind reads where it differs from its stored name (an OpenPipe ART client's run). */
+const KIND_LABEL: Record<string, string> = { art: "ART" };
+
+/** A run kind as people read it: "ART" for `art`, the kind itself otherwise. */
+export function kindLabel(kind: string): string {
+  return KIND_LABEL[kind] ?? kind;
+}
 
 export function KindBadge({ kind }: { kind: string }) {
   return (
     <span className={`inline-flex rounded px-1.5 py-0.5 font-mono text-[11px] ring-1 ring-inset ${KIND_STYLE[kind] ?? KIND_STYLE["dry-run"]}`}>
-      {kind}
+      {kindLabel(kind)}
     </span>
   );
 }

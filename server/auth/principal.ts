@@ -18,6 +18,8 @@ export interface Principal {
   /** Set for API tokens: the one workspace the token may act in. */
   tokenWorkspaceId: string | null;
   via: "session" | "token";
+  /** Set for API tokens: which one (the ART API shows "ART client, token <its name>" on the run). */
+  tokenId?: string;
 }
 
 export function bearerToken(headers: Headers): string | null {
@@ -31,7 +33,7 @@ export async function resolvePrincipal(db: Db, headers: Headers): Promise<Princi
     // A bearer that is not ours is not silently ignored in favour of a cookie: the caller meant it.
     if (!bearer.startsWith(API_TOKEN_PREFIX)) return null;
     const hit = await authenticateApiToken(db, bearer);
-    return hit ? { user: hit.user, tokenWorkspaceId: hit.workspaceId, via: "token" } : null;
+    return hit ? { user: hit.user, tokenWorkspaceId: hit.workspaceId, via: "token", tokenId: hit.tokenId } : null;
   }
   if (!headers.get("cookie")) return null;
   const session = await authFor(db).api.getSession({ headers });

@@ -25,6 +25,8 @@ export interface RequestAccess {
   user: SessionUser;
   workspaceId: string;
   role: Role;
+  /** The API token the request came with; null for a browser session. */
+  tokenId: string | null;
 }
 
 function json(status: number, message: string): Response {
@@ -52,7 +54,7 @@ export async function requireAccess(req: Request, needed: Role, opts: { db?: Db 
   try {
     const access = await resolveWorkspaceAccess(db, principal.user.id, { ...requestedWorkspace(req.headers), tokenWorkspaceId: principal.tokenWorkspaceId });
     requireRole(access.role, needed);
-    return { db, user: principal.user, ...access };
+    return { db, user: principal.user, tokenId: principal.tokenId ?? null, ...access };
   } catch (e) {
     if (isAppError(e) && e.code === "FORBIDDEN") return json(403, e.message);
     throw e;

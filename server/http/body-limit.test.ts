@@ -29,6 +29,8 @@ describe("body limits", () => {
     const e = loadEnv({ NODE_ENV: "test" });
     expect(capOf("trpc", e)).toEqual({ limit: 20_000_000, setting: "MAX_REQUEST_BYTES" });
     expect(capOf("auth", e)).toEqual({ limit: 65_536, setting: "MAX_AUTH_REQUEST_BYTES" });
+    // A step of ART trajectory groups with per-token logprobs: its own cap, above the tRPC door's.
+    expect(capOf("art", e)).toEqual({ limit: 32 * 1024 * 1024, setting: "the ART endpoint's cap" });
     expect(capOf("chat", e).limit).toBe(4 * 1024 * 1024);
     expect(capOf("chat", loadEnv({ NODE_ENV: "test", MAX_REQUEST_BYTES: "100000" })).limit).toBe(100_000);
     expect(capOf("none", e).limit).toBe(0);
@@ -40,6 +42,9 @@ describe("body limits", () => {
     expect(doorOf("HEAD", "/api/checkpoints/r/1/download")).toBe("none");
     expect(doorOf("POST", "/api/auth/sign-in/email")).toBe("auth");
     expect(doorOf("POST", "/api/v1/chat/completions")).toBe("chat");
+    expect(doorOf("POST", "/api/art/v1/preview/models/r1/log")).toBe("art");
+    expect(doorOf("DELETE", "/api/art/v1/preview/models/r1")).toBe("art");
+    expect(doorOf("GET", "/api/art/v1/preview/models/r1/checkpoints")).toBe("none");
     expect(doorOf("POST", "/api/trpc/runs.start")).toBe("trpc");
     expect(doorOf("PUT", "/anything")).toBe("trpc");
   });

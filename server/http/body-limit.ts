@@ -8,6 +8,7 @@
  *   trpc   /api/trpc and any route without its own  MAX_REQUEST_BYTES (20 MB)
  *   auth   /api/auth/* (Better Auth)                MAX_AUTH_REQUEST_BYTES (64 KB)
  *   chat   POST /api/v1/chat/completions            4 MiB (and never over MAX_REQUEST_BYTES)
+ *   art    /api/art/v1/* (OpenPipe ART's client)    32 MiB (trajectory groups with per-token logprobs)
  *   none   GET and HEAD (exports, downloads, …)     no body at all
  *
  * The stream is never cancelled on a refusal, only left unread: cancelling it would destroy the socket
@@ -17,7 +18,7 @@ import { formatBytes } from "@contracts";
 import { JsonDepthScanner, nestedTooDeepMessage } from "@contracts";
 import { env, type ServerEnv } from "../env";
 
-export type Door = "trpc" | "auth" | "chat" | "none";
+export type Door = "trpc" | "auth" | "chat" | "art" | "none";
 
 export interface BodyCap {
   /** Bytes; 0 for a door that takes no body. */
@@ -29,6 +30,13 @@ export interface BodyCap {
 /** A chat request bigger than this is far past any model's context (the runner and the engine cap too). */
 export const MAX_CHAT_REQUEST_BYTES = 4 * 1024 * 1024;
 
+/**
+ * ART's client sends a whole step's trajectory groups in one body, each sampled reply with its per-token
+ * logprobs (and top_logprobs): 64 rollouts of a few thousand tokens reach tens of MB. Fixed, not tied to
+ * MAX_REQUEST_BYTES: ART's client cannot split a step.
+ */
+export const MAX_ART_REQUEST_BYTES = 32 * 1024 * 1024;
+
 export function capOf(door: Door, e: ServerEnv = env()): BodyCap {
   switch (door) {
     case "trpc":
@@ -37,6 +45,8 @@ export function capOf(door: Door, e: ServerEnv = env()): BodyCap {
       return { limit: e.MAX_AUTH_REQUEST_BYTES, setting: "MAX_AUTH_REQUEST_BYTES" };
     case "chat":
       return { limit: Math.min(MAX_CHAT_REQUEST_BYTES, e.MAX_REQUEST_BYTES), setting: "the chat endpoint's cap" };
+    case "art":
+      return { limit: MAX_ART_REQUEST_BYTES, setting: "the ART endpoint's cap" };
     case "none":
       return { limit: 0, setting: "no body" };
   }
@@ -47,6 +57,7 @@ export function doorOf(method: string | undefined, pathname: string): Door {
   if (method === "GET" || method === "HEAD") return "none";
   if (pathname.startsWith("/api/auth/")) return "auth";
   if (pathname === "/api/v1/chat/completions") return "chat";
+  if (pathname.startsWith("/api/art/")) return "art";
   return "trpc";
 }
 

@@ -40,7 +40,7 @@ function RunLegend(props: { run: CompareRun; index: number; baseline: boolean; o
           #{run.number}
         </Link>
         <KindBadge kind={run.kind} />
-        <StatusBadge status={run.status} />
+        <StatusBadge status={run.status} kind={run.kind} />
         {onRemove && (
           <button type="button" onClick={onRemove} className="ml-auto text-[12px] text-zinc-500 hover:text-zinc-200" aria-label={`Remove run #${run.number} from the comparison`}>
             ✕

@@ -6,6 +6,7 @@
 import { useQuery } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useTRPC } from "@/components/trpc";
+import { kindLabel } from "@/components/ui/primitives";
 import { compareHref } from "../compare-url";
 
 export function CompareWith({ runId, experimentId }: { runId: string; experimentId: string }) {
@@ -25,7 +26,7 @@ export function CompareWith({ runId, experimentId }: { runId: string; experiment
       <option value="">Compare with…</option>
       {others.map((r) => (
         <option key={r.id} value={r.id}>
-          #{r.number} · {r.kind} · {r.status}
+          #{r.number} · {kindLabel(r.kind)} · {r.status}
         </option>
       ))}
     </select>

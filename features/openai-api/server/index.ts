@@ -1,1 +1,2 @@
 export { handleChatCompletions, handleModels } from "./openai-api";
+export { openaiError } from "./openai-api";

@@ -26,13 +26,13 @@ const DOT: Record<DeliveryTone, string> = {
   lost: "bg-amber-400",
 };
 
-export function DeliveryIndicator({ phase, status, delivery }: { phase: StreamPhase; status: RunStatus | null; delivery: DeliveryTracker }) {
+export function DeliveryIndicator({ phase, status, delivery, kind }: { phase: StreamPhase; status: RunStatus | null; delivery: DeliveryTracker; kind?: string }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 1_000);
     return () => clearInterval(t);
   }, []);
-  const view = deliveryView({ phase, status, tracker: delivery, now });
+  const view = deliveryView({ phase, status, tracker: delivery, now, kind });
   return (
     <span data-testid="run-delivery" data-tone={view.tone} className={`flex items-center gap-1.5 text-[11px] ${TEXT[view.tone]}`} title="event delivery">
       <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${DOT[view.tone]}`} />

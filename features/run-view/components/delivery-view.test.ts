@@ -36,5 +36,7 @@ describe("the live indicator tells delivery health (issue 17 finding 5)", () => 
     expect(deliveryView({ phase: "offline", status: "running", tracker: t, now: 0 }).label).toBe("reconnecting…");
     expect(deliveryView({ phase: "loading", status: null, tracker: t, now: 0 }).tone).toBe("loading");
     expect(deliveryView({ phase: "live", status: "lost", tracker: t, now: 1 }).label).toBe("no events from the runner");
+    // An ART run has no runner: its client went quiet.
+    expect(deliveryView({ phase: "live", status: "lost", tracker: t, now: 1, kind: "art" }).label).toBe("no word from the ART client");
   });
 });

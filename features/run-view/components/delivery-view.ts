@@ -46,11 +46,13 @@ export interface DeliveryInput {
   status: RunStatus | null;
   tracker: Pick<DeliveryTracker, "lastHeardAt" | "report">;
   now: number;
+  /** The run's kind: an ART run has no runner, its client sends its events. */
+  kind?: string;
 }
 
 const seconds = (ms: number) => Math.max(0, Math.round(ms / 1000));
 
-export function deliveryView({ phase, status, tracker, now }: DeliveryInput): DeliveryView {
+export function deliveryView({ phase, status, tracker, now, kind }: DeliveryInput): DeliveryView {
   if (phase === "loading") return { tone: "loading", label: "loading…" };
   if (phase === "offline") return { tone: "reconnecting", label: "reconnecting…" };
   const report = tracker.report;
@@ -61,6 +63,6 @@ export function deliveryView({ phase, status, tracker, now }: DeliveryInput): De
   const active = status !== null && !isTerminal(status);
   const silent = now - tracker.lastHeardAt;
   if (active && silent > SILENT_AFTER_MS) return { tone: "delayed", label: `delayed ${seconds(silent)} s: no word from the server` };
-  if (status === "lost") return { tone: "lost", label: "no events from the runner" };
+  if (status === "lost") return { tone: "lost", label: kind === "art" ? "no word from the ART client" : "no events from the runner" };
   return active ? { tone: "live", label: "live" } : { tone: "synced", label: "synced" };
 }

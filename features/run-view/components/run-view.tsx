@@ -4,6 +4,7 @@
  * (list + transcript), the GRPO group view, the run's log and its frozen code. State is the run's event
  * log folded by run-state.ts; runs.get supplies what the log does not carry (number, files, counters).
  */
+import { ArtClientLine } from "@/features/art";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
@@ -176,7 +177,7 @@ export function RunView({ id }: { id: string }) {
         <div className="flex flex-wrap items-center gap-3">
           <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
           <KindBadge kind={kind} />
-          <StatusBadge status={status ?? "loading"} testId="run-status" />
+          <StatusBadge status={status ?? "loading"} testId="run-status" kind={kind} />
           {r && (
             <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">
               {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
@@ -189,11 +190,12 @@ export function RunView({ id }: { id: string }) {
               <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
             </span>
           )}
-          <DeliveryIndicator phase={phase} status={status} delivery={delivery} />
+          <DeliveryIndicator phase={phase} status={status} delivery={delivery} kind={kind} />
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
-            {r && <ForkButton runId={r.id} />}
+            {/* An ART run's code lives with its client: nothing here to fork (runs.fork refuses it too). */}
+            {r && r.kind !== "art" && <ForkButton runId={r.id} />}
             {r && <RunExportMenu runId={r.id} />}
             {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {r && r.kind === "train" && r.checkpoints.length > 0 && (
@@ -224,6 +226,7 @@ export function RunView({ id }: { id: string }) {
             )}
           </div>
         </div>
+        {r?.artClient && <ArtClientLine client={r.artClient} />}
         <div className="mt-2 flex flex-wrap gap-x-7 gap-y-2">
           <Stat
             label="Steps"

@@ -8,7 +8,7 @@ import { useQuery } from "@tanstack/react-query";
 import { useRef, useState } from "react";
 import { RUN_KINDS, RUN_STATUSES, type RunsSort, type RunsView } from "@/features/runs/runs-table-query";
 import { useTRPC } from "@/components/trpc";
-import { Button } from "@/components/ui/primitives";
+import { Button, kindLabel } from "@/components/ui/primitives";
 import { dayEnd, dayOf, dayStart } from "./use-runs-view";
 
 const SEARCH_DELAY_MS = 250;
@@ -109,7 +109,7 @@ export function RunsFilterBar({
         <div className="flex items-center gap-1" role="group" aria-label="Kind">
           {RUN_KINDS.map((k) => (
             <Toggle key={k} testId={`filter-kind-${k}`} on={view.kind?.includes(k) ?? false} onClick={() => setView({ kind: toggle(view.kind, k) })}>
-              {k}
+              {kindLabel(k)}
             </Toggle>
           ))}
         </div>

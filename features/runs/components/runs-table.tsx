@@ -166,7 +166,7 @@ export function RunsTable() {
                   </td>
                   <td className="px-3 py-2">
                     <div className="flex items-center gap-2">
-                      <StatusBadge status={r.status} />
+                      <StatusBadge status={r.status} kind={r.kind} />
                       {r.queuePosition !== null && (
                         <span className="text-[11px] whitespace-nowrap text-zinc-400" title="Starts when a runner that fits it has room (Settings → Runners)">
                           {ordinal(r.queuePosition)} in queue

@@ -6,6 +6,7 @@ import { parseStoredFiles } from "@/features/experiments/server";
 import { fromDbKind, rowToEvent, rowToTrajectory } from "@/server/run-convert";
 import type { DbOrTx } from "@/server/db-types";
 import { listRunsTable } from "./runs-table";
+import { readArtClient } from "@/features/art";
 
 /**
  * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
@@ -54,6 +55,8 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     experiment: run.experiment,
     version: { ...run.version, files: parseStoredFiles(run.version.files) },
     runner: run.runner,
+    /** ART runs: who drives it (entity, project, name, token); null for every other kind. */
+    artClient: readArtClient(run.artClient),
     createdAt: run.createdAt,
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,

@@ -69,6 +69,10 @@ export async function startRun(
 ): Promise<StartRunResult> {
   const exp = await db.experiment.findFirst({ where: { id: input.experimentId, workspaceId }, select: { id: true } });
   if (!exp) throw new AppError("NOT_FOUND", `experiment ${input.experimentId} not found`);
+  // An ART run has no runner: its client logs its steps. Only the ART API (features/art) creates one.
+  if (input.kind === "art") {
+    throw new AppError("BAD_INPUT", 'kind: "art" runs are created by an OpenPipe ART client through /api/art/v1 (docs/art.md), not started here');
+  }
   if (input.kind !== "eval" && input.evalModel) {
     throw new AppError("BAD_INPUT", "evalModel is only for eval runs");
   }

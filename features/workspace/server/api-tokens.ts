@@ -57,5 +57,5 @@ export async function authenticateApiToken(db: DbOrTx, token: string) {
   if (!row.lastUsedAt || now - row.lastUsedAt.getTime() > LAST_USED_RESOLUTION_MS) {
     await db.apiToken.update({ where: { id: row.id }, data: { lastUsedAt: new Date(now) } });
   }
-  return { user: row.user, workspaceId: row.workspaceId };
+  return { user: row.user, workspaceId: row.workspaceId, tokenId: row.id };
 }

@@ -18,6 +18,9 @@ export async function flagStalledRuns(db: Db, stallMs: number, now = new Date())
     where: {
       // A run whose runner is lost (run-lifecycle's liveness) is quiet too, and as worth an alert.
       status: { in: ["running", "lost"] },
+      // An ART client (features/art) may train for long between its logs: its silence counts once the
+      // liveness has called it lost (ART_CLIENT_SILENT_MS), not after STALL_AFTER_MS.
+      NOT: { kind: "art", status: "running" },
       OR: [{ lastHeartbeatAt: { lt: cutoff } }, { lastHeartbeatAt: null, startedAt: { lt: cutoff } }],
     },
     select: { id: true, currentStep: true, lastHeartbeatAt: true, startedAt: true },

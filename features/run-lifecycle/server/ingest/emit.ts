@@ -7,11 +7,11 @@ import { schedulePostIngest } from "@/features/flags/server";
 import { emitRunEvents } from "@/server/run-hooks";
 import { announce } from "../lifecycle";
 import type { Db } from "@/server/db-types";
-import { ingestEvents, type IngestResult } from "./projection";
+import { ingestEvents, type IngestOpts, type IngestResult } from "./projection";
 
 /** Ingest a batch and tell socket subscribers about what was new. */
-export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
-  const res = await ingestEvents(db, runId, events, fromRunnerId);
+export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string, opts: IngestOpts = {}): Promise<IngestResult> {
+  const res = await ingestEvents(db, runId, events, fromRunnerId, opts);
   if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
   if (res.statusChanged) announce(db, { runId, status: res.status, error: res.error, lastSeq: res.lastSeq, attempt: res.attempt });
   if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)

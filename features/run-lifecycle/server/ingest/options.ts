@@ -17,6 +17,11 @@ export type IngestOptions = {
   lostAfterMs?: number;
   maxBackoffMs?: number;
   /**
+   * ART_CLIENT_SILENT_MS: an ART run (no runner; its client logs its steps, features/art) whose client sent
+   * nothing for this long is marked lost. Default 30 minutes.
+   */
+  artClientSilentMs?: number;
+  /**
    * INGEST_LEASE_MS: how long this process's lease on a run lasts without renewal (renewed every third of
    * it). A killed process's runs are taken over by another one within about this long (lease.ts).
    */
@@ -34,5 +39,5 @@ export type IngestOptions = {
   database?: DatabaseProbe;
 };
 
-export type FollowerOptions = Required<Omit<IngestOptions, "log" | "onStored" | "holder" | "database">> &
+export type FollowerOptions = Required<Omit<IngestOptions, "log" | "onStored" | "holder" | "database" | "artClientSilentMs">> &
   Pick<IngestOptions, "onStored" | "database"> & { log: (msg: string) => void };

@@ -29,7 +29,18 @@ export type IngestResult = {
   statusChanged: boolean;
   /** The batch came from a runner the run has since moved away from: nothing was stored. */
   superseded?: boolean;
+  /** `expectLastSeq` was given and the run's stored lastSeq differs (another writer got there first): nothing was stored. */
+  conflict?: boolean;
 };
+
+export interface IngestOpts {
+  /**
+   * For a writer that numbers its own events (the ART API, features/art): store the batch only if the run's
+   * lastSeq is still this, decided under the run's row lock; otherwise store nothing and answer `conflict`,
+   * so the writer renumbers after the newer lastSeq and tries again. Two such writers never share a seq.
+   */
+  expectLastSeq?: number;
+}
 
 
 /**
@@ -76,7 +87,7 @@ const UNSTORABLE_ALL = new RegExp(UNSTORABLE.source, "g");
  * when the run has since been resumed on another runner the batch is dropped whole (superseded), so a
  * runner that comes back still running a moved run never writes into its record.
  */
-export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string): Promise<IngestResult> {
+export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fromRunnerId?: string, opts: IngestOpts = {}): Promise<IngestResult> {
   const sorted = events.map(storableStrings).sort((a, b) => a.seq - b.seq);
   for (const e of sorted) {
     if (e.run_id !== runId) throw new AppError("BAD_INPUT", `event seq ${e.seq} belongs to run ${e.run_id}, not ${runId}`);
@@ -89,7 +100,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
           lastSeq: number;
           status: RunStatus;
           error: string | null;
-          kind: "train" | "dry_run" | "eval";
+          kind: "train" | "dry_run" | "eval" | "art";
           currentStep: number;
           startedAt: Date | null;
           runnerId: string | null;
@@ -102,6 +113,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
       if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
       const unchanged = { lastSeq: run.lastSeq, status: run.status, error: run.error, attempt: run.attempt, attemptOpen: run.attemptOpen, statusChanged: false };
       if (fromRunnerId !== undefined && run.runnerId !== fromRunnerId) return { fresh: [], ...unchanged, superseded: true };
+      if (opts.expectLastSeq !== undefined && run.lastSeq !== opts.expectLastSeq) return { fresh: [], ...unchanged, conflict: true };
 
       if (sorted.length > 0) await insertEvents(tx, runId, sorted);
       const seen = new Set<number>();

@@ -7,8 +7,14 @@ import { RunFollower } from "./follower";
 import { IngestLeases, newHolderId } from "./lease";
 import type { FollowerOptions, IngestOptions } from "./options";
 
-/** Active runs, and ended runs whose attempt is still open on their runner (ingestion follows both). */
-const FOLLOWED_RUNS = { OR: [{ status: { in: [...ACTIVE_RUN_STATUSES] } }, { attemptOpen: true }] };
+/**
+ * Active runs, and ended runs whose attempt is still open on their runner (ingestion follows both). Never an
+ * ART run: it has no runner to follow or ask (its client posts its events: features/art); its silence is
+ * the supervisor's artClientsSilent.
+ */
+const FOLLOWED_RUNS = { kind: { not: "art" as const }, OR: [{ status: { in: [...ACTIVE_RUN_STATUSES] } }, { attemptOpen: true }] };
+
+const ART_CLIENT_SILENT_MS = 30 * 60_000;
 
 const QUEUED_FOLLOW_AFTER_MS = 10_000;
 
@@ -32,6 +38,7 @@ export class IngestService {
   private leaseTicking = false;
   private lastRenewOk = Date.now();
   private readonly opts: FollowerOptions;
+  private readonly artClientSilentMs: number;
   private stopped = false;
   readonly leases: IngestLeases;
   /** Decides what a quiet followed run's runner says about it (lost, back, gone): ../liveness. */
@@ -41,7 +48,8 @@ export class IngestService {
     private readonly db: Db,
     opts: IngestOptions,
   ) {
-    const { holder, ...rest } = opts;
+    const { holder, artClientSilentMs, ...rest } = opts;
+    this.artClientSilentMs = artClientSilentMs ?? ART_CLIENT_SILENT_MS;
     this.opts = {
       maxBatch: 2_000,
       scanMs: 5_000,
@@ -203,6 +211,8 @@ export class IngestService {
       // mark the run. A run with no runner has no follower (and no holder): failing it is one conditional
       // update, the same whoever makes it.
       await this.liveness.checkRuns(active.filter((r) => !r.runnerId || this.followers.has(r.id)));
+      // ART runs have no runner and no follower: their client's silence is the only sign (one conditional update each).
+      await this.liveness.artClientsSilent(this.artClientSilentMs);
       await this.leases.prune();
     } catch (e) {
       this.opts.log(`scan failed: ${e instanceof Error ? e.message : String(e)}`);

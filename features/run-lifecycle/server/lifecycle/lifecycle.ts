@@ -64,14 +64,18 @@ async function transition(db: Db, runId: string, name: TransitionName, where: Pr
 export async function createRunRecord(
   tx: DbOrTx,
   data: Omit<Prisma.RunUncheckedCreateInput, "status" | "error" | "finishedAt" | "attempt" | "attemptOpen">,
-  initial: { status: "queued" } | { status: "failed"; error: string },
+  initial: { status: "queued" } | { status: "failed"; error: string } | { status: "running"; noRunner: "art" },
 ): Promise<void> {
+  const now = new Date();
   await tx.run.create({
     data: {
       ...data,
       status: initial.status,
       error: initial.status === "failed" ? initial.error : null,
-      finishedAt: initial.status === "failed" ? new Date() : null,
+      finishedAt: initial.status === "failed" ? now : null,
+      // An ART run (features/art) runs from its creation, with no runner: its client logs its steps, and its
+      // silence is the supervisor's artClientsSilent. The caller announces it once its transaction committed.
+      ...(initial.status === "running" ? { startedAt: now, lastHeartbeatAt: now } : {}),
     },
   });
 }
@@ -104,14 +108,18 @@ export async function startRun(db: Db, runId: string, runnerId: string): Promise
   return row?.runnerId === runnerId && row.startedAt !== null;
 }
 
-/** running → lost: its runner has not answered since `since`. */
-export function loseRun(db: Db, runId: string, since: Date): Promise<boolean> {
-  return transition(db, runId, "lose", {}, { lostSince: since });
+/**
+ * running → lost: its runner (or, for an ART run, its client) has not answered since `since`. `note` says
+ * why where "runner lost" would mislead (an ART run has no runner); recoverRun clears it.
+ */
+export function loseRun(db: Db, runId: string, since: Date, opts: { note?: string } = {}): Promise<boolean> {
+  return transition(db, runId, "lose", {}, { lostSince: since, ...(opts.note ? { error: opts.note } : {}) });
 }
 
-/** lost → running: its runner answers again and still has it. */
+/** lost → running: its runner answers again and still has it (or its ART client called again). */
 export function recoverRun(db: Db, runId: string): Promise<boolean> {
-  return transition(db, runId, "recover", {}, { lostSince: null, lastHeartbeatAt: new Date() });
+  // A running run has no error: a lost one's note (loseRun) goes with the lost status.
+  return transition(db, runId, "recover", {}, { lostSince: null, error: null, lastHeartbeatAt: new Date() });
 }
 
 /**

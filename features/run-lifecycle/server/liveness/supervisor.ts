@@ -184,6 +184,23 @@ export class LivenessSupervisor {
     }
   }
 
+  /**
+   * ART runs (features/art) have no runner to ask: a running one whose client has sent nothing for
+   * `silentMs` (ART_CLIENT_SILENT_MS) is lost since its last call, saying so; the client's next call makes it
+   * running again (features/art/server/art-run-access.ts). Idempotent: any process may make it.
+   */
+  async artClientsSilent(silentMs: number): Promise<void> {
+    const quiet = await this.db.run.findMany({
+      where: { kind: "art", status: "running", lastHeartbeatAt: { lt: new Date(Date.now() - silentMs) } },
+      select: { id: true, lastHeartbeatAt: true },
+    });
+    for (const r of quiet) {
+      const since = r.lastHeartbeatAt!;
+      const note = `the ART client has sent nothing since ${since.toISOString()}`;
+      if (await loseRun(this.db, r.id, since, { note })) this.opts.log(`run ${r.id}: ${note}; marked lost`);
+    }
+  }
+
   private lastSignOfLife(r: FollowedRun): number {
     const follower = this.followers.get(r.id);
     return Math.max(r.lastHeartbeatAt?.getTime() ?? 0, r.startedAt?.getTime() ?? 0, r.createdAt.getTime(), follower?.lastActivity ?? 0);

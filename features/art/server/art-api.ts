@@ -1,0 +1,143 @@
+/**
+ * The OpenPipe ART API (slice 1: models and logged trajectory groups), relative to /api/art/v1, what
+ * `art.ServerlessBackend(base_url=…, api_key=…)` and `art.serverless.client.Client` call:
+ *
+ *   POST   /preview/models                         create (or, return_existing, find) a model: a run of kind "art"
+ *   DELETE /preview/models/{id}                    end the run "stopped" (its history stays)
+ *   POST   /preview/models/{id}/log                trajectory groups: "train" → one step, "val" → an eval (art-log.ts)
+ *   GET    /preview/models/{id}/checkpoints        the run's checkpoints, ART's cursor pages (none for log-only runs)
+ *   DELETE /preview/models/{id}/checkpoints        (art-checkpoints.ts)
+ *   anything else (training-jobs, chat completions) 501, saying it is not supported yet (docs/art.md)
+ *
+ * Authorized exactly as /api/v1 (requireAccess: the workspace's API tokens `rbk_…`, or a session); member
+ * to write, viewer to read. A model of another workspace is 404. Errors in OpenAI's shape, naming the field.
+ * Bodies are capped at MAX_ART_REQUEST_BYTES (server/http/body-limit.ts, the "art" door).
+ */
+import { MAX_JSON_DEPTH } from "@contracts";
+import type { Role } from "@contracts/roles";
+import { requireAccess, type RequestAccess } from "@/server/auth/request";
+import { capOf, readCappedBody } from "@/server/http/body-limit";
+import type { Db } from "@/server/db-types";
+import { CheckpointListQuery, CreateModelBody, DeleteCheckpointsBody, LogBody } from "../schema";
+import { artError, badBody } from "./art-errors";
+import { deleteCheckpoints, listCheckpoints } from "./art-checkpoints";
+import { endRun, logGroups } from "./art-log";
+import { clientCalled, createArtModel, findArtRun, type ArtRun } from "./art-models";
+
+async function access(req: Request, role: Role, db?: Db): Promise<RequestAccess | Response> {
+  const a = await requireAccess(req, role, { db });
+  if (!(a instanceof Response)) return a;
+  const body = (await a.json().catch(() => null)) as { error?: { message?: string } } | null;
+  return artError(a.status, body?.error?.message ?? `HTTP ${a.status}`);
+}
+
+async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false; res: Response }> {
+  const read = await readCappedBody(req, capOf("art"), { maxJsonDepth: MAX_JSON_DEPTH });
+  if (!read.ok) return { ok: false, res: artError(read.status, read.message) };
+  if (read.bytes.byteLength === 0) return { ok: true, value: {} };
+  try {
+    return { ok: true, value: JSON.parse(new TextDecoder().decode(read.bytes)) };
+  } catch {
+    return { ok: false, res: artError(400, "the request body is not JSON") };
+  }
+}
+
+const notFound = (id: string) => artError(404, `model ${id} not found`, "model_id", "model_not_found");
+
+/** The workspace's active ART model, or the 404 ART's client raises NotFoundError for (a deleted one included). */
+async function activeModel(a: RequestAccess, id: string): Promise<ArtRun | Response> {
+  const run = await findArtRun(a.db, a.workspaceId, id);
+  if (!run) return notFound(id);
+  if (run.status !== "running" && run.status !== "lost") return artError(404, `model ${id} was deleted (its run is ${run.status}; its history stays in Rollbook)`, "model_id", "model_not_found");
+  return run;
+}
+
+async function createModel(req: Request, db?: Db): Promise<Response> {
+  const a = await access(req, "member", db);
+  if (a instanceof Response) return a;
+  const body = await readJson(req);
+  if (!body.ok) return body.res;
+  const parsed = CreateModelBody.safeParse(body.value);
+  if (!parsed.success) return badBody(parsed.error);
+  const { project, name, entity } = parsed.data;
+  if (!project) return artError(400, "project: required (the model's project: a Rollbook experiment of that name)", "project");
+  if (!name) return artError(400, "name: required (the model's name: one run in the project)", "name");
+  const ws = await a.db.workspace.findUniqueOrThrow({ where: { id: a.workspaceId }, select: { slug: true } });
+  if (entity && entity !== ws.slug && entity !== a.workspaceId) {
+    return artError(400, `entity: this token acts in workspace '${ws.slug}': use that as the entity, or leave it out`, "entity");
+  }
+  const token = a.tokenId ? await a.db.apiToken.findUnique({ where: { id: a.tokenId }, select: { name: true } }) : null;
+  const out = await createArtModel(
+    a.db,
+    { workspaceId: a.workspaceId, workspaceSlug: ws.slug, userId: a.user.id, tokenId: a.tokenId, tokenName: token?.name ?? null },
+    { ...parsed.data, project, name },
+  );
+  if (!out.ok) return artError(out.status, out.message, out.param);
+  return Response.json(out.model, { status: out.created ? 201 : 200 });
+}
+
+async function deleteModel(req: Request, id: string, db?: Db): Promise<Response> {
+  const a = await access(req, "member", db);
+  if (a instanceof Response) return a;
+  const run = await findArtRun(a.db, a.workspaceId, id);
+  if (!run) return notFound(id);
+  // Deleting twice is deleting: the run ended the first time.
+  if (run.status === "running" || run.status === "lost") await endRun(a.db, run.id);
+  return Response.json(null);
+}
+
+async function log(req: Request, id: string, db?: Db): Promise<Response> {
+  const a = await access(req, "member", db);
+  if (a instanceof Response) return a;
+  const run = await activeModel(a, id);
+  if (run instanceof Response) return run;
+  const body = await readJson(req);
+  if (!body.ok) return body.res;
+  const parsed = LogBody.safeParse(body.value);
+  if (!parsed.success) return badBody(parsed.error);
+  if (parsed.data.model_id !== undefined && parsed.data.model_id !== id) return artError(400, `model_id: ${parsed.data.model_id} is not the model of this path (${id})`, "model_id");
+  await clientCalled(a.db, run);
+  await logGroups(a.db, run, parsed.data);
+  return Response.json(null);
+}
+
+async function checkpoints(req: Request, id: string, db?: Db): Promise<Response> {
+  const isDelete = req.method === "DELETE";
+  const a = await access(req, isDelete ? "member" : "viewer", db);
+  if (a instanceof Response) return a;
+  const run = await activeModel(a, id);
+  if (run instanceof Response) return run;
+  await clientCalled(a.db, run);
+  if (!isDelete) {
+    const url = new URL(req.url);
+    const q = CheckpointListQuery.safeParse(Object.fromEntries(url.searchParams));
+    if (!q.success) return badBody(q.error);
+    return Response.json(await listCheckpoints(a.db, run.id, q.data));
+  }
+  const body = await readJson(req);
+  if (!body.ok) return body.res;
+  const parsed = DeleteCheckpointsBody.safeParse(body.value);
+  if (!parsed.success) return badBody(parsed.error);
+  const out = await deleteCheckpoints(a.db, run.id, parsed.data.steps);
+  if (!out.ok) return artError(400, out.message, "steps");
+  return Response.json({ deleted_count: out.deleted_count, not_found_steps: out.not_found_steps });
+}
+
+const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook yet: models and logged trajectory groups are (docs/art.md)`);
+
+/**
+ * One ART request; `path` is what follows /api/art/v1 (the catch-all route's segments). `opts.db`: tests.
+ * Unknown paths are 404, known ones with another method 405.
+ */
+export async function handleArtRequest(req: Request, path: readonly string[], opts: { db?: Db } = {}): Promise<Response> {
+  const [p0, p1, id, p3, ...rest] = path;
+  const m = req.method;
+  if (p0 !== "preview") return p0 === "chat" ? notYet("sampling through base_url (chat completions)") : artError(404, `no such ART endpoint: /${path.join("/")}`);
+  if (p1 === "training-jobs" || p1 === "sft-training-jobs") return notYet("training (POST /preview/training-jobs)");
+  if (p1 !== "models" || rest.length > 0) return artError(404, `no such ART endpoint: /${path.join("/")}`);
+  if (id === undefined) return m === "POST" ? createModel(req, opts.db) : artError(405, `${m} /preview/models: use POST`);
+  if (p3 === undefined) return m === "DELETE" ? deleteModel(req, id, opts.db) : artError(405, `${m} /preview/models/{id}: use DELETE`);
+  if (p3 === "log") return m === "POST" ? log(req, id, opts.db) : artError(405, `${m} /preview/models/{id}/log: use POST`);
+  if (p3 === "checkpoints") return m === "GET" || m === "DELETE" ? checkpoints(req, id, opts.db) : artError(405, `${m} /preview/models/{id}/checkpoints: use GET or DELETE`);
+  return artError(404, `no such ART endpoint: /${path.join("/")}`);
+}

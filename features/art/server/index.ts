@@ -1,0 +1,1 @@
+export { handleArtRequest } from "./art-api";
