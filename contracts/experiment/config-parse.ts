@@ -6,15 +6,17 @@
 import { RunConfig, type RunKind } from "../config";
 import type { Diagnostic } from "../run";
 import { findKeyOffset, offsetToPosition, parseJson } from "./json-position";
+import { mapPastedMcpServers, pastedSourcePath } from "./mcp-servers-paste";
 
-export type ParseRunConfigResult = { ok: true; config: RunConfig } | { ok: false; diagnostics: Diagnostic[] };
+/** `diagnostics` of a config that parsed: warnings only (what a pasted `mcpServers` became). */
+export type ParseRunConfigResult = { ok: true; config: RunConfig; diagnostics: Diagnostic[] } | { ok: false; diagnostics: Diagnostic[] };
 
 const FILE = "config.json";
 
-function at(text: string, path: readonly (string | number)[], message: string): Diagnostic {
+function at(text: string, path: readonly (string | number)[], message: string, severity: Diagnostic["severity"] = "error"): Diagnostic {
   const offset = findKeyOffset(text, path);
   const pos = offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
-  return { file: FILE, line: pos.line, column: pos.column, message, severity: "error" };
+  return { file: FILE, line: pos.line, column: pos.column, message, severity };
 }
 
 /** Rules that depend on the kind of run, beyond the schema. */
@@ -34,18 +36,27 @@ export function parseRunConfig(text: string, kind?: RunKind): ParseRunConfigResu
     const message = json.tooDeep ? `config.json is ${json.message}` : `config.json is not valid JSON: ${json.message}`;
     return { ok: false, diagnostics: [{ file: FILE, ...pos, message, severity: "error" }] };
   }
-  const parsed = RunConfig.safeParse(json.value);
-  if (!parsed.success) {
-    const diagnostics = parsed.error.issues.flatMap((issue) => {
-      const path = issue.path.filter((k): k is string | number => typeof k !== "symbol");
+  // Editors' `mcpServers` becomes `mcp.servers` first, so the schema holds pasted servers to the same rules.
+  const pasted = mapPastedMcpServers(json.value);
+  // Shown whether or not the rest checks: the diagnostic model has no info level, so a warning says it.
+  const notes = pasted.notes.map((n) => at(text, n.path, n.message, "warning"));
+  const refused = pasted.problems.map((p) => at(text, p.path, `${p.path.join(".")}: ${p.message}`));
+  const parsed = RunConfig.safeParse(pasted.value);
+  if (!parsed.success || refused.length > 0) {
+    const issues = parsed.success ? [] : parsed.error.issues;
+    const diagnostics = issues.flatMap((issue) => {
+      const path = pastedSourcePath(
+        pasted.pasted,
+        issue.path.filter((k): k is string | number => typeof k !== "symbol"),
+      );
       // Unknown keys (the schemas are strict, so typos are caught) point at each key itself.
       if (issue.code === "unrecognized_keys") {
         return issue.keys.map((key) => at(text, [...path, key], `${[...path, key].join(".")}: unknown field`));
       }
       return [at(text, path, `${path.join(".") || "(root)"}: ${issue.message}`)];
     });
-    return { ok: false, diagnostics };
+    return { ok: false, diagnostics: [...refused, ...diagnostics, ...notes] };
   }
   const rules = kindRules(text, parsed.data, kind);
-  return rules.length > 0 ? { ok: false, diagnostics: rules } : { ok: true, config: parsed.data };
+  return rules.length > 0 ? { ok: false, diagnostics: [...rules, ...notes] } : { ok: true, config: parsed.data, diagnostics: notes };
 }

@@ -46,7 +46,8 @@ export async function validateExperiment(files: ExperimentFiles, kind: RunKind):
   const diagnostics: Diagnostic[] = [
     ...(compiled.ok ? [] : compiled.diagnostics),
     ...(tasks.ok ? [] : tasks.diagnostics),
-    ...(config.ok ? [] : config.diagnostics),
+    // A config that parsed may still carry warnings (what a pasted mcpServers became).
+    ...config.diagnostics,
   ];
   if (!compiled.ok || !tasks.ok || !config.ok || diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
 
