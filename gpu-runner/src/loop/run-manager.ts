@@ -24,7 +24,7 @@ import {
   SecretMask,
 } from "../../../contracts";
 import { setMaxListeners } from "node:events";
-import { findKeyOffset, offsetToPosition } from "../../../contracts";
+import { configSourcePath, findKeyOffset, offsetToPosition } from "../../../contracts";
 import { validateExperiment } from "../experiment/validate";
 import { rescoreTrajectories } from "../rescore/rescore";
 import { createJudgeClient, judgeConfigProblem } from "../judge/judge-client";
@@ -86,9 +86,12 @@ export interface ValidateResult {
   diagnostics: Diagnostic[];
 }
 
-/** 1-based position of a config key (line 1 when absent: the default applies). */
+/**
+ * 1-based position of a config key (line 1 when absent: the default applies). A server pasted as
+ * `mcpServers.<name>` is found there, not under the `mcp.servers` it became.
+ */
 function keyPosition(text: string, path: readonly string[]): { line: number; column: number } {
-  const offset = findKeyOffset(text, path);
+  const offset = findKeyOffset(text, configSourcePath(text, path));
   return offset === undefined ? { line: 1, column: 1 } : offsetToPosition(text, offset);
 }
 

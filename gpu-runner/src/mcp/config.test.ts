@@ -4,8 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatZodIssues, McpConfig, McpServerDefinition, mcpDefinitionsUsed, resolveMcpConfig } from "../../../contracts";
+import { configSourcePath, formatZodIssues, McpConfig, McpServerDefinition, mcpDefinitionsUsed, parseRunConfig, resolveMcpConfig } from "../../../contracts";
 import { loadEnv as loadRunnerEnv } from "../env";
+import { configEgressProblems } from "../net/config-egress";
+import { NO_EGRESS_EXCEPTIONS } from "../net/egress-policy";
 
 // The runner has no default token: every environment here gives one.
 const loadEnv = (vars: Record<string, string>) => loadRunnerEnv({ RUNNER_TOKEN: "config-test-token-0123456789abcdef", ...vars } as Record<string, string> as NodeJS.ProcessEnv);
@@ -82,6 +84,27 @@ describe("McpConfig", () => {
     });
     // Names are looked up as own keys only.
     expect(resolveMcpConfig(McpConfig.parse({ servers: { e: { transport: "stdio", server: "constructor" } } }), {}).ok).toBe(false);
+  });
+
+  it("connects the servers an editor's pasted mcpServers became, and checks their egress at the pasted key", async () => {
+    const text = JSON.stringify({
+      mcp: { servers: { everything: { transport: "stdio", server: "everything" } } },
+      mcpServers: { web: { type: "streamable-http", url: "http://10.0.0.7/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } }, old: { type: "sse", url: "https://example.com/sse" } },
+    });
+    // What the runner's validation (experiment/validate.ts) hands to the run manager.
+    const parsed = parseRunConfig(text, "train");
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.diagnostics));
+    const resolved = resolveMcpConfig(parsed.config.mcp, { everything: McpServerDefinition.parse({ command: "mcp-server-everything" }) });
+    if (!resolved.ok) throw new Error(JSON.stringify(resolved.problems));
+    expect(resolved.config.servers).toEqual({
+      everything: { transport: "stdio", definition: "everything", command: "mcp-server-everything", args: [], env: {}, network: false },
+      web: { transport: "http", url: "http://10.0.0.7/mcp", headers: { Authorization: "Bearer ${WEB_TOKEN}" } },
+      old: { transport: "sse", url: "https://example.com/sse", headers: {} },
+    });
+    // A private address is refused at start like any mcp.servers url, and positioned at the pasted key.
+    const egress = await configEgressProblems(parsed.config, NO_EGRESS_EXCEPTIONS, async () => [{ address: "93.184.216.34", family: 4 }]);
+    expect(egress.map((p) => p.path)).toEqual([["mcp", "servers", "web", "url"]]);
+    expect(configSourcePath(text, egress[0]!.path)).toEqual(["mcpServers", "web", "url"]);
   });
 
   it("emits a JSON Schema with the field docs, for the editor's hovers", () => {
