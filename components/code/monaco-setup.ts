@@ -7,7 +7,7 @@
 import { loader } from "@monaco-editor/react";
 import * as monaco from "monaco-editor";
 import { z } from "zod";
-import { RunConfig, USER_CODE_COMPILER_FLAGS } from "@contracts";
+import { PASTED_MCP_SERVERS_JSON_SCHEMA, RunConfig, USER_CODE_COMPILER_FLAGS } from "@contracts";
 
 export interface TypeLib {
   path: string;
@@ -61,6 +61,8 @@ export function setupMonaco(): typeof monaco {
   // config.json: completions, hovers and validation from the same zod schema the runner checks.
   try {
     const schema = z.toJSONSchema(RunConfig, { io: "input", unrepresentable: "any" });
+    // The parser also takes the editors' `mcpServers` (folded into mcp.servers); the schema must not flag it.
+    schema.properties = { ...schema.properties, mcpServers: PASTED_MCP_SERVERS_JSON_SCHEMA };
     monaco.json.jsonDefaults.setDiagnosticsOptions({
       validate: true,
       allowComments: false,
