@@ -21,6 +21,8 @@ describe("mcpServers (the editors' MCP config) in config.json", () => {
       cline: { type: "streamableHttp", url: "https://b.example.com/mcp" },
       legacy: { type: "sse", url: "https://c.example.com/sse", headers: { "X-Api-Key": "${C_KEY}" } },
       cursor: { url: "https://d.example.com/mcp" },
+      fastmcp: { transport: "streamable-http", url: "https://e.example.com/mcp" },
+      bare_sse: { url: "https://f.example.com/sse?x=1" },
     });
     const r = parseRunConfig(text, "train");
     if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
@@ -30,8 +32,10 @@ describe("mcpServers (the editors' MCP config) in config.json", () => {
       cline: { transport: "http", url: "https://b.example.com/mcp", headers: {} },
       legacy: { transport: "sse", url: "https://c.example.com/sse", headers: { "X-Api-Key": "${C_KEY}" } },
       cursor: { transport: "http", url: "https://d.example.com/mcp", headers: {} },
+      fastmcp: { transport: "http", url: "https://e.example.com/mcp", headers: {} },
+      bare_sse: { transport: "sse", url: "https://f.example.com/sse?x=1", headers: {} },
     });
-    expect(r.diagnostics).toHaveLength(5);
+    expect(r.diagnostics).toHaveLength(7);
     expect(r.diagnostics[0]).toEqual({
       file: "config.json",
       line: 3,
@@ -92,7 +96,8 @@ describe("mcpServers (the editors' MCP config) in config.json", () => {
     const messages = (servers: unknown) => errors(config(servers)).map((d) => d.message);
     expect(messages({ r: { type: "websocket", url: "wss://a" } })).toEqual(['mcpServers.r.type: type must be "stdio", "sse", "http", "streamable-http" or "streamableHttp"']);
     expect(messages({ r: { args: [] } })).toEqual(['mcpServers.r: give "command" (a stdio server) or "url" (a remote server, with "type": "http" or "sse")']);
-    expect(messages({ r: { transport: "http", url: "https://a.example.com/mcp" } })[0]).toMatch(/^mcpServers\.r\.transport: unknown field: editors' configs say "type"/);
+    expect(messages({ r: { type: "http", transport: "http", url: "https://a.example.com/mcp" } })[0]).toMatch(/^mcpServers\.r\.transport: unknown field: editors' configs say "type"/);
+    expect(messages({ r: { transport: "ws", url: "wss://a" } })).toEqual(['mcpServers.r.transport: transport must be "stdio", "sse", "http", "streamable-http" or "streamableHttp"']);
     expect(messages({ r: "https://a.example.com/mcp" })[0]).toMatch(/^mcpServers\.r: a server: /);
     expect(messages([])[0]).toMatch(/^mcpServers: servers by name/);
   });

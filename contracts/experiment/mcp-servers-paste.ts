@@ -64,23 +64,29 @@ function mapServer(name: string, entry: unknown, problems: PasteProblem[]): Reco
     problems.push({ path: at, message: 'a server: { "command", "args", "env" } (stdio) or { "type", "url", "headers" } (remote)' });
     return undefined;
   }
-  const { type, transport: _transport, ...rest } = entry;
-  if ("transport" in entry) problems.push({ path: [...at, "transport"], message: 'unknown field: editors\' configs say "type"; Rollbook\'s own form goes under mcp.servers' });
+  const { type: givenType, transport, ...rest } = entry;
+  // FastMCP's canonical config spells the type `transport`; with both, `transport` is one too many.
+  const typeKey = givenType === undefined && transport !== undefined ? "transport" : "type";
+  const type = typeKey === "transport" ? transport : givenType;
+  if (typeKey === "type" && transport !== undefined) {
+    problems.push({ path: [...at, "transport"], message: 'unknown field: editors\' configs say "type"; Rollbook\'s own form goes under mcp.servers' });
+  }
   let kind: "stdio" | "http" | "sse" | undefined;
   if (type !== undefined) {
     kind = typeof type === "string" && Object.hasOwn(TYPES, type) ? TYPES[type] : undefined;
     if (!kind) {
-      problems.push({ path: [...at, "type"], message: 'type must be "stdio", "sse", "http", "streamable-http" or "streamableHttp"' });
+      problems.push({ path: [...at, typeKey], message: `${typeKey} must be "stdio", "sse", "http", "streamable-http" or "streamableHttp"` });
       return undefined;
     }
   } else if ("command" in entry) kind = "stdio";
-  else if ("url" in entry) kind = "http"; // Cursor writes a remote server as a url alone: streamable HTTP, the current transport.
+  // A url alone (Cursor, FastMCP): SSE when its path ends in /sse, as FastMCP infers it, else streamable HTTP.
+  else if ("url" in entry) kind = typeof entry.url === "string" && /\/sse\/?$/.test(entry.url.split(/[?#]/)[0]!) ? "sse" : "http";
   else {
     problems.push({ path: at, message: 'give "command" (a stdio server) or "url" (a remote server, with "type": "http" or "sse")' });
     return undefined;
   }
   if (kind === "stdio") {
-    problems.push({ path: [...at, "command" in entry ? "command" : "type"], message: stdioRefusal(name, entry) });
+    problems.push({ path: [...at, "command" in entry ? "command" : typeKey], message: stdioRefusal(name, entry) });
     problems.push(...literalSecrets(entry.env, [...at, "env"]));
     return undefined;
   }
