@@ -42,6 +42,7 @@ describe("body limits", () => {
     expect(doorOf("HEAD", "/api/checkpoints/r/1/download")).toBe("none");
     expect(doorOf("POST", "/api/auth/sign-in/email")).toBe("auth");
     expect(doorOf("POST", "/api/v1/chat/completions")).toBe("chat");
+    expect(doorOf("POST", "/api/art/v1/chat/completions")).toBe("chat");
     expect(doorOf("POST", "/api/art/v1/preview/models/r1/log")).toBe("art");
     expect(doorOf("DELETE", "/api/art/v1/preview/models/r1")).toBe("art");
     expect(doorOf("GET", "/api/art/v1/preview/models/r1/checkpoints")).toBe("none");

@@ -8,6 +8,7 @@
  *   trpc   /api/trpc and any route without its own  MAX_REQUEST_BYTES (20 MB)
  *   auth   /api/auth/* (Better Auth)                MAX_AUTH_REQUEST_BYTES (64 KB)
  *   chat   POST /api/v1/chat/completions            4 MiB (and never over MAX_REQUEST_BYTES)
+ *          POST /api/art/v1/chat/completions        (the same handler: features/art/server/art-sampling.ts)
  *   art    /api/art/v1/* (OpenPipe ART's client)    32 MiB (trajectory groups with per-token logprobs)
  *   none   GET and HEAD (exports, downloads, …)     no body at all
  *
@@ -56,7 +57,7 @@ export function capOf(door: Door, e: ServerEnv = env()): BodyCap {
 export function doorOf(method: string | undefined, pathname: string): Door {
   if (method === "GET" || method === "HEAD") return "none";
   if (pathname.startsWith("/api/auth/")) return "auth";
-  if (pathname === "/api/v1/chat/completions") return "chat";
+  if (pathname === "/api/v1/chat/completions" || pathname === "/api/art/v1/chat/completions") return "chat";
   if (pathname.startsWith("/api/art/")) return "art";
   return "trpc";
 }

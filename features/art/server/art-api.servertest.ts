@@ -286,7 +286,7 @@ describe("ART run lifecycle", () => {
     expect((await createModel("silent")).id).not.toBe(m.id);
   });
 
-  it("training-jobs and sampling are not supported yet (501, saying so)", async () => {
+  it("training-jobs are not supported yet (501, saying so)", async () => {
     const res = await art("POST", "/preview/training-jobs", { model_id: "x", trajectory_groups: [] });
     expect(res.status).toBe(501);
     expect((res.json as { error: { message: string } }).error.message).toMatch(/not supported by this Rollbook yet/);

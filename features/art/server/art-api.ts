@@ -1,13 +1,14 @@
 /**
- * The OpenPipe ART API (slice 1: models and logged trajectory groups), relative to /api/art/v1, what
- * `art.ServerlessBackend(base_url=…, api_key=…)` and `art.serverless.client.Client` call:
+ * The OpenPipe ART API (models, logged trajectory groups, sampling), relative to /api/art/v1, what
+ * `art.ServerlessBackend(base_url=…, api_key=…)`, `art.serverless.client.Client` and `model.openai_client()` call:
  *
  *   POST   /preview/models                         create (or, return_existing, find) a model: a run of kind "art"
  *   DELETE /preview/models/{id}                    end the run "stopped" (its history stays)
  *   POST   /preview/models/{id}/log                trajectory groups: "train" → one step, "val" → an eval (art-log.ts)
  *   GET    /preview/models/{id}/checkpoints        the run's checkpoints, ART's cursor pages (none for log-only runs)
  *   DELETE /preview/models/{id}/checkpoints        (art-checkpoints.ts)
- *   anything else (training-jobs, chat completions) 501, saying it is not supported yet (docs/art.md)
+ *   POST   /chat/completions                       sampling: /api/v1's chat with ART's model names (art-sampling.ts)
+ *   training-jobs                                  501, saying it is not supported yet (docs/art.md)
  *
  * Authorized exactly as /api/v1 (requireAccess: the workspace's API tokens `rbk_…`, or a session); member
  * to write, viewer to read. A model of another workspace is 404. Errors in OpenAI's shape, naming the field.
@@ -23,6 +24,7 @@ import { artError, badBody } from "./art-errors";
 import { deleteCheckpoints, listCheckpoints } from "./art-checkpoints";
 import { endRun, logGroups } from "./art-log";
 import { clientCalled, createArtModel, findArtRun, type ArtRun } from "./art-models";
+import { handleArtChat } from "./art-sampling";
 
 async function access(req: Request, role: Role, db?: Db): Promise<RequestAccess | Response> {
   const a = await requireAccess(req, role, { db });
@@ -123,7 +125,7 @@ async function checkpoints(req: Request, id: string, db?: Db): Promise<Response>
   return Response.json({ deleted_count: out.deleted_count, not_found_steps: out.not_found_steps });
 }
 
-const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook yet: models and logged trajectory groups are (docs/art.md)`);
+const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook yet: models, logged trajectory groups and sampling are (docs/art.md)`);
 
 /**
  * One ART request; `path` is what follows /api/art/v1 (the catch-all route's segments). `opts.db`: tests.
@@ -132,7 +134,8 @@ const notYet = (what: string) => artError(501, `${what} is not supported by this
 export async function handleArtRequest(req: Request, path: readonly string[], opts: { db?: Db } = {}): Promise<Response> {
   const [p0, p1, id, p3, ...rest] = path;
   const m = req.method;
-  if (p0 !== "preview") return p0 === "chat" ? notYet("sampling through base_url (chat completions)") : artError(404, `no such ART endpoint: /${path.join("/")}`);
+  if (p0 === "chat" && p1 === "completions" && id === undefined) return m === "POST" ? handleArtChat(req, opts.db) : artError(405, `${m} /chat/completions: use POST`);
+  if (p0 !== "preview") return artError(404, `no such ART endpoint: /${path.join("/")}`);
   if (p1 === "training-jobs" || p1 === "sft-training-jobs") return notYet("training (POST /preview/training-jobs)");
   if (p1 !== "models" || rest.length > 0) return artError(404, `no such ART endpoint: /${path.join("/")}`);
   if (id === undefined) return m === "POST" ? createModel(req, opts.db) : artError(405, `${m} /preview/models: use POST`);

@@ -49,6 +49,11 @@ export async function findArtRun(db: DbOrTx, workspaceId: string, id: string): P
   return row && client ? { id: row.id, status: row.status, attempt: row.attempt, baseModel: row.baseModel, client } : null;
 }
 
+/** The workspace's active (running or lost) ART models of that project and name: the newest is "the" model. */
+export function activeModelNamed(workspaceId: string, project: string, name: string): Prisma.RunWhereInput {
+  return { workspaceId, kind: "art", status: { in: ["running", "lost"] }, experiment: { name: project }, artClient: { path: ["name"], equals: name } };
+}
+
 /**
  * The client called about its run: it is alive. A run lost to the client's silence is running again
  * (lifecycle's recover), and a running one's last sign of life is now (what ART_CLIENT_SILENT_MS counts from).
@@ -83,13 +88,7 @@ export async function createArtModel(
     async (tx): Promise<CreateOutcome | { ok: true; run: ArtRun; created: boolean }> => {
       await lockProject(tx, caller.workspaceId, body.project);
       const existing = await tx.run.findFirst({
-        where: {
-          workspaceId: caller.workspaceId,
-          kind: "art",
-          status: { in: ["running", "lost"] },
-          experiment: { name: body.project },
-          artClient: { path: ["name"], equals: body.name },
-        },
+        where: activeModelNamed(caller.workspaceId, body.project, body.name),
         orderBy: { createdAt: "desc" },
         select: { id: true },
       });

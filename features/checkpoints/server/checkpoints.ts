@@ -81,19 +81,26 @@ export async function workspaceBaseModels(db: DbOrTx, workspaceId: string): Prom
 
 const notFound = (model: string) => new AppError("NOT_FOUND", `model '${model}' not found in this workspace: use a base model or '<run number>@<step>' (GET /api/v1/models lists them)`);
 
+/**
+ * A base model the workspace may chat with → its server: the runner of the workspace's latest run on that
+ * model (its engine has it loaded); none yet (a fresh workspace and the default model, or only runs without
+ * a runner, ART's): the configured runner.
+ */
+export async function resolveBaseModel(db: DbOrTx, workspaceId: string, model: string): Promise<ResolvedModel> {
+  const latest = await db.run.findFirst({
+    where: { workspaceId, baseModel: model, runnerId: { not: null } },
+    orderBy: { createdAt: "desc" },
+    select: { runnerId: true },
+  });
+  return { kind: "base", runnerId: latest?.runnerId ?? null, runnerModel: model };
+}
+
 /** `12@3`, `<run id>@3` or a base model name → what the runner serves, for this workspace only. */
 export async function resolveModel(db: DbOrTx, workspaceId: string, model: string): Promise<ResolvedModel> {
   const ref = parseCheckpointModel(model);
   if (!ref) {
     if (!(await workspaceBaseModels(db, workspaceId)).includes(model)) throw notFound(model);
-    // The runner of the workspace's latest run on that model serves it (its engine has it loaded);
-    // none yet (a fresh workspace and the default model): the configured runner.
-    const latest = await db.run.findFirst({
-      where: { workspaceId, baseModel: model, runnerId: { not: null } },
-      orderBy: { createdAt: "desc" },
-      select: { runnerId: true },
-    });
-    return { kind: "base", runnerId: latest?.runnerId ?? null, runnerModel: model };
+    return resolveBaseModel(db, workspaceId, model);
   }
   const byNumber = /^\d+$/.test(ref.run);
   if (byNumber && Number(ref.run) > 2_147_483_647) throw notFound(model);

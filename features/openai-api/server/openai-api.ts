@@ -14,7 +14,7 @@
 import { ChatCompletionRequest, checkpointModelName, MAX_JSON_DEPTH } from "@contracts";
 import { requireAccess } from "@/server/auth/request";
 import { isAppError, rootMessage } from "@/server/errors";
-import { errorMessage, forwardChat, resolveModel, workspaceBaseModels } from "@/features/checkpoints/server";
+import { errorMessage, forwardChat, resolveModel, workspaceBaseModels, type ResolvedModel } from "@/features/checkpoints/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
 import { capOf, readCappedBody, REFUSAL_HEADERS } from "@/server/http/body-limit";
@@ -63,7 +63,16 @@ async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { 
   }
 }
 
-export async function handleChatCompletions(req: Request, opts: { db?: Db } = {}): Promise<Response> {
+/** What a door that serves chat completions may do differently (the ART door: features/art/server/art-sampling.ts). */
+export interface ChatDoorOptions {
+  db?: Db;
+  /** The caller's model name → what the runner serves; default: resolveModel (`<run>@<step>`, a base model). */
+  resolve?: (db: Db, workspaceId: string, model: string) => Promise<ResolvedModel>;
+  /** The checked body → the body forwarded to the runner; default: as it is. */
+  prepare?: (body: ChatCompletionRequest) => ChatCompletionRequest;
+}
+
+export async function handleChatCompletions(req: Request, opts: ChatDoorOptions = {}): Promise<Response> {
   const access = await accessOrError(req, opts.db);
   if (access instanceof Response) return access;
   const body = await readJson(req);
@@ -80,9 +89,10 @@ export async function handleChatCompletions(req: Request, opts: { db?: Db } = {}
 
   let upstream: Response;
   try {
-    const resolved = await resolveModel(access.db, access.workspaceId, requested);
+    const resolved = await (opts.resolve ?? resolveModel)(access.db, access.workspaceId, requested);
     // The parsed body: fields the engine does not know (`user`, `store`, `metadata`…) are dropped, not refused.
-    upstream = await forwardChat(access.db, access.workspaceId, resolved, parsed.data, req.signal);
+    const forwarded = opts.prepare ? opts.prepare(parsed.data) : parsed.data;
+    upstream = await forwardChat(access.db, access.workspaceId, resolved, forwarded, req.signal);
   } catch (e) {
     if (req.signal.aborted) return new Response(null, { status: 499 });
     if (e instanceof Error && e.name === "TimeoutError") return openaiError(504, `the model did not answer in time: ${rootMessage(e)}`);
