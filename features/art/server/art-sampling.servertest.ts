@@ -14,12 +14,10 @@
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { promisify } from "node:util";
-import { Readable } from "node:stream";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import OpenAI from "openai";
 import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,6 +30,7 @@ import { createTestDb, newWorkspace, userWithRole, type TestDb } from "@/server/
 import { createApiToken } from "@/features/workspace/server";
 import { handleArtRequest } from "./art-api";
 import { resolveArtModel } from "./art-sampling";
+import { serveFetch } from "@/server/test/serve-fetch";
 
 const TOKEN = "art-sampling-servertest-token-0123456789";
 const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENGINE_PYTHON;
@@ -50,32 +49,10 @@ const db = () => tdb.handle.prisma;
 
 /** The catch-all route's handler on a plain node server (Next is not needed to test it), streaming its answer. */
 function serveWeb(): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
-      const ctl = new AbortController();
-      res.on("close", () => !res.writableFinished && ctl.abort());
-      const request = new Request(url, {
-        method: req.method,
-        headers,
-        body: req.method === "GET" || req.method === "HEAD" ? undefined : Buffer.concat(chunks),
-        signal: ctl.signal,
-      });
-      const segments = url.pathname.replace(/^\/api\/art\/v1\/?/, "").split("/").filter(Boolean);
-      const response = url.pathname.startsWith("/api/art/v1/") ? await handleArtRequest(request, segments, { db: db() }) : new Response("no route", { status: 404 });
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (!response.body) return void res.end();
-      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>).pipe(res);
-    })().catch((e: unknown) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(e));
-    });
+  return serveFetch(async (request, url) => {
+    const segments = url.pathname.replace(/^\/api\/art\/v1\/?/, "").split("/").filter(Boolean);
+    return url.pathname.startsWith("/api/art/v1/") ? handleArtRequest(request, segments, { db: db() }) : new Response("no route", { status: 404 });
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
 describe.skipIf(!engineAvailable)("sampling through /api/art/v1 (real runner, real engine)", () => {

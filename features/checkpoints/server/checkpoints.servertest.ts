@@ -11,12 +11,10 @@
  */
 import { execFile } from "node:child_process";
 import fs from "node:fs";
-import http from "node:http";
+import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { Readable } from "node:stream";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { promisify } from "node:util";
 import OpenAI from "openai";
 import * as tar from "tar";
@@ -34,6 +32,7 @@ import { createApiToken, revokeApiToken } from "@/features/workspace/server";
 import { ingestEvents } from "@/features/run-lifecycle/server";
 import { ensureDefaultExperiment } from "@/features/workspace/server";
 import { collectRunEvents } from "@/server/test/collect-run-events";
+import { serveFetch } from "@/server/test/serve-fetch";
 
 const TOKEN = "checkpoints-servertest-token-0123456789";
 const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENGINE_PYTHON;
@@ -50,36 +49,13 @@ const db = () => tdb.handle.prisma;
 
 /** The route handlers as app/api mounts them, on a plain node server (Next is not needed to test them). */
 function serveWeb(): Promise<http.Server> {
-  const server = http.createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? "/", "http://127.0.0.1");
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const headers = new Headers();
-      for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
-      const ctl = new AbortController();
-      res.on("close", () => !res.writableFinished && ctl.abort());
-      const request = new Request(url, {
-        method: req.method,
-        headers,
-        body: req.method === "GET" || req.method === "HEAD" ? undefined : Buffer.concat(chunks),
-        signal: ctl.signal,
-      });
-      const download = /^\/api\/checkpoints\/([^/]+)\/([^/]+)\/download$/.exec(url.pathname);
-      let response: Response;
-      if (url.pathname === "/api/v1/chat/completions" && req.method === "POST") response = await handleChatCompletions(request, { db: db() });
-      else if (url.pathname === "/api/v1/models" && req.method === "GET") response = await handleModels(request, { db: db() });
-      else if (download) response = await handleCheckpointDownload(request, decodeURIComponent(download[1]!), decodeURIComponent(download[2]!), { db: db() });
-      else response = new Response("no route", { status: 404 });
-      res.writeHead(response.status, Object.fromEntries(response.headers));
-      if (!response.body) return void res.end();
-      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>).pipe(res);
-    })().catch((e: unknown) => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end(String(e));
-    });
+  return serveFetch(async (request, url) => {
+    const download = /^\/api\/checkpoints\/([^/]+)\/([^/]+)\/download$/.exec(url.pathname);
+    if (url.pathname === "/api/v1/chat/completions" && request.method === "POST") return handleChatCompletions(request, { db: db() });
+    if (url.pathname === "/api/v1/models" && request.method === "GET") return handleModels(request, { db: db() });
+    if (download) return handleCheckpointDownload(request, decodeURIComponent(download[1]!), decodeURIComponent(download[2]!), { db: db() });
+    return new Response("no route", { status: 404 });
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
 const collect = (runId: string) => collectRunEvents(runner.url, TOKEN, runId);
