@@ -37,18 +37,35 @@ describe("applySplit by field", () => {
   });
 
   it("names the row and field of a value it does not know, or a missing one, and splits nothing", () => {
-    const r = fail(applySplit(rowsOf([{ split: "train" }, { split: "holdout" }, {}, { split: null }]), { by: "field", field: "split" }));
+    const r = fail(applySplit(rowsOf([{ fold: "train" }, { fold: "holdout" }, {}, { fold: null }, { fold: "" }]), { by: "field", field: "fold" }));
     expect(r.errors).toEqual([
       {
         row: 2,
         line: 3,
-        field: "split",
+        field: "fold",
         message:
           '"holdout" is neither a training value (train, training) nor a validation value (val, valid, validation, dev, test, eval, evaluation); choose which values are validation',
       },
-      { row: 3, line: 4, field: "split", message: "no value, so the row has no split" },
-      { row: 4, line: 5, field: "split", message: "no value, so the row has no split" },
+      { row: 3, line: 4, field: "fold", message: "no value, so the row has no split" },
+      { row: 4, line: 5, field: "fold", message: "no value, so the row has no split" },
+      { row: 5, line: 6, field: "fold", message: expect.stringContaining('"" is neither a training value') },
     ]);
+    // A value "split" does not know is still an error: only a missing one has a meaning there.
+    expect(fail(applySplit(rowsOf([{ split: "holdout" }]), { by: "field", field: "split" })).errors).toMatchObject([{ row: 1, field: "split" }]);
+  });
+
+  it("reads Rollbook's own tasks.jsonl convention: no split is train, \"val\" is validation", () => {
+    const r = ok(applySplit(rowsOf([{ q: "a" }, { q: "b", split: "val" }, { q: "c", split: null }, { q: "d", split: " " }, { q: "e", split: "train" }]), { by: "field", field: "split" }));
+    expect(r.rows.map((x) => [x.split, x.data])).toEqual([
+      ["train", { q: "a" }],
+      ["val", { q: "b" }],
+      ["train", { q: "c" }],
+      ["train", { q: "d" }],
+      ["train", { q: "e" }],
+    ]);
+    expect([r.train, r.val]).toEqual([4, 1]);
+    // Also with chosen validation values: every other row, the unmarked ones included, trains.
+    expect(ok(applySplit(rowsOf([{ q: "a" }, { q: "b", split: "holdout" }]), { by: "field", field: "split", valValues: ["holdout"] }))).toMatchObject({ train: 1, val: 1 });
   });
 
   it("with valValues, those values are val and all others train; another field stays in the task", () => {
@@ -123,6 +140,13 @@ describe("importTasks: upload → split → tasks.jsonl", () => {
     const parsed = parseTasks(r.text);
     if (!parsed.ok) throw new Error("expected ok");
     expect(parsed.val.map((t) => t.data)).toEqual([{ question: "q2", answer: 2 }]);
+  });
+
+  it("imports a tasks.jsonl written in Rollbook's own convention as the same split it had", async () => {
+    const original = '{"word":"cat"}\n{"word":"dog","split":"val"}\n{"word":"emu"}\n';
+    const r = await importTasks(file("tasks.jsonl", original), { by: "field", field: "split" });
+    if (!r.ok) throw new Error(JSON.stringify(r.errors));
+    expect(r).toMatchObject({ format: "jsonl", train: 2, val: 1, text: original });
   });
 
   it("fails with the import's errors, or the split's, and no text", async () => {

@@ -6,8 +6,10 @@
  * evaluation → validation. "test" counts as validation because Rollbook has no third split, and training on
  * a test set is the worse mistake. Any other value is an error naming the row, so a typo is not trained on.
  * With `valValues`, rows whose value is one of them are validation and every other row is training. A row
- * without the field is an error either way (a misspelt field name would otherwise train on everything).
- * Splitting by the reserved "split" field consumes it; any other field stays in the task.
+ * without the field is an error either way (a misspelt field name would otherwise train on everything),
+ * except for the reserved "split" field: Rollbook's own tasks.jsonl marks only validation rows
+ * (`"split": "val"`) and leaves train rows without it, so there a row with no value (absent, null, or an
+ * empty CSV cell) is training. Splitting by "split" consumes it; any other field stays in the task.
  *
  * By ratio: round(rows × val) rows, chosen by a seeded shuffle, are validation (same seed, same rows →
  * same split), but always leaving one training row. Rows keep their file order either way.
@@ -73,9 +75,12 @@ function byRatio(n: number, spec: Extract<SplitSpec, { by: "ratio" }>): Decide {
 /** By field: the row's value, against valValues or the default names. */
 function byField({ field, valValues }: Extract<SplitSpec, { by: "field" }>): Decide {
   const wanted = valValues?.map(norm);
+  // tasks.jsonl's convention: a row without "split" is a training row (see parseTasks).
+  const missingIsTrain = field === SPLIT_KEY;
   return (data) => {
     const value = data[field];
-    if (value === undefined || value === null) return { field, message: "no value, so the row has no split" };
+    const missing = value === undefined || value === null || (missingIsTrain && typeof value === "string" && value.trim() === "");
+    if (missing) return missingIsTrain ? "train" : { field, message: "no value, so the row has no split" };
     const v = norm(value);
     if (wanted) return wanted.includes(v) ? "val" : "train";
     if ((DEFAULT_VAL_VALUES as readonly unknown[]).includes(v)) return "val";

@@ -39,6 +39,18 @@ describe("task import helpers", () => {
     expect(sourceOf({ ...d, file: "scenario.ts" }, split.rows, "qa.csv")).toBeNull();
   });
 
+  it("imports a file in Rollbook's own tasks.jsonl convention (only val rows carry split) as it was split", async () => {
+    const original = '{"word":"cat"}\n{"word":"dog","split":"val"}\n{"word":"emu"}\n{"word":"owl","split":"val"}\n';
+    const imported = await importTaskFile({ name: "tasks.jsonl", bytes: bytes(original) });
+    if (!imported.ok) throw new Error(JSON.stringify(imported.errors));
+    const split = applySplit(imported.rows, defaultSplit(imported.columns));
+    if (!split.ok) throw new Error(JSON.stringify(split.errors));
+    expect([split.train, split.val]).toEqual([2, 2]);
+    const c = candidateTasks(split.rows);
+    if (!c.ok) throw new Error(c.message);
+    expect(c.text).toBe(original);
+  });
+
   it("refuses a candidate over the experiment's 8 MB", () => {
     const big = "x".repeat(1_000_000);
     const rows: SplitRow[] = Array.from({ length: 9 }, (_, i) => ({ row: i + 1, data: { big }, split: "train" }));
