@@ -38,7 +38,20 @@ describe("validateExperiment", () => {
     if (!r.ok) throw new Error(JSON.stringify(r.diagnostics));
     expect(r.tasks.train).toHaveLength(24);
     expect(r.compiled.hash).toMatch(/^[0-9a-f]{64}$/);
-    expect(r.exports).toEqual({ scenario: true, reward: true, groupReward: false, taskSchema: "none" });
+    expect(r.exports).toEqual({ scenario: true, reward: true, groupReward: false, taskSchema: "zod" });
+  });
+
+  it("checks the template's tasks against its taskSchema: a misspelt field is named at its line", async () => {
+    const lines = template["tasks.jsonl"].split("\n");
+    lines[2] = '{"wrd": "x"}';
+    const r = await validateExperiment({ ...template, "tasks.jsonl": lines.join("\n") }, "train");
+    expect(r.ok).toBe(false);
+    expect(r.diagnostics).toEqual([
+      expect.objectContaining({ file: "tasks.jsonl", line: 3, severity: "error", message: expect.stringMatching(/^tasks\.jsonl line 3, field "word": does not fit taskSchema: /) }),
+    ]);
+    // Other fields a row carries are kept, for a scenario or reward that reads them.
+    const extra = await validateExperiment({ ...template, "tasks.jsonl": '{"word": "apple", "hint": "a fruit"}\n' }, "train");
+    if (!extra.ok) throw new Error(JSON.stringify(extra.diagnostics));
   });
 
   it("reports problems of every file together", async () => {
