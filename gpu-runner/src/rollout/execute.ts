@@ -127,6 +127,16 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   /** Per model call: the transcript message it sampled, its tokens and latency (the transcript shows them per turn). */
   const turnFigures: TrajectoryTurn[] = [];
   const counts = { toolsOffered: false, toolCalls: 0, malformed: 0 };
+  /**
+   * Model calls sent and not yet answered, in the order they were made. A rollout cut while waiting (its
+   * timeout, a stopped run) still shows what it was waiting on: these prompts go into the transcript then.
+   */
+  const waiting = new Set<{ turn: number; messages: ChatMessage[] }>();
+  /** Appends a call's messages to the transcript: only what is new when it continues the conversation so far. */
+  const recordPrompt = (messages: readonly ChatMessage[]) => {
+    const continues = transcript.length <= messages.length && transcript.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
+    transcript.push(...(continues ? messages.slice(transcript.length) : messages));
+  };
   const notes: string[] = [];
   let modelError: string | null = null;
   const startedAt = Date.now();
@@ -183,6 +193,9 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
         : sample();
     let response;
     const restartsBefore = services.engineWatch?.restarts() ?? 0;
+    // Left in `waiting` only when the call is cut (the rethrows on an aborted signal below).
+    const call = { turn: turnIndex + 1, messages };
+    waiting.add(call);
     try {
       response = await send();
     } catch (err) {
@@ -213,10 +226,12 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
         }
       }
       if (!response) {
+        waiting.delete(call);
         modelError = failure instanceof EngineError || restart ? (failure as Error).message : `model call failed: ${(failure as Error).message}`;
         throw Object.assign(new Error(modelError), { name: "ModelError" });
       }
     }
+    waiting.delete(call);
     const modelMs = performance.now() - t0;
     const choice = response.choices[0];
     if (!choice) {
@@ -246,9 +261,8 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
 
     const total = promptIds.length + completionIds.length;
     if (total > config.max_context_tokens) throw new ContextLimitError(`context limit: ${total} tokens > max_context_tokens ${config.max_context_tokens}`);
-    // Transcript: append only what is new when this call continues the conversation so far.
-    const continues = transcript.length <= messages.length && transcript.every((m, i) => sameMessage(m, messages[i] as ChatMessage));
-    transcript.push(...(continues ? messages.slice(transcript.length) : messages), reply);
+    recordPrompt(messages);
+    transcript.push(reply);
     turnFigures.push({
       message_index: transcript.length - 1,
       prompt_tokens: promptIds.length,
@@ -289,6 +303,13 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   });
 
   let error: RolloutError | null = result.error;
+  // Cut while waiting for the model: the prompts it waited on end the transcript, with no reply.
+  if (error) {
+    for (const call of waiting) {
+      recordPrompt(call.messages);
+      notes.push(`turn ${call.turn}: the rollout ended while this model call waited for its reply (${error.kind}); its messages end the transcript`);
+    }
+  }
   if (error && modelError && error.kind === "thrown") error = { ...error, kind: "model", message: modelError };
   let reward: number | null = error ? null : result.reward;
   let sample: TrainSample | null = null;
