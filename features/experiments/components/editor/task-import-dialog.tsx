@@ -20,7 +20,7 @@ import {
 } from "@contracts";
 import { useTRPC } from "@/components/trpc";
 import { Button, Spinner } from "@/components/ui/primitives";
-import { candidateTasks, defaultSplit, importVerdict, parseValValues, sourceOf } from "./task-import";
+import { candidateTasks, defaultSplit, defaultSplitField, importVerdict, parseValValues, sourceOf } from "./task-import";
 import { TaskRowsPreview } from "./task-rows-preview";
 
 export interface ImportedTasks {
@@ -58,7 +58,7 @@ function SplitOptions({ columns, spec, onChange }: { columns: readonly string[];
           name="split-by"
           checked={byField}
           disabled={columns.length === 0}
-          onChange={() => onChange({ by: "field", field: columns[0] ?? "split", valValues: parseValValues(valText) })}
+          onChange={() => onChange({ by: "field", field: defaultSplitField(columns), valValues: parseValValues(valText) })}
         />
         By a field
         <select

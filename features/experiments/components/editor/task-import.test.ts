@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { applySplit, importTaskFile, parseTasks, type SplitRow } from "@contracts";
-import { candidateTasks, defaultSplit, importVerdict, parseValValues, sourceOf } from "./task-import";
+import { candidateTasks, defaultSplit, defaultSplitField, importVerdict, parseValValues, sourceOf } from "./task-import";
 
 const bytes = (s: string) => new TextEncoder().encode(s);
 
@@ -8,6 +8,8 @@ describe("task import helpers", () => {
   it("splits by the split column when there is one, else 10 % by a seeded ratio", () => {
     expect(defaultSplit(["q", "split"])).toEqual({ by: "field", field: "split" });
     expect(defaultSplit(["q"])).toEqual({ by: "ratio", val: 0.1, seed: 42 });
+    expect(defaultSplitField(["q", "split"])).toBe("split");
+    expect(defaultSplitField(["q", "fold"])).toBe("q");
   });
 
   it("reads validation values as typed: strings, numbers, booleans; empty means the common names", () => {

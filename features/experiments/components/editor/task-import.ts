@@ -16,9 +16,17 @@ import {
   type SplitSpec,
 } from "@contracts";
 
-/** Split by the reserved "split" column when the file has one (the usual export of a split dataset), else 10 % by ratio. */
+/**
+ * Split by the reserved "split" column when the file has one (the usual export of a split dataset, and
+ * Rollbook's own tasks.jsonl, where only validation rows carry it), else 10 % by ratio.
+ */
 export function defaultSplit(columns: readonly string[]): SplitSpec {
   return columns.includes(SPLIT_KEY) ? { by: "field", field: SPLIT_KEY } : { by: "ratio", val: 0.1, seed: 42 };
+}
+
+/** The field "By a field" starts with: "split" when there is one, else the first column. */
+export function defaultSplitField(columns: readonly string[]): string {
+  return columns.includes(SPLIT_KEY) ? SPLIT_KEY : (columns[0] ?? SPLIT_KEY);
 }
 
 /**
