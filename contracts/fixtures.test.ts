@@ -11,6 +11,8 @@ import {
   ChatCompletionResponse,
   DetokenizeRequest,
   DetokenizeResponse,
+  TokenizeRequest,
+  TokenizeResponse,
   TrainRequest,
   TrainStreamLine,
   ValidChatCompletionRequest,
@@ -37,6 +39,14 @@ describe("shared contract fixtures", () => {
     const f = fixture("detokenize.json") as { request: unknown; response: unknown };
     expect(DetokenizeRequest.parse(f.request).token_ids).toEqual([1, 2, 28, 198]);
     expect(DetokenizeResponse.parse(f.response).pieces.at(-1)).toBe("\n");
+  });
+
+  it("tokenize.json is a /tokenize request (a chat request, add_generation_prompt defaulting to true) and response", () => {
+    const f = fixture("tokenize.json") as { request: Record<string, unknown>; response: unknown };
+    expect(TokenizeRequest.parse(f.request).add_generation_prompt).toBe(false);
+    const { add_generation_prompt: _, ...plain } = f.request;
+    expect(TokenizeRequest.parse(plain).add_generation_prompt).toBe(true);
+    expect(TokenizeResponse.parse(f.response).count).toBe(4);
   });
 
   it("chat_request.json and chat_response.json are chat completion request and response", () => {
