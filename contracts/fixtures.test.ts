@@ -13,6 +13,7 @@ import {
   DetokenizeResponse,
   TokenizeRequest,
   TokenizeResponse,
+  TokenSequence,
   TrainRequest,
   TrainStreamLine,
   ValidChatCompletionRequest,
@@ -25,6 +26,17 @@ describe("shared contract fixtures", () => {
     const raw = fixture("train_request.json") as { config: Record<string, unknown> };
     const parsed = TrainRequest.parse(raw);
     expect(Object.keys(raw.config).sort()).toEqual(Object.keys(parsed.config).sort());
+    // A re-tokenised reply sampled elsewhere: no sampling logprobs, the trainer computes them.
+    expect(parsed.groups[1]!.samples[1]!.sequences[0]!.recomputed_logprobs).toBe(true);
+    expect(parsed.groups[0]!.samples[0]!.sequences[0]!.recomputed_logprobs).toBeUndefined();
+  });
+
+  it("a recomputed_logprobs sequence must send logprobs of 0, and the error names the index", () => {
+    const seq = { tokens: [1, 30, 2, 46], mask: [0, 0, 0, 1], logprobs: [0, 0, 0, -1.3], recomputed_logprobs: true };
+    const r = TokenSequence.safeParse(seq);
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.map((i) => i.path)).toEqual([["logprobs", 3]]);
+    expect(TokenSequence.safeParse({ ...seq, recomputed_logprobs: false }).success).toBe(true);
   });
 
   it("train_result.json is a result line with the trainer's logprobs per trained trajectory", () => {
