@@ -126,14 +126,19 @@ def test_without_generation_prompt_the_whole_conversation_re_tokenises_a_reply(s
     assert plain[len(prompt):] == tok.encode("It is 20.<|im_end|>\n", add_special_tokens=False)
 
 
-def test_a_tool_call_reply_is_written_as_the_template_writes_calls(served):
+@pytest.mark.parametrize("tool_choice", ["auto", "required", {"type": "function", "function": {"name": "mul"}}])
+def test_a_tool_call_reply_is_written_as_the_template_writes_calls(served, tool_choice):
+    """With SmolLM2's template the prompt stays a prefix even when tool_choice prefilled part of the call: the
+    template writes the call's start exactly as the prefill did, and the tokens split at the same place."""
     tok = served.store.tokenizer
-    prompt = chat_prompt_ids(served, {"messages": CONVERSATION, "tools": [ADD, MUL]})
+    body = {"tools": [ADD, MUL], "tool_choice": tool_choice}
+    prompt = chat_prompt_ids(served, {"messages": CONVERSATION, **body})
     call = {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_2", "type": "function", "function": {"name": "mul", "arguments": '{"a": 5, "b": 4}'}}]}
-    ids = tokenize(served, {"messages": [*CONVERSATION, call], "tools": [ADD, MUL], "add_generation_prompt": False})["tokens"]
+    ids = tokenize(served, {"messages": [*CONVERSATION, call], **body, "add_generation_prompt": False})["tokens"]
     assert ids[:len(prompt)] == prompt
-    assert tok.decode(ids[len(prompt):]) == '<tool_call>\n{"name": "mul", "arguments": {"a": 5, "b": 4}}\n</tool_call><|im_end|>\n'
+    assert tok.decode(ids).endswith(
+        '<|im_start|>assistant\n<tool_call>\n{"name": "mul", "arguments": {"a": 5, "b": 4}}\n</tool_call><|im_end|>\n')
 
 
 @pytest.mark.parametrize("patch, status, field", [
