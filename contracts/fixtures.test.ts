@@ -11,6 +11,9 @@ import {
   ChatCompletionResponse,
   DetokenizeRequest,
   DetokenizeResponse,
+  TokenizeRequest,
+  TokenizeResponse,
+  TokenSequence,
   TrainRequest,
   TrainStreamLine,
   ValidChatCompletionRequest,
@@ -23,6 +26,17 @@ describe("shared contract fixtures", () => {
     const raw = fixture("train_request.json") as { config: Record<string, unknown> };
     const parsed = TrainRequest.parse(raw);
     expect(Object.keys(raw.config).sort()).toEqual(Object.keys(parsed.config).sort());
+    // A re-tokenised reply sampled elsewhere: no sampling logprobs, the trainer computes them.
+    expect(parsed.groups[1]!.samples[1]!.sequences[0]!.recomputed_logprobs).toBe(true);
+    expect(parsed.groups[0]!.samples[0]!.sequences[0]!.recomputed_logprobs).toBeUndefined();
+  });
+
+  it("a recomputed_logprobs sequence must send logprobs of 0, and the error names the index", () => {
+    const seq = { tokens: [1, 30, 2, 46], mask: [0, 0, 0, 1], logprobs: [0, 0, 0, -1.3], recomputed_logprobs: true };
+    const r = TokenSequence.safeParse(seq);
+    expect(r.success).toBe(false);
+    expect(r.error!.issues.map((i) => i.path)).toEqual([["logprobs", 3]]);
+    expect(TokenSequence.safeParse({ ...seq, recomputed_logprobs: false }).success).toBe(true);
   });
 
   it("train_result.json is a result line with the trainer's logprobs per trained trajectory", () => {
@@ -37,6 +51,14 @@ describe("shared contract fixtures", () => {
     const f = fixture("detokenize.json") as { request: unknown; response: unknown };
     expect(DetokenizeRequest.parse(f.request).token_ids).toEqual([1, 2, 28, 198]);
     expect(DetokenizeResponse.parse(f.response).pieces.at(-1)).toBe("\n");
+  });
+
+  it("tokenize.json is a /tokenize request (a chat request, add_generation_prompt defaulting to true) and response", () => {
+    const f = fixture("tokenize.json") as { request: Record<string, unknown>; response: unknown };
+    expect(TokenizeRequest.parse(f.request).add_generation_prompt).toBe(false);
+    const { add_generation_prompt: _, ...plain } = f.request;
+    expect(TokenizeRequest.parse(plain).add_generation_prompt).toBe(true);
+    expect(TokenizeResponse.parse(f.response).count).toBe(4);
   });
 
   it("chat_request.json and chat_response.json are chat completion request and response", () => {

@@ -2,6 +2,7 @@ export * from "./config";
 export * from "./chat";
 export * from "./train";
 export * from "./detokenize";
+export * from "./tokenize";
 export * from "./rollout-tokens";
 export * from "./run";
 export * from "./experiment";

@@ -17,9 +17,27 @@ export const TokenSequence = z
     tokens: z.array(z.number().int().min(0)).min(1),
     mask: z.array(z.union([z.literal(0), z.literal(1)])),
     logprobs: z.array(z.number()),
+    recomputed_logprobs: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: the sampling logprobs are unknown (a reply sampled elsewhere and re-tokenised), `logprobs` is all 0, " +
+          "and the trainer takes the current policy's logprobs as the old ones: ratio 1, an on-policy " +
+          "policy-gradient step, as OpenPipe ART does for a trajectory without logprobs. Absent: false.",
+      ),
   })
-  .refine((s) => s.mask.length === s.tokens.length && s.logprobs.length === s.tokens.length, {
-    message: "tokens, mask and logprobs must have the same length",
+  .superRefine((s, ctx) => {
+    if (s.mask.length !== s.tokens.length || s.logprobs.length !== s.tokens.length) {
+      ctx.addIssue({ code: "custom", message: "tokens, mask and logprobs must have the same length" });
+    }
+    const sampled = s.recomputed_logprobs ? s.logprobs.findIndex((l) => l !== 0) : -1;
+    if (sampled >= 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["logprobs", sampled],
+        message: "must be 0 with recomputed_logprobs: true (the trainer computes them)",
+      });
+    }
   });
 export type TokenSequence = z.infer<typeof TokenSequence>;
 

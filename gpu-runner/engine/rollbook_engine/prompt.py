@@ -1,6 +1,7 @@
 """A request's prompt: rendered (chat_format / continuation), prefilled for tool_choice, bounded by length
 before it is tokenised, then tokenised without adding special tokens (the template wrote them; this is
-what `apply_chat_template(tokenize=True)` does).
+what `apply_chat_template(tokenize=True)` does). POST /tokenize answers with the same ids (tokenize_route.py),
+so what the trainer is given as a prompt is what chat completions fed the model.
 
 The bound: no token is longer than the vocabulary's longest (vocab.py), so a text of B UTF-8 bytes is at
 least ceil(B / longest) tokens. A multi-megabyte prompt is refused from that alone, in milliseconds and
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import chat_format, continuation, tool_calls
-from .contracts.chat import ChatCompletionRequest
+from .contracts.chat import ChatCompletionRequest, ToolSpec
 from .errors import RequestError
 from .vocab import Vocab
 
@@ -25,9 +26,14 @@ class Prompt:
     tool_names: list[str] | None  # tools offered: parse calls out of the reply; None: leave the reply as text
 
 
+def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
+    """The tools the model is shown: none with tool_choice "none"."""
+    return req.tools if req.tools and req.tool_choice != "none" else None
+
+
 def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int,
                  eos_ids: set[int]) -> Prompt:
-    tools = req.tools if req.tools and req.tool_choice != "none" else None
+    tools = shown_tools(req)
     prefill = tool_calls.prefill(req.tool_choice) if tools else ""
     if req.continue_from is not None:
         head, text = continuation.continue_text(tokenizer, req.messages, tools, req.continue_from, eos_ids,
@@ -35,14 +41,30 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     else:
         head, text = [], chat_format.render(tokenizer, req.messages, tools, generation_prompt=True)
     text += prefill
+    # A prompt leaves room for at least one sampled token.
+    ids = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context)
+    return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None)
+
+
+def conversation_ids(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int) -> list[int]:
+    """The whole conversation (its last message included, no generation prompt, no prefill) as tokens, rendered
+    with the tools build_prompt shows and tokenised the same way: how POST /tokenize re-tokenises a reply that
+    was sampled elsewhere. It may fill the context (the trainer takes sequences up to its length)."""
+    text = chat_format.render(tokenizer, req.messages, shown_tools(req), generation_prompt=False)
+    return _bounded_ids(tokenizer, vocab, [], text, max_context, max_context)
+
+
+def _bounded_ids(tokenizer, vocab: Vocab, head: list[int], text: str, limit: int, max_context: int) -> list[int]:
+    """head + the tokens of `text`, refused (naming `messages`) beyond `limit` tokens: first from the byte bound,
+    without tokenising, then exactly."""
     at_least = len(head) + vocab.min_tokens(text)
-    if at_least >= max_context:
+    if at_least > limit:
         raise RequestError(
             f"invalid request: messages: the prompt is at least {at_least} tokens ({len(text.encode('utf-8'))} bytes "
             f"of text{f' after {len(head)} continued tokens' if head else ''}, no token longer than "
             f"{vocab.longest_token_bytes} bytes); the model's context is {max_context}", "messages")
     ids = head + tokenizer.encode(text, add_special_tokens=False)
-    if len(ids) >= max_context:
+    if len(ids) > limit:
         raise RequestError(f"invalid request: messages: prompt is {len(ids)} tokens, the model's context is "
                            f"{max_context}", "messages")
-    return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None)
+    return ids

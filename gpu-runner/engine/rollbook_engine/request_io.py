@@ -20,6 +20,7 @@ from .contracts.chat import ChatCompletionRequest, NestedFieldError
 from .errors import RequestError
 
 T = TypeVar("T")
+R = TypeVar("R", bound=ChatCompletionRequest)
 
 
 def _validation_message(err: ValidationError) -> tuple[str, str]:
@@ -53,8 +54,13 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def parse_request(body: bytes) -> ChatCompletionRequest:
+    return parse_as(ChatCompletionRequest, body)
+
+
+def parse_as(model: type[R], body: bytes) -> R:
+    """`model` (a chat completion request, or one built on it: POST /tokenize's) from a body; errors name the field."""
     try:
-        return ChatCompletionRequest.model_validate_json(body)
+        return model.model_validate_json(body)
     except ValidationError as err:
         if err.errors()[0]["type"] == "json_invalid":
             raise RequestError("invalid request: body is not valid JSON") from err

@@ -86,6 +86,7 @@ def create_app(
     if settings.engine_token is None:
         log.warning("ENGINE_TOKEN is not set: every route (chat with any run's checkpoints, /train) is open to "
                     "anyone who can reach this port; the runner sets one for the engines it spawns")
+    app.state.settings = settings  # for routes defined outside create_app (tokenize_route.py's body limit)
     app.state.store = None
     app.state.backend = None
     app.state.load_error = None
@@ -201,4 +202,8 @@ def create_app(
     from .vocab_routes import router as vocab_router
 
     app.include_router(vocab_router)
+    # POST /tokenize (a chat request → the ids the engine renders it to) for training on outside samples.
+    from .tokenize_route import router as tokenize_router
+
+    app.include_router(tokenize_router)
     return app

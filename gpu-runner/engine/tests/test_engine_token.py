@@ -21,7 +21,8 @@ MODEL = "SmolLM2-135M-Instruct"
 CHAT = {"model": MODEL, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 2, "seed": 1}
 # Every kind of route: OpenAI's, the trainer's, and FastAPI's own docs.
 GUARDED = [("POST", "/v1/chat/completions", CHAT), ("GET", "/v1/models", None), ("POST", "/train", {}),
-           ("GET", "/runs/run1/checkpoints", None), ("GET", "/openapi.json", None), ("GET", "/docs", None)]
+           ("GET", "/runs/run1/checkpoints", None), ("GET", "/openapi.json", None), ("GET", "/docs", None),
+           ("POST", "/tokenize", CHAT), ("POST", "/detokenize", {"token_ids": [1]})]
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,7 @@ def test_the_right_token_reaches_every_route(engine):
     r = call(engine, "GET", "/v1/models", None, auth)
     assert r.status_code == 200 and r.json()["data"][0]["id"] == MODEL
     assert call(engine, "GET", "/runs/run1/checkpoints", None, auth).json()["checkpoints"] == []
+    assert call(engine, "POST", "/tokenize", CHAT, auth).json()["count"] > 0
     # /train's own validation answers (the body is empty): the request got past the token check.
     r = call(engine, "POST", "/train", {}, auth)
     assert r.status_code in (400, 422), r.text

@@ -37,6 +37,9 @@ def test_fixture_is_a_valid_train_request():
     req = TrainRequest.model_validate_json(FIXTURE.read_text())
     assert req.step == 1 and len(req.groups) == 2
     assert len(req.groups[0].samples[1].sequences) == 2
+    # A re-tokenised reply sampled elsewhere; absent means false.
+    assert req.groups[1].samples[1].sequences[0].recomputed_logprobs is True
+    assert not req.groups[0].samples[0].sequences[0].recomputed_logprobs
     # The fixture spells out every trainer field, each equal to its default.
     assert set(json.loads(FIXTURE.read_text())["config"]) == set(TrainerConfig.model_fields)
     assert req.config == TrainerConfig()

@@ -324,3 +324,90 @@ def test_skipped_step_has_no_token_logprobs(store, groups):
     same = [{"samples": [{**s, "reward": 1.0} for s in g["samples"]]} for g in groups[:1]]
     result = train_step_sync(store, make_request("token-lps-flat", 1, same))
     assert result.metrics.skipped and result.token_logprobs == {}
+
+
+# ---- sequences without sampling logprobs (recomputed_logprobs) -------------------------------------
+
+
+def without_logprobs(groups: list[dict]) -> list[dict]:
+    """The same samples as if sampled elsewhere and re-tokenised: logprobs 0, recomputed_logprobs true."""
+    out = json.loads(json.dumps(groups))
+    for g in out:
+        for s in g["samples"]:
+            for q in s["sequences"]:
+                q["logprobs"] = [0.0] * len(q["logprobs"])
+                q["recomputed_logprobs"] = True
+    return out
+
+
+def test_recomputed_logprobs_train_on_policy_with_ratio_one(store, groups):
+    rec = without_logprobs(groups[:2])
+    # Without the flag, logprobs all 0 still read as missing and are refused.
+    unflagged = json.loads(json.dumps(rec))
+    for g in unflagged:
+        for s in g["samples"]:
+            del s["sequences"][0]["recomputed_logprobs"]
+    with pytest.raises(BadRequest) as e:
+        check_request(store, make_request("recomputed", 1, unflagged))
+    assert e.value.field == "groups.0.samples.0.sequences.0.logprobs"
+
+    # epsilon 0: every ratio other than exactly 1 counts as clipped. With the sampler's logprobs some are off by
+    # float noise; with recomputed ones (the policy's own, detached) none is, and the step still learns.
+    sampled = train_step_sync(store, make_request("recomputed-control", 1, groups[:2], epsilon=0.0, epsilon_high=0.0))
+    assert sampled.metrics.clip_fraction > 0, sampled.metrics
+    result = train_step_sync(store, make_request("recomputed", 1, rec, epsilon=0.0, epsilon_high=0.0))
+    m = result.metrics
+    assert m.clip_fraction == 0.0 and not m.skipped and m.grad_norm > 0, m
+    assert m.trained_tokens == sampled.metrics.trained_tokens
+    # The first pass's logprobs (the old ones here) are the policy's: the sampler's, up to float noise — not
+    # the zeros that were sent.
+    for g in groups[:2]:
+        for s in g["samples"]:
+            seq = s["sequences"][0]
+            want = [lp for lp, m_ in zip(seq["logprobs"], seq["mask"]) if m_ == 1]
+            got = result.token_logprobs[s["trajectory_id"]].sequences[0]
+            assert len(got) == len(want) and max(abs(a - b) for a, b in zip(got, want)) < 0.05
+    assert any("lora_B" in k and v.abs().sum() > 0 for k, v in adapter_weights(store, "recomputed", 1).items())
+
+    # Step 2, two mini-epochs: the first again has ratio 1 against the moved policy; the second measures its
+    # ratio against the policy the step started from (not against itself), so its tokens move off 1.
+    result = train_step_sync(store, make_request("recomputed", 2, rec, epsilon=0.0, epsilon_high=0.0,
+                                                 mini_epochs=2, learning_rate=1e-2))
+    assert 0.4 < result.metrics.clip_fraction <= 0.5, result.metrics
+
+
+def test_recomputed_and_sampled_sequences_in_one_micro_batch(store, groups):
+    """Mixed rows: recomputed ones take the policy's logprobs, sampled ones keep theirs, and probs_corr (sampler
+    against trainer) reads only the sampled ones."""
+    from rollbook_engine.trainer.loss import pearson
+
+    mixed = [without_logprobs(groups[:1])[0], groups[1]]
+    result = train_step_sync(store, make_request("recomputed-mixed", 1, mixed, micro_batch_size=8))
+    olds, news = [], []
+    for s in groups[1]["samples"]:
+        seq = s["sequences"][0]
+        olds += [lp for lp, m in zip(seq["logprobs"], seq["mask"]) if m == 1]
+        news += result.token_logprobs[s["trajectory_id"]].sequences[0]
+    assert result.metrics.probs_corr == pytest.approx(pearson(torch.tensor(olds).exp(), torch.tensor(news).exp()),
+                                                      abs=1e-3)
+    for s in groups[0]["samples"]:
+        got = result.token_logprobs[s["trajectory_id"]].sequences[0]
+        assert got and all(lp < 0 for lp in got)
+
+
+def test_recomputed_logprobs_must_be_zero(store, groups, client):
+    rec = without_logprobs(groups[:1])
+    rec[0]["samples"][2]["sequences"][0]["logprobs"][-1] = -0.5
+    with pytest.raises(BadRequest) as e:
+        check_request(store, make_request("recomputed-bad", 1, rec))
+    last = len(rec[0]["samples"][2]["sequences"][0]["logprobs"]) - 1
+    assert e.value.field == f"groups.0.samples.2.sequences.0.logprobs.{last}"
+    assert "recomputed_logprobs" in str(e.value)
+    r = client.post("/train", json=make_request("recomputed-bad", 1, rec).model_dump())
+    assert r.status_code == 422 and r.json()["field"] == f"groups.0.samples.2.sequences.0.logprobs.{last}", r.text
+    # A prompt position counts too: the whole sequence's logprobs are the trainer's business.
+    rec = without_logprobs(groups[:1])
+    rec[0]["samples"][0]["sequences"][0]["logprobs"][0] = -1.0
+    with pytest.raises(BadRequest) as e:
+        check_request(store, make_request("recomputed-bad", 1, rec))
+    assert e.value.field == "groups.0.samples.0.sequences.0.logprobs.0"

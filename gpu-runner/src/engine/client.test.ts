@@ -13,6 +13,22 @@ let client: EngineClient;
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     res.setHeader("content-type", "application/json");
+    if (req.url === "/tokenize") {
+      let raw = "";
+      req.on("data", (c: Buffer) => (raw += c.toString()));
+      req.on("end", () => {
+        const body = JSON.parse(raw) as { messages: { role: string }[]; add_generation_prompt?: boolean };
+        if (body.messages[0]!.role === "robot") {
+          res.statusCode = 422;
+          res.end(JSON.stringify({ detail: "invalid request: messages.0.role: Input should be 'system', 'user', 'assistant' or 'tool'", field: "messages.0.role" }));
+          return;
+        }
+        // Echo what was asked in the ids, so the test sees the body went through as given.
+        const tokens = body.add_generation_prompt === false ? [1, 2] : [1, 2, 3];
+        res.end(JSON.stringify({ count: body.messages[0]!.role === "system" ? 9 : tokens.length, max_model_len: 8192, tokens }));
+      });
+      return;
+    }
     res.statusCode = req.url === "/v1/chat/completions" ? 400 : 404;
     res.end(
       req.url === "/v1/chat/completions"
@@ -49,5 +65,24 @@ describe("EngineClient errors", () => {
     const err = await client.health().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineError);
     expect((err as EngineError).message).toBe("engine /health → 404: Not Found");
+  });
+});
+
+describe("EngineClient.tokenize", () => {
+  it("sends the chat body with add_generation_prompt and returns the ids", async () => {
+    const messages = [{ role: "user" as const, content: "hi" }];
+    expect(await client.tokenize({ model: "m", messages })).toEqual({ count: 3, max_model_len: 8192, tokens: [1, 2, 3] });
+    expect((await client.tokenize({ model: "m", messages, add_generation_prompt: false })).tokens).toEqual([1, 2]);
+  });
+
+  it("reports the field the engine refused, and a count that does not match the ids", async () => {
+    const refused = await client
+      .tokenize({ model: "m", messages: [{ role: "robot" as "user", content: "hi" }] })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(EngineError);
+    expect((refused as EngineError).status).toBe(422);
+    expect((refused as EngineError).message).toMatch(/^engine \/tokenize → 422: invalid request: messages\.0\.role: /);
+    const drifted = await client.tokenize({ model: "m", messages: [{ role: "system", content: "x" }] }).catch((e: unknown) => e);
+    expect((drifted as EngineError).message).toBe("engine /tokenize answered count 9 for 3 ids");
   });
 });

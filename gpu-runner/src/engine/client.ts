@@ -8,6 +8,8 @@ import {
   EngineHealth,
   CheckpointInfo,
   DetokenizeResponse,
+  type TokenizeRequest,
+  TokenizeResponse,
   TrainStreamLine,
   type ChatCompletionRequest,
   type TrainRequest,
@@ -134,6 +136,24 @@ export class EngineClient {
     const { pieces } = parse(DetokenizeResponse, await res.json(), "detokenize response");
     if (pieces.length !== tokenIds.length) throw new EngineError(`engine /detokenize answered ${pieces.length} pieces for ${tokenIds.length} ids`);
     return pieces;
+  }
+
+  /**
+   * POST /tokenize: the token ids the engine renders a chat request to. With add_generation_prompt true (the
+   * default) exactly the prompt ids /v1/chat/completions feeds the model for that body; false: the whole
+   * conversation without a generation prompt (a reply sampled elsewhere, re-tokenised).
+   */
+  async tokenize(body: z.input<typeof TokenizeRequest>, signal?: AbortSignal): Promise<TokenizeResponse> {
+    const res = await this.request("/tokenize", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      signal,
+      timeoutMs: 30_000,
+    });
+    const out = parse(TokenizeResponse, await res.json(), "tokenize response");
+    if (out.count !== out.tokens.length) throw new EngineError(`engine /tokenize answered count ${out.count} for ${out.tokens.length} ids`);
+    return out;
   }
 
   /** POST /train and yield each JSON line of the progress stream, validated. */

@@ -77,6 +77,9 @@ class TokenSequence(BaseModel):
     tokens: list[Annotated[int, Field(ge=0)]] = Field(min_length=1)
     mask: list[Literal[0, 1]]
     logprobs: list[float]
+    # True: sampling logprobs unknown (a reply sampled elsewhere, re-tokenised); `logprobs` all 0 and the trainer
+    # uses the current policy's, detached (ratio 1). None = false. trainer/batch.py checks the zeros, naming the index.
+    recomputed_logprobs: bool | None = None
 
     @model_validator(mode="after")
     def _same_length(self) -> TokenSequence:

@@ -2,7 +2,7 @@
 
 Checks here are the ones the schema cannot express (they need the model): token ids inside the vocabulary,
 length within the context, no trained token at position 0 (nothing predicts it), sampling logprobs that
-exist. Each failure names the field path, e.g. `groups.0.samples.2.sequences.0.mask.0`.
+exist (or all 0 where a sequence says `recomputed_logprobs`: the trainer computes those). Each failure names the field path, e.g. `groups.0.samples.2.sequences.0.mask.0`.
 """
 
 from __future__ import annotations
@@ -43,12 +43,20 @@ def validate_sequences(req: TrainRequest, vocab_size: int, max_context_tokens: i
                     raise BadRequest(f"{path}.tokens.{bad}", f"token id {seq.tokens[bad]} ≥ vocabulary size {vocab_size}")
                 if seq.mask and seq.mask[0] == 1:
                     raise BadRequest(f"{path}.mask.0", "the first token cannot be trained: no earlier token predicts it")
+                if seq.recomputed_logprobs:
+                    # No sampling logprobs: the trainer computes them, so any other value is a caller's mix-up.
+                    bad = next((i for i, lp in enumerate(seq.logprobs) if lp != 0.0), None)  # NaN != 0 too
+                    if bad is not None:
+                        raise BadRequest(f"{path}.logprobs.{bad}", f"is {seq.logprobs[bad]}, but must be 0 with "
+                                         "recomputed_logprobs: true (the trainer computes them)")
+                    continue
                 trained = [i for i, m in enumerate(seq.mask) if m == 1]
                 for i in trained:
                     if not seq.logprobs[i] <= _LOGPROB_SLACK:  # also catches NaN
                         raise BadRequest(f"{path}.logprobs.{i}", f"sampling logprob {seq.logprobs[i]} must be ≤ 0")
                 if len(trained) >= _MISSING_LOGPROBS_MIN_TOKENS and all(seq.logprobs[i] == 0.0 for i in trained):
-                    raise BadRequest(f"{path}.logprobs", "every trained token has logprob 0: sampling logprobs look missing")
+                    raise BadRequest(f"{path}.logprobs", "every trained token has logprob 0: sampling logprobs look "
+                                     "missing (recomputed_logprobs: true trains without them)")
 
 
 @dataclass
@@ -64,6 +72,8 @@ class Row:
     # Where the row came from, so the trainer's per-token logprobs go back to the sample's sequence.
     trajectory_id: str = ""
     sequence: int = 0  # index in the sample's sequences
+    # No sampling logprobs (old_logprobs are 0): the trainer uses the policy's own before the update.
+    recomputed: bool = False
 
 
 def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
@@ -90,6 +100,7 @@ def build_rows(req: TrainRequest, adv: Advantages) -> list[Row]:
                     seq_id=len(rows),
                     trajectory_id=sample.trajectory_id,
                     sequence=q,
+                    recomputed=bool(seq.recomputed_logprobs),
                 )
             )
     return rows
@@ -105,7 +116,10 @@ class MicroBatch:
     advantage: torch.Tensor
     weight: torch.Tensor
     seq_index: torch.Tensor  # local row index of each token (0..B-1)
+    # flat bool: the token's sequence has recomputed_logprobs (old_lp is 0 there until the trainer fills it)
+    recomputed: torch.Tensor
     num_seqs: int
+    has_recomputed: bool  # any of `recomputed` (known without reading the device tensor)
     num_tokens: int
     # Indices into the step's rows, in this batch's row order; the flat tensors hold row_tokens[b]
     # entries for row b, one after another.
@@ -128,6 +142,7 @@ def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[Micro
         adv = torch.zeros((len(chunk), width), dtype=torch.float32)
         wgt = torch.zeros((len(chunk), width), dtype=torch.float32)
         sid = torch.zeros((len(chunk), width), dtype=torch.long)
+        rec = torch.zeros((len(chunk), width), dtype=torch.bool)
         for b, r in enumerate(chunk):
             n = len(r.tokens)
             ids[b, :n] = torch.tensor(r.tokens)
@@ -137,6 +152,7 @@ def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[Micro
             adv[b, :n] = r.advantage
             wgt[b, :n] = r.weight
             sid[b, :n] = b
+            rec[b, :n] = r.recomputed
         sel = mask[:, 1:]
         out.append(
             MicroBatch(
@@ -147,7 +163,9 @@ def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[Micro
                 advantage=adv[:, 1:][sel].to(device),
                 weight=wgt[:, 1:][sel].to(device),
                 seq_index=sid[:, 1:][sel].to(device),
+                recomputed=rec[:, 1:][sel].to(device),
                 num_seqs=len(chunk),
+                has_recomputed=any(r.recomputed for r in chunk),
                 num_tokens=int(sel.sum()),
                 row_ids=list(ids_in_chunk),
                 row_tokens=[int(n) for n in sel.sum(dim=1)],

@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -110,7 +110,8 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
     losses, norms = [], []
     clipped = tokens = 0
     kl_sum = ent_sum = 0.0
-    first_old, first_new = {}, {}
+    first_old, first_new, first_sampled = {}, {}, {}
+    pinned_old: dict[int, torch.Tensor] = {}
     done = 0
     for epoch in range(cfg.mini_epochs):
         state.optimizer.zero_grad(set_to_none=True)
@@ -125,8 +126,9 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
             with _autocast(device, store.dtype):
                 logits = _selected_logits(model, mb)
             new_lp, entropy = token_logprobs(logits, _targets(mb))
+            old_lp = _old_logprobs(mb, new_lp, pinned_old, index)
             terms = grpo_loss(
-                new_lp, mb.old_lp, mb.advantage, mb.weight,
+                new_lp, old_lp, mb.advantage, mb.weight,
                 loss_type=cfg.loss, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
                 importance_sampling_level=cfg.importance_sampling_level,
                 seq_index=mb.seq_index, num_seqs=mb.num_seqs, ref_lp=ref_lp, beta=cfg.beta,
@@ -147,8 +149,9 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
             kl_sum += float(terms.kl.sum())
             ent_sum += float(entropy.sum())
             if epoch == 0:
-                first_old[index] = mb.old_lp.detach().cpu()
+                first_old[index] = old_lp.detach().cpu()
                 first_new[index] = new_lp.detach().cpu()
+                first_sampled[index] = ~mb.recomputed.cpu()
             done += 1
             if on_progress is not None:
                 w = float(mb.weight.sum())
@@ -164,13 +167,14 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
         losses.append(epoch_loss)
         norms.append(float(norm))
     # Metric sums over every rank's micro-batches (identity with one process).
-    parts = dp.gather((losses, clipped, tokens, kl_sum, ent_sum, first_old, first_new))
+    parts = dp.gather((losses, clipped, tokens, kl_sum, ent_sum, first_old, first_new, first_sampled))
     losses = [sum(p[0][e] for p in parts) for e in range(len(losses))]
     clipped, tokens = sum(p[1] for p in parts), sum(p[2] for p in parts)
     kl_sum, ent_sum = sum(p[3] for p in parts), sum(p[4] for p in parts)
-    old_lps = [t for _, t in sorted((kv for p in parts for kv in p[5].items()), key=lambda kv: kv[0])]
-    new_lps = [t for _, t in sorted((kv for p in parts for kv in p[6].items()), key=lambda kv: kv[0])]
-    probs_corr = pearson(torch.cat(old_lps).exp(), torch.cat(new_lps).exp())
+    old_lps, new_lps = _in_order(p[5] for p in parts), _in_order(p[6] for p in parts)
+    sampled = torch.cat(_in_order(p[7] for p in parts))
+    # Sampler against trainer: recomputed tokens agree by construction and would only flatter the correlation.
+    probs_corr = pearson(torch.cat(old_lps)[sampled].exp(), torch.cat(new_lps)[sampled].exp())
     first_pass = _per_row(mbs, new_lps)
     return first_pass, dict(
         loss=sum(losses) / len(losses),
@@ -180,6 +184,28 @@ def _optimise(store, req: TrainRequest, state: RunState, mbs: list[MicroBatch], 
         entropy=ent_sum / tokens if tokens else 0.0,
         probs_corr=probs_corr,
     )
+
+
+def _in_order(per_rank: Iterable[dict[int, torch.Tensor]]) -> list[torch.Tensor]:
+    """Every rank's per-micro-batch tensors, in micro-batch order."""
+    return [t for _, t in sorted((kv for d in per_rank for kv in d.items()), key=lambda kv: kv[0])]
+
+
+def _old_logprobs(mb: MicroBatch, new_lp: torch.Tensor, pinned: dict[int, torch.Tensor],
+                  index: int | None) -> torch.Tensor:
+    """The old logprobs of the importance ratio: the sampling ones, except in sequences sent with
+    recomputed_logprobs (sampled elsewhere, no logprobs), whose tokens take the policy's own from this
+    micro-batch's first pass, detached. So the first mini-epoch's ratio there is 1 (an on-policy policy-gradient
+    step, as ART trains a trajectory without logprobs), and later mini-epochs ratio and clip against the policy
+    the step started from, as they do against sampling logprobs. `index` None: an FSDP filler, never kept."""
+    if not mb.has_recomputed:
+        return mb.old_lp
+    if index is not None and index in pinned:
+        return pinned[index]
+    old = torch.where(mb.recomputed, new_lp.detach(), mb.old_lp)
+    if index is not None:
+        pinned[index] = old
+    return old
 
 
 def _per_row(mbs: list[MicroBatch], flat: list[torch.Tensor]) -> dict[int, list[float]]:
