@@ -16,3 +16,4 @@ export * from "./rescore";
 export * from "./mean-reward";
 export * from "./secret-mask";
 export { computeEvalMetrics, computeStepMetrics, isTrainableGroup, type StepTimings } from "./step-metrics";
+export * from "./external-train";

@@ -7,17 +7,21 @@
 set -euo pipefail
 
 ART_VERSION="${ART_VERSION:-0.5.18}"
+# openai 3.x (what pip picks beside openpipe-art 0.5.18 today) breaks `model.openai_client()`: ART hands an
+# httpx.Timeout to openai's new transport ("unsupported operand type(s) for +: 'float' and 'Timeout'").
+# Pinned to the 2.x line ART was written against; the pin is part of the venv's key.
+OPENAI_PIN="${ART_OPENAI_PIN:-openai>=2,<3}"
 CACHE_DIR="${ROLLBOOK_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rollbook}"
 
 ensure_art_venv() {
-  local venv="$CACHE_DIR/art-venv-$ART_VERSION"
+  local venv="$CACHE_DIR/art-venv-$ART_VERSION-openai2"
   if [ ! -f "$venv/.rollbook-ok" ]; then
     echo "creating the ART client venv (openpipe-art==$ART_VERSION) in $venv" >&2
     rm -rf "$venv"
     mkdir -p "$CACHE_DIR"
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip >&2
-    "$venv/bin/pip" install -q --disable-pip-version-check "openpipe-art==$ART_VERSION" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "openpipe-art==$ART_VERSION" "$OPENAI_PIN" >&2
     touch "$venv/.rollbook-ok"
   fi
   echo "$venv/bin/python"

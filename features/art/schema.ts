@@ -135,6 +135,48 @@ export const LogBody = z.object({
 });
 export type LogBody = z.infer<typeof LogBody>;
 
+/**
+ * ART's ExperimentalTrainingConfig (art/serverless/client.py), every key nullable: the client sends each one,
+ * null where the script left ART's default. Unknown keys are kept, and refused by name when set
+ * (art-train-config.ts): a knob Rollbook would silently ignore changes what the user thinks they trained.
+ */
+export const ArtExperimentalConfig = z.looseObject({
+  advantage_balance: z.number().nullable().optional(),
+  epsilon: z.number().nullable().optional(),
+  epsilon_high: z.number().nullable().optional(),
+  importance_sampling_level: z.string().max(64).nullable().optional(),
+  kimi_k2_tau: z.number().nullable().optional(),
+  learning_rate: z.number().nullable().optional(),
+  mask_prob_ratio: z.boolean().nullable().optional(),
+  max_negative_advantage_importance_sampling_weight: z.number().nullable().optional(),
+  ppo: z.boolean().nullable().optional(),
+  precalculate_logprobs: z.boolean().nullable().optional(),
+  scale_rewards: z.boolean().nullable().optional(),
+});
+export type ArtExperimentalConfig = z.infer<typeof ArtExperimentalConfig>;
+
+/** POST /preview/training-jobs. */
+export const TrainingJobBody = z.object({
+  model_id: z.string().min(1).max(200),
+  trajectory_groups: z.array(ArtTrajectoryGroup).min(1).max(L.groups),
+  experimental_config: ArtExperimentalConfig.nullable().optional(),
+});
+export type TrainingJobBody = z.infer<typeof TrainingJobBody>;
+
+/** GET /preview/training-jobs/{id}/events (query string): ART's cursor pages, `after` an event id. */
+export const TrainingJobEventsQuery = z.object({
+  after: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(1_000).default(100),
+});
+
+/** One event of a training job, as ART's client reads it (TrainingJobEvent). */
+export const ArtJobEvent = z.object({
+  id: z.string(),
+  type: z.enum(["training_started", "gradient_step", "training_ended", "training_failed"]),
+  data: z.record(z.string(), z.unknown()),
+});
+export type ArtJobEvent = z.infer<typeof ArtJobEvent>;
+
 /** GET /preview/models/{id}/checkpoints (query string). */
 export const CheckpointListQuery = z.object({
   order: z.enum(["asc", "desc"]).default("desc"),

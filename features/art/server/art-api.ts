@@ -8,7 +8,9 @@
  *   GET    /preview/models/{id}/checkpoints        the run's checkpoints, ART's cursor pages (none for log-only runs)
  *   DELETE /preview/models/{id}/checkpoints        (art-checkpoints.ts)
  *   POST   /chat/completions                       sampling: /api/v1's chat with ART's model names (art-sampling.ts)
- *   training-jobs                                  501, saying it is not supported yet (docs/art.md)
+ *   POST   /preview/training-jobs                  one GRPO step of the model's run on its runner → {id} (art-training-jobs.ts)
+ *   GET    /preview/training-jobs/{id}/events      the job's events, ART's cursor pages
+ *   sft-training-jobs                              501: supervised fine-tuning is not supported (docs/art.md)
  *
  * Authorized exactly as /api/v1 (requireAccess: the workspace's API tokens `rbk_…`, or a session); member
  * to write, viewer to read. A model of another workspace is 404. Errors in OpenAI's shape, naming the field.
@@ -19,7 +21,8 @@ import type { Role } from "@contracts/roles";
 import { requireAccess, type RequestAccess } from "@/server/auth/request";
 import { capOf, readCappedBody } from "@/server/http/body-limit";
 import type { Db } from "@/server/db-types";
-import { CheckpointListQuery, CreateModelBody, DeleteCheckpointsBody, LogBody } from "../schema";
+import { CheckpointListQuery, CreateModelBody, DeleteCheckpointsBody, LogBody, TrainingJobBody, TrainingJobEventsQuery } from "../schema";
+import { createTrainingJob, listJobEvents } from "./art-training-jobs";
 import { artError, badBody } from "./art-errors";
 import { deleteCheckpoints, listCheckpoints } from "./art-checkpoints";
 import { endRun, logGroups } from "./art-log";
@@ -125,7 +128,31 @@ async function checkpoints(req: Request, id: string, db?: Db): Promise<Response>
   return Response.json({ deleted_count: out.deleted_count, not_found_steps: out.not_found_steps });
 }
 
-const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook yet: models, logged trajectory groups and sampling are (docs/art.md)`);
+async function trainingJob(req: Request, db?: Db): Promise<Response> {
+  const a = await access(req, "member", db);
+  if (a instanceof Response) return a;
+  const body = await readJson(req);
+  if (!body.ok) return body.res;
+  const parsed = TrainingJobBody.safeParse(body.value);
+  if (!parsed.success) return badBody(parsed.error);
+  const run = await activeModel(a, parsed.data.model_id);
+  if (run instanceof Response) return run;
+  await clientCalled(a.db, run);
+  const out = await createTrainingJob(a.db, a.workspaceId, run, parsed.data);
+  if (!out.ok) return artError(out.status, out.message, out.param ?? undefined);
+  return Response.json({ id: out.id }, { status: 201 });
+}
+
+async function trainingJobEvents(req: Request, id: string, db?: Db): Promise<Response> {
+  const a = await access(req, "viewer", db);
+  if (a instanceof Response) return a;
+  const q = TrainingJobEventsQuery.safeParse(Object.fromEntries(new URL(req.url).searchParams));
+  if (!q.success) return badBody(q.error);
+  const page = await listJobEvents(a.db, a.workspaceId, id, q.data);
+  return page ? Response.json(page) : artError(404, `training job ${id} not found`, "training_job_id");
+}
+
+const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook: RL training jobs, models, logged trajectory groups and sampling are (docs/art.md)`);
 
 /**
  * One ART request; `path` is what follows /api/art/v1 (the catch-all route's segments). `opts.db`: tests.
@@ -136,7 +163,12 @@ export async function handleArtRequest(req: Request, path: readonly string[], op
   const m = req.method;
   if (p0 === "chat" && p1 === "completions" && id === undefined) return m === "POST" ? handleArtChat(req, opts.db) : artError(405, `${m} /chat/completions: use POST`);
   if (p0 !== "preview") return artError(404, `no such ART endpoint: /${path.join("/")}`);
-  if (p1 === "training-jobs" || p1 === "sft-training-jobs") return notYet("training (POST /preview/training-jobs)");
+  if (p1 === "sft-training-jobs") return notYet("supervised fine-tuning (POST /preview/sft-training-jobs)");
+  if (p1 === "training-jobs") {
+    if (id === undefined && rest.length === 0) return m === "POST" ? trainingJob(req, opts.db) : artError(405, `${m} /preview/training-jobs: use POST`);
+    if (id !== undefined && p3 === "events" && rest.length === 0) return m === "GET" ? trainingJobEvents(req, id, opts.db) : artError(405, `${m} /preview/training-jobs/{id}/events: use GET`);
+    return artError(404, `no such ART endpoint: /${path.join("/")}`);
+  }
   if (p1 !== "models" || rest.length > 0) return artError(404, `no such ART endpoint: /${path.join("/")}`);
   if (id === undefined) return m === "POST" ? createModel(req, opts.db) : artError(405, `${m} /preview/models: use POST`);
   if (p3 === undefined) return m === "DELETE" ? deleteModel(req, id, opts.db) : artError(405, `${m} /preview/models/{id}: use DELETE`);

@@ -11,7 +11,7 @@ import type { ArtChoice, ArtMessage, ArtTrajectory, ArtTrajectoryGroup } from ".
 
 type Item = ArtMessage | ArtChoice;
 
-const isChoice = (x: Item): x is ArtChoice => "message" in x && "index" in x;
+export const isChoice = (x: Item): x is ArtChoice => "message" in x && "index" in x;
 
 const ROLE: Record<ArtMessage["role"], ChatMessage["role"]> = {
   system: "system",
@@ -34,7 +34,7 @@ function toolCalls(calls: ArtMessage["tool_calls"]): ChatMessage["tool_calls"] {
   return calls.map((c) => ({ id: c.id, type: "function" as const, function: { name: c.function.name, arguments: c.function.arguments } }));
 }
 
-function fromMessage(m: ArtMessage): ChatMessage {
+export function fromMessage(m: ArtMessage): ChatMessage {
   const calls = toolCalls(m.tool_calls);
   return {
     role: ROLE[m.role],
@@ -45,7 +45,7 @@ function fromMessage(m: ArtMessage): ChatMessage {
   };
 }
 
-function fromChoice(c: ArtChoice): ChatMessage {
+export function fromChoice(c: ArtChoice): ChatMessage {
   const calls = toolCalls(c.message.tool_calls);
   return { role: "assistant", content: c.message.content ?? "", ...(calls ? { tool_calls: calls } : {}) };
 }

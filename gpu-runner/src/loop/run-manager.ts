@@ -19,6 +19,8 @@ import {
   RunSpec,
   type RunStatus,
   type StartResult,
+  type ExternalTrainLine,
+  type ExternalTrainRequest,
   formatZodIssues,
   resolveMcpConfig,
   SecretMask,
@@ -41,13 +43,16 @@ import { appendTrainLogprobs, trainLogprobLines } from "../events/train-logprob-
 import { initFromProblem } from "./init-from";
 import { modelRefProblem, recordRunWorkspace, RunOwnerConflict, runWorkspace } from "./run-owner";
 import { executeRun, type RunEngine } from "./run-loop";
+import { externalTrain } from "./external-train";
 import { queuedChat } from "../engine/queued-chat";
+import type { EngineClient } from "../engine/client";
 import type { EngineWatch } from "../engine/restart-recovery";
 import { publishCheckpoint } from "./shared-checkpoints";
 import type { FairQueue } from "../engine/fair-queue";
 
 export interface EngineAccess {
-  engine: RunEngine;
+  /** tokenize: absent in unit tests' fakes (they train nothing from outside). */
+  engine: RunEngine & Partial<Pick<EngineClient, "tokenize">>;
   /** The fair queue every run's model calls wait in for an engine slot (absent: straight to the engine). */
   slots?: FairQueue;
   /** Resolves when the engine serves; rejects when it failed for good. */
@@ -104,6 +109,8 @@ export interface RunnerMcpSettings {
 
 export class RunManager {
   private active = new Map<string, ActiveRun>();
+  /** Runs whose externally sampled step (an ART training job) is training now: one at a time per run. */
+  private externalSteps = new Set<string>();
   private starting = new Set<string>();
   /** Runs an event of which could not be written: why (nothing more of them is written until they end). */
   private writeFailed = new Map<string, string>();
@@ -437,6 +444,46 @@ export class RunManager {
       } catch (err) {
         process.stderr.write(`run ${runId}: could not log "${message}": ${(err as Error).message}\n`);
       }
+    }
+  }
+
+  /**
+   * One step over rollouts sampled outside this runner's loop (an ART client's training job): external-train.ts.
+   * A run id of a scenario run here, or one already training such a step, is refused; so is any step while the
+   * disk refuses writes (its token logs and checkpoint could not be written).
+   */
+  async *externalTrain(req: ExternalTrainRequest, signal: AbortSignal): AsyncGenerator<ExternalTrainLine> {
+    try {
+      assertSafeRunId(req.run_id);
+    } catch (err) {
+      yield { type: "error", message: (err as Error).message };
+      return;
+    }
+    const runId = req.run_id;
+    const engine = this.engine.engine;
+    const tokenizer = engine.tokenize ? engine.tokenize.bind(engine) : null;
+    if (!tokenizer) return yield { type: "error", message: "this runner's engine cannot tokenize chat messages (an engine older than POST /tokenize)" };
+    if (this.active.has(runId) || this.starting.has(runId) || this.events.exists(runId)) return yield { type: "error", message: `run ${runId} is a run of this runner's own loop, not one trained from outside` };
+    if (this.externalSteps.has(runId)) return yield { type: "error", message: `run ${runId} is training a step already` };
+    if (this.disk.error && !this.disk.retry()) return yield { type: "error", message: `${this.disk.error}; nothing is trained until a test write to this runner's runs folder succeeds` };
+    this.externalSteps.add(runId);
+    const warn = (message: string) => process.stderr.write(`run ${runId}: ${message}\n`);
+    try {
+      yield* externalTrain(
+        {
+          engine: { train: (b, s) => this.engine.engine.train(b, s), checkpoints: (r) => this.engine.engine.checkpoints(r), tokenize: (body, s) => tokenizer({ model: req.base_model, ...body }, s).then((r) => r.tokens) },
+          waitReady: (s) => this.engine.waitReady(s),
+          watch: this.engine.watch,
+          recordWorkspace: (id, ws) => recordRunWorkspace(this.events.runsDir, id, ws),
+          recordTokens: (id, trajectoryId, sequences) => appendTokenLine(this.events.runsDir, id, { trajectory_id: trajectoryId, sequences }, warn),
+          recordTrainLogprobs: (id, step, groups, trained) => appendTrainLogprobs(this.events.runsDir, id, trainLogprobLines(step, groups, trained), warn),
+          publishCheckpoint: this.sharedCheckpointDir ? (id, step) => publishCheckpoint(this.events.runsDir, this.sharedCheckpointDir!, id, step, this.runnerName) : undefined,
+        },
+        req,
+        signal,
+      );
+    } finally {
+      this.externalSteps.delete(runId);
     }
   }
 

@@ -1,0 +1,255 @@
+/**
+ * ART training jobs on real parts: the REAL runner (in this process) with its REAL engine (SmolLM2-135M on
+ * CPU), a fresh Postgres, and /api/art/v1 served by the route's handler on a node HTTP server.
+ *
+ * Rollouts are sampled as an ART client samples them (the official `openai` client at the ART base_url,
+ * logprobs on: the Choice carries `token_id:<id>` tokens), multi-turn with a tool call in the history and
+ * tools offered, and posted as ART's `training_jobs.create` posts them. The test asks `return_token_ids` too,
+ * so it knows the prompt ids the engine fed the model and the ids it sampled, and checks:
+ *   - the trained tokens are the sampled ones: every call's served prompt ids followed by its sampled ids
+ *     start one of the rollout's trained sequences, the sampled ids are exactly the trained (mask 1) tokens;
+ *   - the rollouts are stored (live) before the step trains; the job's events are ART's (training_started
+ *     {num_sequences}, gradient_step {metrics}, training_ended); the checkpoint is the run's, its step row has
+ *     the trainer's metrics; a second job trains step 2; the model name samples the newest checkpoint;
+ *   - a reply sampled elsewhere (no ids) is re-tokenised and marked so; refusals name the field.
+ *   npx vitest run --project server features/art/server/art-training.servertest.ts
+ */
+import fs from "node:fs";
+import type http from "node:http";
+import type { AddressInfo } from "node:net";
+import OpenAI from "openai";
+import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam, ChatCompletionTool } from "openai/resources/chat/completions";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TokenSequence } from "@contracts";
+import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
+import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
+import { registerRunner } from "@/server/runner-client";
+import { env } from "@/server/env";
+import { createTestDb, newWorkspace, userWithRole, type TestDb } from "@/server/test/harness";
+import { serveFetch } from "@/server/test/serve-fetch";
+import { createApiToken } from "@/features/workspace/server";
+import { handleArtRequest } from "./art-api";
+import { resolveArtModel } from "./art-sampling";
+
+const TOKEN = "art-training-servertest-token-0123456789";
+const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENGINE_PYTHON;
+const engineAvailable = fs.existsSync(ENGINE_PYTHON);
+if (!engineAvailable) console.warn(`art-training.servertest: skipped, no engine python at ${ENGINE_PYTHON} (npm run setup)`);
+const MODEL = "SmolLM2-135M-Instruct";
+
+let tdb: TestDb;
+let testRunner: TestRunner | undefined;
+let web: http.Server;
+let webUrl: string;
+const db = () => tdb.handle.prisma;
+
+const TOOLS: ChatCompletionTool[] = [
+  { type: "function", function: { name: "get_weather", description: "The weather in a city", parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] } } },
+];
+
+/** What one model call served: the prompt ids the engine fed the model, the ids it sampled. */
+interface Served {
+  prompt: number[];
+  sampled: number[];
+}
+
+type Sampled = ChatCompletion & { prompt_token_ids: number[]; choices: (ChatCompletion["choices"][number] & { token_ids: number[] })[] };
+
+describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)", () => {
+  let tokenA: string;
+  let ws: string;
+  let modelId: string;
+  let artName: string;
+
+  const client = () => new OpenAI({ baseURL: `${webUrl}/api/art/v1`, apiKey: tokenA, maxRetries: 0, timeout: 240_000 });
+  const art = (path: string, init: { method?: string; body?: unknown } = {}) =>
+    fetch(`${webUrl}/api/art/v1${path}`, {
+      method: init.method ?? "GET",
+      headers: { authorization: `Bearer ${tokenA}`, "content-type": "application/json" },
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+    });
+
+  /**
+   * One multi-turn rollout as an ART agent plays it: a system prompt, a user turn, an earlier tool call and its
+   * result in the history, the tools offered; a first reply sampled, a tool result or a follow-up, a second reply.
+   */
+  async function rollout(seed: number, model: string): Promise<{ trajectory: unknown; served: Served[] }> {
+    const messages: ChatCompletionMessageParam[] = [
+      { role: "system", content: "You are a weather assistant. Use the tools." },
+      { role: "user", content: "What is the weather in Paris?" },
+      { role: "assistant", content: "", tool_calls: [{ id: "call_0", type: "function", function: { name: "get_weather", arguments: '{"city": "Paris"}' } }] },
+      { role: "tool", tool_call_id: "call_0", content: '{"forecast": "sunny", "celsius": 21}' },
+    ];
+    const items: unknown[] = [...messages];
+    const served: Served[] = [];
+    for (let turn = 0; turn < 2; turn++) {
+      const body = { model, messages, tools: TOOLS, max_tokens: 10, temperature: 1, seed: seed * 10 + turn, logprobs: true, return_token_ids: true };
+      const r = (await client().chat.completions.create(body as ChatCompletionCreateParamsNonStreaming)) as Sampled;
+      const choice = r.choices[0]!;
+      served.push({ prompt: r.prompt_token_ids, sampled: choice.token_ids });
+      // What ART keeps: the Choice itself (as model_dump(mode="json") sends it), without Rollbook's extra fields.
+      const { token_ids: _ids, ...artChoice } = choice;
+      items.push(artChoice);
+      messages.push({ role: "assistant", content: choice.message.content ?? "", ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}) });
+      const calls = choice.message.tool_calls ?? [];
+      const next: ChatCompletionMessageParam[] = calls.length
+        ? calls.map((c) => ({ role: "tool" as const, tool_call_id: c.id, content: '{"forecast": "rain"}' }))
+        : [{ role: "user", content: "And tomorrow?" }];
+      if (turn === 0) {
+        messages.push(...next);
+        items.push(...next);
+      }
+    }
+    return { trajectory: { messages_and_choices: items, tools: TOOLS, reward: (seed % 3) / 2, metrics: { turns: 2 } }, served };
+  }
+
+  async function waitForJob(id: string): Promise<{ id: string; type: string; data: Record<string, unknown> }[]> {
+    const deadline = Date.now() + 480_000;
+    for (;;) {
+      const res = await art(`/preview/training-jobs/${id}/events`);
+      expect(res.status).toBe(200);
+      const page = (await res.json()) as { data: { id: string; type: string; data: Record<string, unknown> }[]; has_more: boolean };
+      if (page.data.some((e) => e.type === "training_ended" || e.type === "training_failed")) return page.data;
+      if (Date.now() > deadline) throw new Error(`training job ${id} did not end: ${JSON.stringify(page.data)}`);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+
+  async function tokenLines(runId: string): Promise<Map<string, TokenSequence[]>> {
+    const res = await fetch(`${testRunner!.server.url}/runs/${runId}/tokens.jsonl`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(res.status).toBe(200);
+    const out = new Map<string, TokenSequence[]>();
+    for (const line of (await res.text()).split("\n").filter(Boolean)) {
+      const l = JSON.parse(line) as { trajectory_id: string; sequences: TokenSequence[] };
+      out.set(l.trajectory_id, l.sequences);
+    }
+    return out;
+  }
+
+  beforeAll(async () => {
+    tdb = await createTestDb();
+    testRunner = await startTestRunner({ name: "art-training-servertest", token: TOKEN });
+    await registerRunner(db(), { name: env().RUNNER_NAME, url: testRunner.server.url, token: TOKEN });
+    ws = await newWorkspace(db());
+    tokenA = (await createApiToken(db(), { userId: (await userWithRole(db(), ws, "owner")).id, workspaceId: ws, name: "art-trainer" })).token;
+    web = await serveFetch(async (request, url) => {
+      const segments = url.pathname.replace(/^\/api\/art\/v1\/?/, "").split("/").filter(Boolean);
+      return url.pathname.startsWith("/api/art/v1/") ? handleArtRequest(request, segments, { db: db() }) : new Response("no route", { status: 404 });
+    });
+    webUrl = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+    const res = await art("/preview/models", { method: "POST", body: { project: "art-training", name: "agent-001", base_model: MODEL, return_existing: true } });
+    expect(res.status).toBe(201);
+    const model = (await res.json()) as { id: string; entity: string };
+    modelId = model.id;
+    artName = `wandb-artifact:///${model.entity}/art-training/agent-001`;
+  }, 600_000);
+
+  afterAll(async () => {
+    await new Promise<void>((r) => (web ? web.close(() => r()) : r()));
+    await testRunner?.close();
+    await tdb?.drop();
+  }, 60_000);
+
+  it("a training job trains step 1 on exactly the sampled tokens of multi-turn tool-calling rollouts; ART's events; the run's checkpoint", async () => {
+    const rollouts = await Promise.all([0, 1, 2, 3].map((seed) => rollout(seed, artName)));
+    const groups = [{ trajectories: rollouts.slice(0, 2).map((r) => r.trajectory) }, { trajectories: rollouts.slice(2).map((r) => r.trajectory) }];
+    // ART's backend.train() sends every key of its ExperimentalTrainingConfig, most of them null.
+    const experimental_config = { advantage_balance: 0, epsilon: null, epsilon_high: null, importance_sampling_level: "token", kimi_k2_tau: null, learning_rate: 1e-3, mask_prob_ratio: false, max_negative_advantage_importance_sampling_weight: null, ppo: true, precalculate_logprobs: false, scale_rewards: true };
+    const res = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: groups, experimental_config } });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+
+    // Live: the rollouts are in the run's history before the step has trained (a CPU step takes seconds).
+    const early = await db().trajectory.count({ where: { runId: modelId, step: 1 } });
+    expect(early).toBe(4);
+
+    const events = await waitForJob(id);
+    expect(events.map((e) => e.type)).toEqual(["training_started", "gradient_step", "training_ended"]);
+    expect(events[0]!.data.num_sequences).toBeGreaterThanOrEqual(4);
+    expect(events[1]!.data).toMatchObject({ loss: expect.any(Number), grad_norm: expect.any(Number), probs_corr: expect.any(Number) });
+    // Cursor pages as ART reads them: after the first event, the rest.
+    const after = (await (await art(`/preview/training-jobs/${id}/events?after=${events[0]!.id}`)).json()) as { data: { type: string }[] };
+    expect(after.data.map((e) => e.type)).toEqual(["gradient_step", "training_ended"]);
+
+    // The step is the run's: checkpoint 1 (ART's get_step() reads the list), the step row with the trainer's metrics.
+    const ckpts = (await (await art(`/preview/models/${modelId}/checkpoints?limit=1&order=desc`)).json()) as { data: { step: number }[] };
+    expect(ckpts.data.map((c) => c.step)).toEqual([1]);
+    const step = await db().step.findUniqueOrThrow({ where: { runId_step: { runId: modelId, step: 1 } }, select: { metrics: true } });
+    expect(step.metrics).toMatchObject({ step: 1, trainer: { loss: expect.any(Number), groups_submitted: 2 } });
+    const run = await db().run.findUniqueOrThrow({ where: { id: modelId }, select: { runnerId: true, status: true } });
+    expect(run.runnerId).not.toBeNull();
+    expect(run.status).toBe("running");
+    const log = await db().runEvent.findMany({ where: { runId: modelId, type: "run.log" }, select: { payload: true } });
+    expect(log.map((l) => (l.payload as { message: string }).message).join("\n")).toMatch(/ART config: learning_rate=0\.001, loss="ppo"/);
+
+    // Token-exact: each call's served prompt ids + sampled ids start a trained sequence; the trained tokens are the sampled ones.
+    const stored = await db().trajectory.findMany({ where: { runId: modelId, step: 1 }, orderBy: { id: "asc" }, select: { id: true } });
+    const lines = await tokenLines(modelId);
+    for (const [g, group] of [rollouts.slice(0, 2), rollouts.slice(2)].entries()) {
+      for (const [t, r] of group.entries()) {
+        const rolloutId = stored.find((s) => s.id.endsWith(`-g${g}-t${t}`))!.id;
+        const sequences = lines.get(rolloutId)!;
+        expect(sequences, rolloutId).toBeDefined();
+        for (const s of sequences) expect(s.recomputed_logprobs ?? false).toBe(false);
+        const trained = sequences.flatMap((s) => s.tokens.filter((_, i) => s.mask[i] === 1));
+        expect(trained).toEqual(r.served.flatMap((c) => c.sampled));
+        for (const call of r.served) {
+          const whole = [...call.prompt, ...call.sampled];
+          expect(sequences.some((s) => whole.every((id, i) => s.tokens[i] === id)), `${rolloutId}: a sequence with the served prompt and sampled ids`).toBe(true);
+        }
+      }
+    }
+  }, 900_000);
+
+  it("a second job trains step 2; the model's name samples the newest checkpoint", async () => {
+    const rollouts = await Promise.all([4, 5].map((seed) => rollout(seed, artName)));
+    const res = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: rollouts.map((r) => r.trajectory) }], experimental_config: { learning_rate: 1e-3 } } });
+    expect(res.status).toBe(201);
+    const events = await waitForJob(((await res.json()) as { id: string }).id);
+    expect(events.at(-1)!.type).toBe("training_ended");
+    expect(await resolveArtModel(db(), ws, artName)).toMatchObject({ kind: "checkpoint", step: 2, runnerModel: `${modelId}@2` });
+    const r = await client().chat.completions.create({ model: artName, messages: [{ role: "user", content: "Hi" }], max_tokens: 3 });
+    expect(r.model).toBe(artName);
+  }, 900_000);
+
+  it("a reply sampled elsewhere (no token ids) is re-tokenised through the chat template and marked so", async () => {
+    const trajectory = (reward: number, content: string) => ({
+      reward,
+      messages_and_choices: [
+        { role: "user", content: "Say a colour." },
+        { index: 0, finish_reason: "stop", logprobs: null, message: { role: "assistant", content } },
+      ],
+    });
+    const res = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [trajectory(1, "Blue."), trajectory(0, "I like trains.")] }] } });
+    expect(res.status).toBe(201);
+    const events = await waitForJob(((await res.json()) as { id: string }).id);
+    expect(events.at(-1)!.type).toBe("training_ended");
+    const log = await db().runEvent.findMany({ where: { runId: modelId, type: "run.log" }, orderBy: { seq: "desc" }, take: 3, select: { payload: true } });
+    expect(log.map((l) => (l.payload as { message: string }).message).join("\n")).toContain("2 re-tokenised through the chat template");
+    const stored = await db().trajectory.findMany({ where: { runId: modelId, step: 3 }, select: { id: true } });
+    const lines = await tokenLines(modelId);
+    for (const s of stored) for (const seq of lines.get(s.id)!) expect(seq.recomputed_logprobs).toBe(true);
+  }, 900_000);
+
+  it("refusals name the field and write nothing: an unsupported ART setting, a group too small, another job while one trains", async () => {
+    const before = await db().run.findUniqueOrThrow({ where: { id: modelId }, select: { lastSeq: true } });
+    const one = { messages_and_choices: [{ role: "user", content: "x" }, { index: 0, finish_reason: "stop", logprobs: null, message: { role: "assistant", content: "y" } }], reward: 1 };
+    const kimi = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [one, one] }], experimental_config: { kimi_k2_tau: 0.5 } } });
+    expect(kimi.status).toBe(400);
+    expect(((await kimi.json()) as { error: { message: string; param: string } }).error).toMatchObject({ param: "experimental_config.kimi_k2_tau" });
+    const small = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [one] }] } });
+    expect(small.status).toBe(400);
+    expect(((await small.json()) as { error: { param: string } }).error.param).toBe("trajectory_groups");
+    const missing = await art("/preview/training-jobs", { method: "POST", body: { model_id: "nope", trajectory_groups: [{ trajectories: [one, one] }] } });
+    expect(missing.status).toBe(404);
+    expect((await db().run.findUniqueOrThrow({ where: { id: modelId }, select: { lastSeq: true } })).lastSeq).toBe(before.lastSeq);
+
+    const first = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [one, { ...one, reward: 0 }] }] } });
+    expect(first.status).toBe(201);
+    const second = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [one, { ...one, reward: 0 }] }] } });
+    expect(second.status).toBe(409);
+    expect(((await second.json()) as { error: { message: string } }).error.message).toContain("is training already");
+    await waitForJob(((await first.json()) as { id: string }).id);
+  }, 900_000);
+});
+
