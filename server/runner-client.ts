@@ -9,7 +9,7 @@
 import { createHash } from "node:crypto";
 import { TRPCClientError } from "@trpc/client";
 import type { z } from "zod";
-import { Diagnostic, ExternalTrainLine, type ExternalTrainRequest, RESCORE_BUDGET_MS, RescoreResponse, RunnerStatus, StartResult, type ExperimentFiles, type RescoreRequest, type RunKind, type RunSpec } from "@contracts";
+import { Diagnostic, RESCORE_BUDGET_MS, RescoreResponse, RunnerStatus, StartResult, type ExperimentFiles, type RescoreRequest, type RunKind, type RunSpec } from "@contracts";
 import { createRunnerClient } from "@/gpu-runner/src/client";
 import { createGuardedFetch } from "@/gpu-runner/src/net/guarded-fetch";
 import { AppError, isAppError, rootMessage } from "./errors";
@@ -34,13 +34,6 @@ export interface RunnerEventHandlers {
   onComplete(): void;
 }
 
-export interface ExternalTrainHandlers {
-  /** A line as the runner sent it, validated. */
-  onLine(line: ExternalTrainLine): void;
-  onError(err: AppError): void;
-  onComplete(): void;
-}
-
 export interface RunnerSubscription {
   unsubscribe(): void;
 }
@@ -57,8 +50,6 @@ export interface RunnerHandle {
   status(opts?: { timeoutMs?: number }): Promise<RunnerStatus>;
   /** An (edited) reward over stored trajectories: a what-if, the runner writes nothing. */
   rescore(request: RescoreRequest): Promise<RescoreResponse>;
-  /** One step over rollouts sampled elsewhere (an ART training job): its lines as they come. */
-  externalTrain(request: ExternalTrainRequest, handlers: ExternalTrainHandlers): RunnerSubscription;
   /** Events of one run with seq > afterSeq, stored ones first, then live ones (onEvent once per event). */
   events(runId: string, afterSeq: number, handlers: RunnerEventHandlers): RunnerSubscription;
 }
@@ -200,35 +191,6 @@ export function runnerHandle(row: RunnerRow, token: string = tokenFor(row)): Run
     async rescore(request) {
       const res = await withTimeout(row, "rescore", TIMEOUTS_MS.rescore, (signal) => client.rescore.mutate(request, { signal }));
       return RescoreResponse.parse(res);
-    },
-    externalTrain(request, handlers) {
-      let done = false;
-      const sub = client.externalTrain.subscribe(request, {
-        onData: (value: unknown) => {
-          const line = ExternalTrainLine.safeParse(value);
-          if (line.success) handlers.onLine(line.data);
-          else handlers.onError(new AppError("RUNNER_ERROR", `runner '${row.name}' sent a training line Rollbook does not read: ${line.error.message}`));
-        },
-        onError: (err: unknown) => {
-          if (done) return;
-          done = true;
-          // Not retried by the link: a lost stream is the caller's to ask about again (the step is idempotent).
-          sub.unsubscribe();
-          handlers.onError(unavailable(row, err));
-        },
-        onComplete: () => {
-          done = true;
-          handlers.onComplete();
-        },
-        onConnectionStateChange: (state: { state: string; error?: unknown }) => {
-          if (state.state === "connecting" && state.error && !done) {
-            done = true;
-            sub.unsubscribe();
-            handlers.onError(unavailable(row, state.error));
-          }
-        },
-      });
-      return { unsubscribe: () => sub.unsubscribe() };
     },
     events(runId, afterSeq, handlers) {
       // In batches: one SSE message per batch, not per event, is what lets a catching-up stream keep up

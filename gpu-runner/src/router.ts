@@ -6,14 +6,12 @@
  *   rescore(RescoreRequest)        mutation      → RescoreResponse            (a what-if: writes nothing)
  *   status()                       query         → RunnerStatus
  *   events({run_id, after_seq})    subscription  → RunEvent, tracked by seq   (resume with lastEventId)
- *   externalTrain(ExternalTrainRequest) subscription → ExternalTrainLine        (one step over rollouts sampled
- *                                                   elsewhere: an ART client's training job)
  *   eventBatches({run_id, after_seq}) subscription → RunEvent[], tracked by the last seq (the web server's:
  *                                                   a catching-up reader gets hundreds of events a message)
  */
 import { tracked, TRPCError } from "@trpc/server";
 import { z } from "zod";
-import { Diagnostic, ExperimentFiles, ExternalTrainRequest, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../../contracts";
+import { Diagnostic, ExperimentFiles, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../../contracts";
 import { authedProcedure, router } from "./trpc";
 
 export const ValidateOutput = z.object({ ok: z.boolean(), diagnostics: z.array(Diagnostic) });
@@ -65,13 +63,6 @@ export const runnerRouter = router({
     for await (const event of ctx.manager.events.subscribe(input.run_id, after, signal)) {
       yield tracked(String(event.seq), event);
     }
-  }),
-
-  // A subscription, not a mutation: a step takes from seconds to many minutes and its progress is worth
-  // streaming. Each line is sent once (not tracked): the web server that loses the stream asks again, and
-  // the step, idempotent by run and step, answers its checkpoint instead of training twice.
-  externalTrain: authedProcedure.input(ExternalTrainRequest).subscription(async function* ({ ctx, input, signal }) {
-    yield* ctx.manager.externalTrain(input, signal ?? new AbortController().signal);
   }),
 
   eventBatches: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {

@@ -114,6 +114,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     token: env.RUNNER_TOKEN,
     engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
     detokenize: (ids) => supervisor.client.detokenize(ids),
+    externalTrain: (req, signal) => manager.externalTrain(req, signal),
     maxRequestBytes: env.RUNNER_MAX_REQUEST_BYTES,
     imports: {
       sharedDir: env.ROLLBOOK_SHARED_CHECKPOINT_DIR,

@@ -18,12 +18,12 @@
  * process (a restart) and is answered as failed, saying so: the step may still have been saved, which
  * `get_step()` (the checkpoints) tells.
  */
-import { computeStepMetrics, RunConfig, RunEvent, type ExternalTrainLine, type ExternalTrainRequest, type Trajectory } from "@contracts";
-import { type AppError, rootMessage } from "@/server/errors";
-import { resolveRunner, runnerById } from "@/server/runner-client";
+import { computeStepMetrics, ExternalTrainLine, RunConfig, RunEvent, type ExternalTrainRequest, type Trajectory } from "@contracts";
+import { AppError, rootMessage } from "@/server/errors";
+import { resolveRunner, runnerFetch } from "@/server/runner-client";
 import type { Db } from "@/server/db-types";
 import type { Prisma } from "@/generated/prisma/client";
-import { resolveBaseModel } from "@/features/checkpoints/server";
+import { errorMessage, resolveBaseModel } from "@/features/checkpoints/server";
 import { recordSignOfLife } from "@/features/run-lifecycle/server";
 import type { ArtJobEvent, TrainingJobBody } from "../schema";
 import { appendEvents } from "./art-log";
@@ -34,6 +34,8 @@ import { rolloutsOf } from "./art-transcript";
 
 export const JOB_TOUCH_MS = 10_000;
 export const JOB_STALE_MS = 90_000;
+/** The longest one step may train before the job gives up on it (a 7B step on one GPU takes minutes). */
+const STEP_TIMEOUT_MS = 2 * 60 * 60_000;
 
 type JobStatus = "queued" | "training" | "ended" | "failed";
 const UNFINISHED: JobStatus[] = ["queued", "training"];
@@ -128,27 +130,35 @@ export async function createTrainingJob(db: Db, workspaceId: string, art: ArtRun
   return { ok: true, id: job.id, step };
 }
 
-/** The runner's lines, one at a time, as an async iterator (the handle's subscription is callback-based). */
+/**
+ * The runner's lines, one at a time: its POST /external-train answers NDJSON (gpu-runner/src/http/routes.ts).
+ * A line Rollbook cannot read is the runner's error; the stream cut short is the caller's (the job fails).
+ */
 async function* runnerLines(db: Db, runnerId: string, request: ExternalTrainRequest): AsyncGenerator<ExternalTrainLine> {
-  const handle = await runnerById(db, runnerId);
-  const queue: (ExternalTrainLine | { type: "end" } | { type: "fail"; err: AppError })[] = [];
-  let wake: (() => void) | null = null;
-  const push = (x: (typeof queue)[number]) => {
-    queue.push(x);
-    wake?.();
+  const res = await runnerFetch(db, runnerId, "/external-train", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(request),
+    signal: AbortSignal.timeout(STEP_TIMEOUT_MS),
+  });
+  if (!res.ok || !res.body) throw new AppError("RUNNER_ERROR", `the runner refused the step (${res.status}): ${await errorMessage(res)}`);
+  const decoder = new TextDecoder();
+  let buffer = "";
+  const parse = (text: string): ExternalTrainLine => {
+    const line = ExternalTrainLine.safeParse(JSON.parse(text));
+    if (!line.success) throw new AppError("RUNNER_ERROR", `the runner sent a training line Rollbook does not read: ${text.slice(0, 200)}`);
+    return line.data;
   };
-  const sub = handle.externalTrain(request, { onLine: push, onError: (err) => push({ type: "fail", err }), onComplete: () => push({ type: "end" }) });
-  try {
-    for (;;) {
-      while (queue.length === 0) await new Promise<void>((r) => (wake = r));
-      const x = queue.shift()!;
-      if (x.type === "end") return;
-      if (x.type === "fail") throw x.err;
-      yield x;
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const text = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (text) yield parse(text);
     }
-  } finally {
-    sub.unsubscribe();
   }
+  if (buffer.trim()) yield parse(buffer.trim());
 }
 
 const numeric = (m: Record<string, unknown>) => Object.fromEntries(Object.entries(m).flatMap(([k, v]) => (typeof v === "number" ? [[k, v]] : typeof v === "boolean" ? [[k, Number(v)]] : [])));

@@ -14,7 +14,10 @@
  *   - a reply sampled elsewhere (no ids) is re-tokenised and marked so; refusals name the field.
  *   npx vitest run --project server features/art/server/art-training.servertest.ts
  */
+import { execFile } from "node:child_process";
 import fs from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
 import type http from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
@@ -28,6 +31,7 @@ import { env } from "@/server/env";
 import { createTestDb, newWorkspace, userWithRole, type TestDb } from "@/server/test/harness";
 import { serveFetch } from "@/server/test/serve-fetch";
 import { createApiToken } from "@/features/workspace/server";
+import { handleModels } from "@/features/openai-api/server";
 import { handleArtRequest } from "./art-api";
 import { resolveArtModel } from "./art-sampling";
 
@@ -36,6 +40,8 @@ const ENGINE_PYTHON = loadRunnerEnv({ ...process.env, RUNNER_TOKEN: TOKEN }).ENG
 const engineAvailable = fs.existsSync(ENGINE_PYTHON);
 if (!engineAvailable) console.warn(`art-training.servertest: skipped, no engine python at ${ENGINE_PYTHON} (npm run setup)`);
 const MODEL = "SmolLM2-135M-Instruct";
+const ROOT = path.resolve(import.meta.dirname, "../../..");
+const exec = promisify(execFile);
 
 let tdb: TestDb;
 let testRunner: TestRunner | undefined;
@@ -134,6 +140,7 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     tokenA = (await createApiToken(db(), { userId: (await userWithRole(db(), ws, "owner")).id, workspaceId: ws, name: "art-trainer" })).token;
     web = await serveFetch(async (request, url) => {
       const segments = url.pathname.replace(/^\/api\/art\/v1\/?/, "").split("/").filter(Boolean);
+      if (url.pathname === "/api/v1/models") return handleModels(request, { db: db() });
       return url.pathname.startsWith("/api/art/v1/") ? handleArtRequest(request, segments, { db: db() }) : new Response("no route", { status: 404 });
     });
     webUrl = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
@@ -251,5 +258,33 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     expect(((await second.json()) as { error: { message: string } }).error.message).toContain("is training already");
     await waitForJob(((await first.json()) as { id: string }).id);
   }, 900_000);
-});
 
+  it("ART's own client runs examples/art/say_the_word.py unmodified: two training jobs, get_step() = the checkpoints, the run in Rollbook's API", async () => {
+    // The real openpipe-art in its venv (scripts/art-venv.sh: built once in the user cache).
+    const venv = await exec("bash", [path.join(ROOT, "scripts/art-venv.sh")], { timeout: 20 * 60_000, maxBuffer: 10 * 1024 * 1024 });
+    const python = venv.stdout.trim().split("\n").at(-1)!;
+    const { stdout } = await exec(python, [path.join(ROOT, "examples/art/say_the_word.py")], {
+      timeout: 900_000,
+      maxBuffer: 10 * 1024 * 1024,
+      env: { ...process.env, ROLLBOOK_URL: webUrl, ROLLBOOK_API_KEY: tokenA, ART_BASE_MODEL: MODEL, STEPS: "2", SEED: "7", LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled" },
+    });
+    const out = JSON.parse(stdout.trim().split("\n").at(-1)!) as { model_id: string; final_step: number; val_reward: Record<string, number> };
+    expect(out.final_step).toBe(2);
+    expect(Object.keys(out.val_reward).map(Number)).toEqual([0, 2]);
+    // get_step() is what the checkpoints say; each training job is a step with its 4 × 8 rollouts and the trainer's numbers.
+    const ckpts = await db().checkpoint.findMany({ where: { runId: out.model_id }, orderBy: { step: "asc" }, select: { step: true } });
+    expect(ckpts.map((c) => c.step)).toEqual([1, 2]);
+    const steps = await db().step.findMany({ where: { runId: out.model_id }, orderBy: { step: "asc" }, select: { step: true, metrics: true } });
+    expect(steps.map((s) => s.step)).toEqual([1, 2]);
+    for (const s of steps) expect(s.metrics).toMatchObject({ trainer: { groups_submitted: expect.any(Number) } });
+    expect(await db().trajectory.count({ where: { runId: out.model_id, split: "train" } })).toBe(2 * 4 * 8);
+    // The validation rollouts ART's client logged are the run's evals, at steps 0 and 2.
+    const evals = await db().runEvent.findMany({ where: { runId: out.model_id, type: "eval.finished" }, select: { payload: true } });
+    expect(evals.map((e) => (e.payload as { step: number }).step)).toEqual([0, 2]);
+    // Rollbook's own OpenAI-compatible API lists the run's checkpoints as models.
+    const run = await db().run.findUniqueOrThrow({ where: { id: out.model_id }, select: { number: true, kind: true } });
+    expect(run.kind).toBe("art");
+    const models = (await (await fetch(`${webUrl}/api/v1/models`, { headers: { authorization: `Bearer ${tokenA}` } })).json()) as { data: { id: string }[] };
+    expect(models.data.map((m) => m.id)).toEqual(expect.arrayContaining([`${run.number}@1`, `${run.number}@2`]));
+  }, 25 * 60_000);
+});

@@ -78,9 +78,11 @@ export async function claimQueued(db: Db): Promise<Claim[]> {
       SELECT id, "workspaceId", capacity, models, device FROM "Runner"
       WHERE enabled AND health IN ('healthy', 'unknown') ORDER BY id FOR UPDATE`;
     if (runners.length === 0) return [];
+    // An ART run is bound to the runner that trains its steps, but occupies it only while a step trains
+    // (seconds to minutes, between the client's own rollouts): it takes no slot of the queue.
     const counts = await tx.$queryRaw<{ runnerId: string; n: number }[]>`
       SELECT "runnerId", count(*)::int AS n FROM "Run"
-      WHERE "runnerId" = ANY(${runners.map((r) => r.id)}) AND status IN ('running', 'lost', 'queued')
+      WHERE "runnerId" = ANY(${runners.map((r) => r.id)}) AND status IN ('running', 'lost', 'queued') AND kind <> 'art'
       GROUP BY "runnerId"`;
     const slots: RunnerSlot[] = runners.map((r) => ({ ...r, occupied: counts.find((c) => c.runnerId === r.id)?.n ?? 0 }));
     const claims: Claim[] = [];

@@ -53,7 +53,6 @@ describe("runner lost", () => {
       start: async () => ({ ok: true, run_id: runId }),
       stop: async () => {},
       rescore: async () => ({ ok: false, error: "not used here", diagnostics: [] }),
-      externalTrain: () => { throw new Error("not used here"); },
       status: async (): Promise<RunnerStatus> => {
         if (!up) throw unreachable();
         return { runner: "fake", engine: { state: "ready", restarts: 0, health: null }, runs: [{ run_id: runId, status: "running", last_seq: 0, step: 0 }] };

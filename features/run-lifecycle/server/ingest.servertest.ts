@@ -38,7 +38,6 @@ function fakeRunner(
     start: async () => ({ ok: true, run_id: "x" }),
     stop: async () => {},
     rescore: async () => ({ ok: false, error: "not used here", diagnostics: [] }),
-    externalTrain: () => { throw new Error("not used here"); },
     status: async (): Promise<RunnerStatus> => ({
       runner: "fake",
       engine: { state: "ready", restarts: 0, health: null },

@@ -9,6 +9,8 @@
  *   PUT  /runs/<run>/checkpoints/<step>/state.tar.gz  > moving a run between runners (run-import.ts)
  *   GET|PUT /runs/<run>/logs/<name>                 |
  *   PUT  /runs/<run>/events.jsonl                   /
+ *   POST /external-train                            one step over rollouts sampled elsewhere (an ART training
+ *                                                   job): ExternalTrainRequest in, ExternalTrainLine NDJSON out
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
  *                                                   (plain JSON or server-sent events, status and body as is)
  *
@@ -24,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER } from "../../../contracts";
+import { ExternalTrainRequest, formatZodIssues, jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER, type ExternalTrainLine } from "../../../contracts";
 import { modelRefProblem } from "../loop/run-owner";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";
@@ -59,12 +61,20 @@ export interface RunnerHttpDeps {
   detokenize: (tokenIds: number[]) => Promise<string[]>;
   /** What moving a run here needs (the shared checkpoint folder, whether a run is running). */
   imports: Omit<RunImportDeps, "runsDir">;
+  /** The run manager's externalTrain (absent in tests that serve only files). */
+  externalTrain?: (req: ExternalTrainRequest, signal: AbortSignal) => AsyncGenerator<ExternalTrainLine>;
   /** RUNNER_MAX_REQUEST_BYTES: no body held in memory is bigger (default: MAX_CHAT_BODY_BYTES alone). */
   maxRequestBytes?: number;
 }
 
 /** A chat request body bigger than this is refused (413): a prompt this size is far past any context. */
 export const MAX_CHAT_BODY_BYTES = 8 * 1024 * 1024;
+/**
+ * An external step's body (a step's conversations and sampled ids; the web server's ART door takes at most
+ * 32 MiB with top logprobs, which it drops) bigger than this is refused (413).
+ */
+export const MAX_EXTERNAL_TRAIN_BYTES = 48 * 1024 * 1024;
+const EXTERNAL_TRAIN_ROUTE = "/external-train";
 
 const ARCHIVE_ROUTE = /^\/checkpoints\/([^/]+)\/([^/]+)\/adapter\.tar\.gz$/;
 const CHAT_ROUTE = "/v1/chat/completions";
@@ -87,8 +97,14 @@ function refuseBody(res: ServerResponse, message: string): void {
 function bodyRefusal(req: IncomingMessage, deps: RunnerHttpDeps): string | null {
   if (req.method === "GET" || req.method === "HEAD") return declaresBody(req) ? noBodyMessage(req) : null;
   if (req.method === "PUT") return declaredBytes(req) > MAX_IMPORT_BYTES ? tooLargeMessage(MAX_IMPORT_BYTES, "MAX_IMPORT_BYTES") : null;
-  const cap = chatCap(deps);
+  const cap = (req.url ?? "").split("?")[0] === EXTERNAL_TRAIN_ROUTE ? externalCap(deps) : chatCap(deps);
   return declaredBytes(req) > cap.limit ? tooLargeMessage(cap.limit, cap.setting) : null;
+}
+
+function externalCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
+  return deps.maxRequestBytes !== undefined && deps.maxRequestBytes < MAX_EXTERNAL_TRAIN_BYTES
+    ? { limit: deps.maxRequestBytes, setting: "RUNNER_MAX_REQUEST_BYTES" }
+    : { limit: MAX_EXTERNAL_TRAIN_BYTES, setting: "an external training step's cap" };
 }
 
 function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
@@ -101,7 +117,7 @@ function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
   if (STATE_ARCHIVE_ROUTE.test(pathname) || PUT_STATE_ROUTE.test(pathname) || PUT_EVENTS_ROUTE.test(pathname) || SIDE_LOG_ROUTE.test(pathname)) return true;
-  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE;
+  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE;
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -128,6 +144,7 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
       return await sendRolloutTokens(res, deps, decodeURIComponent(rollout[1]!), decodeURIComponent(rollout[2]!));
     }
     if (req.method !== "POST") return sendError(res, 405, `${req.method} is not allowed here: POST`);
+    if (pathname === EXTERNAL_TRAIN_ROUTE) return await externalTrainStep(req, res, deps);
     return await proxyChat(req, res, deps);
   } catch (e) {
     if (!res.headersSent) return sendError(res, 500, `runner: ${(e as Error).message}`);
@@ -258,6 +275,40 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
     const onEnd = () => done(Buffer.concat(chunks));
     req.on("data", onData).on("end", onEnd).on("error", reject);
   });
+}
+
+/**
+ * POST /external-train: the body checked (ExternalTrainRequest), then the step's lines as NDJSON as they come.
+ * Plain HTTP rather than a tRPC subscription: those send their input in the URL, and a step's conversations
+ * are megabytes. The caller going away does not stop a step that is training (it finishes and saves, and
+ * asking again answers its checkpoint: external-train.ts).
+ */
+async function externalTrainStep(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
+  if (!deps.externalTrain) return sendError(res, 404, "this runner does not train external steps");
+  const cap = externalCap(deps);
+  const body = await readBody(req, cap.limit);
+  if (!body) return refuseBody(res, tooLargeMessage(cap.limit, cap.setting));
+  const text = body.toString("utf8");
+  if (jsonTooDeepAt(text) !== null) return sendError(res, 400, `request body is ${nestedTooDeepMessage()}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return sendError(res, 400, "request body is not JSON");
+  }
+  const request = ExternalTrainRequest.safeParse(parsed);
+  if (!request.success) return sendError(res, 400, formatZodIssues(request.error).slice(0, 3).join("; "));
+  const gone = new AbortController();
+  res.on("close", () => gone.abort(new Error("client went away")));
+  res.writeHead(200, { "content-type": "application/x-ndjson", "cache-control": "no-cache" });
+  try {
+    for await (const line of deps.externalTrain(request.data, gone.signal)) {
+      if (!res.writableEnded && !res.destroyed) res.write(JSON.stringify(line) + "\n");
+    }
+  } catch (e) {
+    if (!res.destroyed) res.write(JSON.stringify({ type: "error", message: `runner: ${(e as Error).message}` } satisfies ExternalTrainLine) + "\n");
+  }
+  res.end();
 }
 
 async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
