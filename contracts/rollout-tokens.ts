@@ -40,6 +40,16 @@ export const RolloutTokens = z.object({
   trajectory_id: z.string(),
   training: RolloutTraining,
   /** One entry per token sequence the model saw (usually one; several when a chat template rewrote turns). */
-  sequences: z.array(z.object({ tokens: z.array(RolloutToken) })),
+  sequences: z.array(
+    z.object({
+      tokens: z.array(RolloutToken),
+      /**
+       * The replies of this sequence were sampled without their token ids (an ART client's trajectory sampled
+       * elsewhere) and re-tokenised through the chat template: not necessarily what was sampled, and without
+       * sampling logprobs (the trainer used the policy's own).
+       */
+      retokenized: z.boolean().default(false),
+    }),
+  ),
 });
 export type RolloutTokens = z.infer<typeof RolloutTokens>;

@@ -86,3 +86,61 @@ test("an ART client's run is watched live by a second member: groups arrive as l
   await owner.close();
   await watcher.close();
 });
+
+test("an ART training job is watched live by a second member: its rollouts arrive before the step trains, then its checkpoint", async ({ browser, playwright }, testInfo) => {
+  test.setTimeout(300_000);
+  const owner = await browser.newContext({ baseURL: base });
+  const watcher = await browser.newContext({ baseURL: base });
+  const p1 = await owner.newPage();
+  const p2 = await watcher.newPage();
+  await signUp(p1, newUser("art-trainer"));
+  await signUp(p2, newUser("art-train-watcher"));
+  await p1.goto("/settings/workspace");
+  await p1.getByLabel("Invite role").selectOption("viewer");
+  await p1.getByRole("button", { name: "Create invite link" }).click();
+  const link = (await p1.getByTestId("invite-link").textContent())!.trim();
+  await p2.goto(new URL(link).pathname);
+  await p2.getByRole("button", { name: "Join workspace" }).click();
+  await expect(p2).toHaveURL(/\/runs$/);
+
+  const { token } = (await trpc(owner.request, "account.createToken", { name: "art-train-e2e" })) as { token: string };
+  const art = await playwright.request.newContext({ baseURL: `${base}/api/art/v1/`, extraHTTPHeaders: { authorization: `Bearer ${token}` } });
+  const created = await art.post("preview/models", { data: { project: "e2e-art-train", name: "agent-001", base_model: "SmolLM2-135M-Instruct", return_existing: true } });
+  expect(created.status(), await created.text()).toBe(201);
+  const model = (await created.json()) as { id: string; entity: string };
+  await p2.goto(`/runs/${model.id}?tab=logs`);
+  await expect(p2.getByTestId("art-client")).toContainText("ART client, token art-train-e2e");
+
+  // Sampled as ART's model.openai_client() samples: its model name, logprobs on (the Choice carries token_id:<id>).
+  const messages = [{ role: "user", content: "Say the word apple." }];
+  const choices = await Promise.all(
+    [1, 2, 3, 4].map(async (seed) => {
+      const r = await art.post("chat/completions", { data: { model: `wandb-artifact:///${model.entity}/e2e-art-train/agent-001`, messages, max_tokens: 6, temperature: 1, seed, logprobs: true } });
+      expect(r.ok(), await r.text()).toBe(true);
+      return ((await r.json()) as { choices: unknown[] }).choices[0] as { message: { content: string } };
+    }),
+  );
+  const trajectories = choices.map((c, i) => ({ messages_and_choices: [...messages, c], reward: i % 2 }));
+  const job = await art.post("preview/training-jobs", { data: { model_id: model.id, trajectory_groups: [{ trajectories }], experimental_config: { learning_rate: 1e-3, ppo: true } } });
+  expect(job.status(), await job.text()).toBe(201);
+  const { id } = (await job.json()) as { id: string };
+
+  // The watcher's open page: the job's log line and its rollouts, then the trained step's line, without a reload.
+  await expect(p2.getByTestId("run-logs")).toContainText(`ART training job ${id}: step 1`, { timeout: 60_000 });
+  await expect(p2.getByTestId("run-logs")).toContainText("replies trained on their sampled tokens", { timeout: 120_000 });
+  await expect.poll(async () => {
+    const page = (await (await art.get(`preview/training-jobs/${id}/events`)).json()) as { data: { type: string }[] };
+    return page.data.map((e) => e.type).join(",");
+  }, { timeout: 180_000 }).toMatch(/training_ended|training_failed/);
+  const events = (await (await art.get(`preview/training-jobs/${id}/events`)).json()) as { data: { type: string }[] };
+  expect(events.data.map((e) => e.type)).toEqual(["training_started", "gradient_step", "training_ended"]);
+  const ckpts = (await (await art.get(`preview/models/${model.id}/checkpoints`)).json()) as { data: { step: number }[] };
+  expect(ckpts.data.map((c) => c.step)).toEqual([1]);
+  await p2.getByRole("tab", { name: /Rollouts/ }).click();
+  await expect.poll(async () => Number(await p2.getByTestId("rollout-list").getAttribute("data-count")), { timeout: 60_000 }).toBe(4);
+  await p2.screenshot({ path: testInfo.outputPath("art-training-watched.png"), fullPage: true });
+
+  await art.dispose();
+  await owner.close();
+  await watcher.close();
+});

@@ -93,6 +93,12 @@ export function TokenViewBody({ data }: { data: RolloutTokens }) {
         {data.sequences.map((seq, q) => (
           <div key={q}>
             {data.sequences.length > 1 && <div className="mb-0.5 text-[10px] tracking-wide text-zinc-600 uppercase">sequence {q + 1}</div>}
+            {seq.retokenized && (
+              <div data-testid="token-sequence-retokenized" className="mb-0.5 text-[11px] text-amber-400">
+                Re-tokenised through the chat template: these replies were sampled without their token ids, so the tokens may differ from
+                what was sampled, and there are no sampling logprobs (the trainer used the policy&apos;s own).
+              </div>
+            )}
             <div data-testid="token-sequence" className="font-mono text-[12px] leading-[1.9] break-all whitespace-normal text-zinc-200">
               {seq.tokens.map((t, i) => (
                 <TokenSpan

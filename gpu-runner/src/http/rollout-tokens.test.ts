@@ -36,6 +36,16 @@ describe("rollout tokens (runner files → token view shape)", () => {
     expect(b!.tokens[3]!.ratio).toBeCloseTo(Math.exp(-0.1), 12);
   });
 
+  it("a re-tokenised sequence (an ART reply sampled without its ids) says so, with no sampling logprob or ratio", async () => {
+    appendTokenLine(dir, "run1", { trajectory_id: "art-1", sequences: [{ ...seq([5, 6, 7], [0, 1, 1], [0, 0, 0]), recomputed_logprobs: true }] }, fail);
+    appendTrainLogprobs(dir, "run1", trainLogprobLines(2, [{ samples: [{ trajectory_id: "art-1", reward: 1, sequences: [] as never[] }] }], { "art-1": { advantage: 1, sequences: [[-0.3, -0.4]] } }), fail);
+    const r = await rolloutTokens(dir, "run1", "art-1", detok);
+    expect(r.sequences[0]!.retokenized).toBe(true);
+    expect(r.sequences[0]!.tokens[1]).toMatchObject({ sampled: true, trained: true, sampling_logprob: null, trainer_logprob: -0.3, ratio: null });
+    const exact = await rolloutTokens(dir, "run1", "s1-0-0", detok);
+    expect(exact.sequences.map((s) => s.retokenized)).toEqual([false, false]);
+  });
+
   it("a zero-variance group's rollout: sampled, not trained, no trainer logprob; a rollout never submitted: no record", async () => {
     const flat = await rolloutTokens(dir, "run1", "s1-1-0", detok);
     expect(flat.training).toEqual({ status: "not_trained", step: 1, advantage: null });

@@ -50,10 +50,13 @@ export function assembleRolloutTokens(
     sequences: sequences.map((seq, q) => {
       const trainerLps = record?.trained ? (record.sequences?.[q] ?? []) : null;
       let k = 0; // index among this sequence's masked tokens
+      const retokenized = seq.recomputed_logprobs === true;
       return {
+        retokenized,
         tokens: seq.tokens.map((id, i) => {
           const sampled = seq.mask[i] === 1;
-          const samplingLp = sampled ? seq.logprobs[i]! : null;
+          // A re-tokenised reply has no sampling logprob (its 0s are placeholders): none shown, no ratio.
+          const samplingLp = sampled && !retokenized ? seq.logprobs[i]! : null;
           const trainerLp = sampled && trainerLps ? (trainerLps[k] ?? null) : null;
           if (sampled) k++;
           return {
