@@ -253,6 +253,16 @@ describe("MCP http/sse servers", () => {
     expect(mcp.requests).toEqual([]);
   });
 
+  it("a server pasted from an editor's config (mcpServers.<name>) is refused naming the key the user wrote, at that key", async () => {
+    const files = templateFiles({ num_steps: 1, groups_per_step: 1, rollouts_per_group: 2, mcpServers: { web: { type: "http", url: `${mcp.url}/mcp` } } });
+    const result = await start("egress-mcp-pasted", files);
+    const message = `mcpServers.web.url: 127.0.0.1 is a loopback address; this runner ${RULE_TAIL}`;
+    const urlLine = files["config.json"].split("\n").findIndex((l) => l.includes('"url"')) + 1;
+    expect(result).toMatchObject({ ok: false, error: message, diagnostics: [{ file: "config.json", line: urlLine, message }] });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(mcp.requests).toEqual([]);
+  });
+
   it("where they connect: http and sse servers on 127.0.0.1 fail naming their url field, and are never contacted", async () => {
     const hub = new McpHub();
     try {

@@ -76,7 +76,7 @@ export const tool = ((definition: Sdk.ToolDefinition<z.ZodType | Sdk.JsonSchema,
   });
 }) as typeof Sdk.tool;
 
-/** A tool whose arguments are only checked to be a JSON object (MCP tools: the server validates them). */
+/** A tool whose arguments are only checked to be a JSON object here (MCP tools: the runner checks them against the tool's input schema before the server sees them, mcp/tool-arguments.ts). */
 export function passthroughTool<R>(
   spec: Sdk.ToolSpec,
   execute: (args: { [key: string]: unknown }, context: Sdk.ToolContext) => Promise<R>,

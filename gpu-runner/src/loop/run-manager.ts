@@ -309,7 +309,8 @@ export class RunManager {
       if (judgeProblem) {
         return refuse(judgeProblem, [{ file: "config.json", ...keyPosition(spec.files["config.json"], ["judge", "api_key_secret"]), message: judgeProblem, severity: "error" }]);
       }
-      const egress = await configEgressProblems(checked.config, this.egress);
+      const configText = spec.files["config.json"];
+      const egress = await configEgressProblems(checked.config, this.egress, { sourcePath: (path) => configSourcePath(configText, path) });
       if (egress.length > 0) {
         return refuse(egress[0]!.message, egress.map((p) => ({ file: "config.json", ...keyPosition(spec.files["config.json"], p.path), message: p.message, severity: "error" as const })));
       }

@@ -102,9 +102,13 @@ describe("McpConfig", () => {
       old: { transport: "sse", url: "https://example.com/sse", headers: {} },
     });
     // A private address is refused at start like any mcp.servers url, and positioned at the pasted key.
-    const egress = await configEgressProblems(parsed.config, NO_EGRESS_EXCEPTIONS, async () => [{ address: "93.184.216.34", family: 4 }]);
+    const egress = await configEgressProblems(parsed.config, NO_EGRESS_EXCEPTIONS, {
+      lookup: async () => [{ address: "93.184.216.34", family: 4 }],
+      sourcePath: (path) => configSourcePath(text, path),
+    });
     expect(egress.map((p) => p.path)).toEqual([["mcp", "servers", "web", "url"]]);
     expect(configSourcePath(text, egress[0]!.path)).toEqual(["mcpServers", "web", "url"]);
+    expect(egress[0]!.message).toMatch(/^mcpServers\.web\.url: 10\.0\.0\.7 is a private \(RFC 1918\) address/);
   });
 
   it("emits a JSON Schema with the field docs, for the editor's hovers", () => {

@@ -17,6 +17,7 @@ import type { EgressAllow } from "../net/egress-policy";
 import type { McpSecrets } from "./secrets";
 import { StderrTail } from "./stderr-tail";
 import { createTransport, describeTarget } from "./transports";
+import { type ArgumentsCheck, ToolArgumentsValidator } from "./tool-arguments";
 import { type McpToolResult, toToolResult, toToolSpec } from "./tool-result";
 
 export type McpLimits = Omit<McpConfig, "servers">;
@@ -73,6 +74,8 @@ export class McpConnection {
   private pid: number | null = null;
   private specs: ToolSpec[] = [];
   private offered = new Set<string>();
+  /** Each offered tool's arguments check, compiled from its inputSchema when the server was listed. */
+  private checks = new Map<string, ArgumentsCheck>();
   private readonly stderr: StderrTail;
   /** Set once we close the transport ourselves, so its close is not taken for a crash. */
   private closing = false;
@@ -192,8 +195,19 @@ export class McpConnection {
       const offers = [...byName.keys()].join(", ") || "none";
       return this.fail(`has no tool ${missing.map((t) => `'${t}'`).join(", ")} (config "tools"); it offers: ${offers}`);
     }
-    this.specs = wanted.map((t) => toToolSpec(byName.get(t)!));
+    const specs = wanted.map((t) => toToolSpec(byName.get(t)!));
+    // Checked against what the model is shown (the spec's parameters), compiled once here: a schema ajv
+    // cannot use would leave a tool's calls unchecked, so the server fails now, naming the tool.
+    const validator = new ToolArgumentsValidator();
+    const checks = new Map<string, ArgumentsCheck>();
+    for (const spec of specs) {
+      const compiled = validator.compile(spec.function.parameters ?? { type: "object" });
+      if (!compiled.ok) return this.fail(`offers tool '${spec.function.name}' with an input schema its arguments cannot be checked against: ${compiled.error}`);
+      checks.set(spec.function.name, compiled.check);
+    }
+    this.specs = specs;
     this.offered = new Set(wanted);
+    this.checks = checks;
     if (this.stateValue !== "connecting") return; // closed meanwhile
     this.stateValue = "ready";
     this.host.onChange?.(this.status());
@@ -293,6 +307,11 @@ export class McpConnection {
     if (typeof input !== "object" || Array.isArray(input)) {
       throw new McpError(this.name, "tool", `MCP server '${this.name}': the arguments of tool '${tool}' must be a JSON object, not ${Array.isArray(input) ? "an array" : typeof input}`, tool);
     }
+    // Arguments that do not fit the tool's schema never reach the server. The model gets what MCP asks a
+    // server to answer them with (a tool execution error, isError, so it can correct the call), hand-written
+    // loops and runAgent alike; the rollout counts the call as malformed (rollout/execute.ts).
+    const problem = this.checks.get(tool)?.(input as Record<string, unknown>) ?? null;
+    if (problem !== null) return { text: `Tool '${tool}' was not called: ${problem}`, isError: true };
     const { signal } = options;
     if (signal?.aborted) throw this.aborted(tool);
     const timeoutMs = options.timeoutMs ?? this.limits.call_timeout_ms;

@@ -67,10 +67,9 @@ async function exercise(hub: McpHub, name: string) {
   expect(await hub.call(name, "echo", { message: "hello over MCP" })).toEqual({ text: "Echo: hello over MCP", isError: false });
   expect(await hub.call(name, "get-sum", { a: 2, b: 40 })).toEqual({ text: "The sum of 2 and 40 is 42.", isError: false });
 
-  // Bad arguments: the server answers with a tool error, which the model should see.
+  // Bad arguments: refused by the tool's input schema before the call, as a tool error the model should see.
   const bad = await hub.call(name, "get-sum", { a: 2, b: "forty" });
-  expect(bad.isError).toBe(true);
-  expect(bad.text).toMatch(/expected number/);
+  expect(bad).toEqual({ isError: true, text: "Tool 'get-sum' was not called: its arguments do not match its input schema: argument 'b' must be number" });
 
   const structured = await hub.call(name, "get-structured-content", { location: "New York" });
   expect(structured.structured).toMatchObject({ conditions: expect.any(String) });

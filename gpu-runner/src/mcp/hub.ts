@@ -74,7 +74,8 @@ export class McpHub {
 
   /**
    * Call a tool. Resolves with the tool's result, `isError` included (the tool failed and says why: show
-   * the model). Rejects with McpError: unavailable (server failed, died or closed: at once, with its
+   * the model); arguments that do not match the tool's input schema resolve so too, naming the arguments,
+   * and are never sent. Rejects with McpError: unavailable (server failed, died or closed: at once, with its
    * reason), timeout, protocol, tool (JSON-RPC error, unknown tool, arguments not an object) or aborted.
    */
   call(server: string, tool: string, args: unknown, options?: McpCallOptions): Promise<McpToolResult> {

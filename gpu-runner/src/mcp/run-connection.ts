@@ -6,7 +6,7 @@
  * A tool-level failure (the server answered with a JSON-RPC error, an unknown tool, arguments that are not
  * an object) is the model's mistake to see and fix, so it reaches the sandbox as a ToolError, which
  * runAgent answers in the conversation; an unavailable, hung or broken server is the rollout's failure
- * (McpError, kind "mcp").
+ * (McpError, kind "mcp"). Arguments that do not match a tool's input schema come back as an isError result.
  */
 import { NO_MASK, type McpLaunchConfig, type McpServerStatus, type SecretMask } from "../../../contracts";
 import type { McpConnection } from "../loop/run-loop";

@@ -30,6 +30,7 @@ import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
 import { deriveSeed } from "./seed";
+import { argumentsProblem } from "../mcp/tool-arguments";
 
 export interface RecordedTurn extends SampledTurn {
   modelMs: number;
@@ -106,15 +107,23 @@ export function trajectoryId(runId: string, prefix: string, step: number, group:
   return `${runId}:${prefix}${step}:g${group}:r${rollout}`;
 }
 
-/** A tool call names a tool that was offered, with arguments that are a JSON object. */
-function wellFormed(call: { function: { name: string; arguments: string } }, offered: ReadonlySet<string>): boolean {
-  if (!offered.has(call.function.name)) return false;
+/**
+ * A tool call names a tool that was offered, with arguments that are a JSON object matching the parameters
+ * it was offered with (a wrong argument name or type is as malformed as broken JSON; an MCP server is not
+ * even sent such a call).
+ */
+function wellFormed(call: { function: { name: string; arguments: string } }, offered: ReadonlyMap<string, ToolSpec>): boolean {
+  const spec = offered.get(call.function.name);
+  if (!spec) return false;
+  let args: unknown;
   try {
-    const args: unknown = JSON.parse(call.function.arguments || "{}");
-    return args !== null && typeof args === "object" && !Array.isArray(args);
+    args = JSON.parse(call.function.arguments || "{}");
   } catch {
     return false;
   }
+  if (args === null || typeof args !== "object" || Array.isArray(args)) return false;
+  const schema = spec.function.parameters;
+  return schema === undefined || argumentsProblem(schema, args as Record<string, unknown>) === null;
 }
 
 export async function executeRollout(input: ExecuteRolloutInput): Promise<ExecutedRollout> {
@@ -254,7 +263,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       reply,
       tools: request.tools,
     });
-    const offered = new Set((request.tools ?? []).map((t) => t.function.name));
+    const offered = new Map((request.tools ?? []).map((t) => [t.function.name, t]));
     const good = toolCalls.filter((c) => wellFormed(c, offered)).length;
     counts.toolCalls += good;
     counts.malformed += malformed.length + (toolCalls.length - good);
