@@ -13,17 +13,10 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import type { AddressInfo } from "node:net";
 import { loadavg } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { startTestRunner } from "../gpu-runner/src/test-support/test-runner";
-import { registerRunner } from "@/server/runner-client";
-import { env } from "@/server/env";
-import { createTestDb, newWorkspace, userWithRole } from "@/server/test/harness";
-import { serveFetch } from "@/server/test/serve-fetch";
-import { createApiToken } from "@/features/workspace/server";
-import { handleArtRequest } from "@/features/art/server/art-api";
+import { startArtStack } from "@/server/test/art-stack";
 
 const MARGIN = 0.15;
 const root = path.resolve(import.meta.dirname, "..");
@@ -42,17 +35,8 @@ const exec = promisify(execFile);
 const venv = await exec("bash", [path.join(root, "scripts/art-venv.sh")], { maxBuffer: 10 * 1024 * 1024 });
 const python = venv.stdout.trim().split("\n").at(-1)!;
 
-const tdb = await createTestDb();
-const db = tdb.handle.prisma;
-const runner = await startTestRunner({ name: "art-learning-bench", token: TOKEN });
-await registerRunner(db, { name: env().RUNNER_NAME, url: runner.server.url, token: TOKEN });
-const ws = await newWorkspace(db);
-const apiKey = (await createApiToken(db, { userId: (await userWithRole(db, ws, "owner")).id, workspaceId: ws, name: "art-learning-bench" })).token;
-const web = await serveFetch(async (request, url) => {
-  const segments = url.pathname.replace(/^\/api\/art\/v1\/?/, "").split("/").filter(Boolean);
-  return url.pathname.startsWith("/api/art/v1/") ? handleArtRequest(request, segments, { db }) : new Response("no route", { status: 404 });
-});
-const webUrl = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
+const stack = await startArtStack({ name: "art-learning-bench", runnerToken: TOKEN });
+const { webUrl, apiKey } = stack;
 
 interface SeedResult {
   seed: number;
@@ -87,9 +71,7 @@ const results: SeedResult[] = [];
 try {
   for (const seed of seeds) results.push(await runSeed(seed));
 } finally {
-  await new Promise<void>((r) => web.close(() => r()));
-  await runner.close();
-  await tdb.drop();
+  await stack.close();
 }
 
 const table = results.map((r) => {

@@ -1,4 +1,4 @@
-import { test, expect, type APIRequestContext } from "@playwright/test";
+import { test, expect, type APIRequestContext, type Browser, type BrowserContext, type Page } from "@playwright/test";
 import { newUser, signUp } from "./auth";
 
 // An ART client's log-only run (/api/art/v1, an API token) watched live in the browser by a second member
@@ -12,6 +12,24 @@ async function trpc(request: APIRequestContext, path: string, input: unknown): P
   const res = await request.post(`/api/trpc/${path}`, { data: { json: input }, headers: { "content-type": "application/json" } });
   expect(res.status(), path).toBe(200);
   return ((await res.json()) as { result: { data: { json: unknown } } }).result.data.json;
+}
+
+/** The owner and a second member (a viewer who joined by invite link), each in a browser context of their own. */
+async function ownerAndWatcher(browser: Browser, prefix: string): Promise<{ owner: BrowserContext; watcher: BrowserContext; p1: Page; p2: Page }> {
+  const owner = await browser.newContext({ baseURL: base });
+  const watcher = await browser.newContext({ baseURL: base });
+  const p1 = await owner.newPage();
+  const p2 = await watcher.newPage();
+  await signUp(p1, newUser(`${prefix}-owner`));
+  await signUp(p2, newUser(`${prefix}-watcher`));
+  await p1.goto("/settings/workspace");
+  await p1.getByLabel("Invite role").selectOption("viewer");
+  await p1.getByRole("button", { name: "Create invite link" }).click();
+  const link = (await p1.getByTestId("invite-link").textContent())!.trim();
+  await p2.goto(new URL(link).pathname);
+  await p2.getByRole("button", { name: "Join workspace" }).click();
+  await expect(p2).toHaveURL(/\/runs$/);
+  return { owner, watcher, p1, p2 };
 }
 
 /** One group as ART serialises it: the prompt, then each sample as an OpenAI Choice with token-id logprobs. */
@@ -35,21 +53,7 @@ function group(word: string, replies: [string, number][]) {
 
 test("an ART client's run is watched live by a second member: groups arrive as logged, and it ends stopped", async ({ browser, playwright }, testInfo) => {
   test.setTimeout(240_000);
-  const owner = await browser.newContext({ baseURL: base });
-  const watcher = await browser.newContext({ baseURL: base });
-  const p1 = await owner.newPage();
-  const p2 = await watcher.newPage();
-  await signUp(p1, newUser("art-owner"));
-  await signUp(p2, newUser("art-watcher"));
-
-  // The owner invites the second member, who joins.
-  await p1.goto("/settings/workspace");
-  await p1.getByLabel("Invite role").selectOption("viewer");
-  await p1.getByRole("button", { name: "Create invite link" }).click();
-  const link = (await p1.getByTestId("invite-link").textContent())!.trim();
-  await p2.goto(new URL(link).pathname);
-  await p2.getByRole("button", { name: "Join workspace" }).click();
-  await expect(p2).toHaveURL(/\/runs$/);
+  const { owner, watcher, p2 } = await ownerAndWatcher(browser, "art");
 
   // The ART client: the owner's API token, nothing else (no cookies).
   const { token } = (await trpc(owner.request, "account.createToken", { name: "art-e2e" })) as { token: string };
@@ -89,19 +93,7 @@ test("an ART client's run is watched live by a second member: groups arrive as l
 
 test("an ART training job is watched live by a second member: its rollouts arrive before the step trains, then its checkpoint", async ({ browser, playwright }, testInfo) => {
   test.setTimeout(300_000);
-  const owner = await browser.newContext({ baseURL: base });
-  const watcher = await browser.newContext({ baseURL: base });
-  const p1 = await owner.newPage();
-  const p2 = await watcher.newPage();
-  await signUp(p1, newUser("art-trainer"));
-  await signUp(p2, newUser("art-train-watcher"));
-  await p1.goto("/settings/workspace");
-  await p1.getByLabel("Invite role").selectOption("viewer");
-  await p1.getByRole("button", { name: "Create invite link" }).click();
-  const link = (await p1.getByTestId("invite-link").textContent())!.trim();
-  await p2.goto(new URL(link).pathname);
-  await p2.getByRole("button", { name: "Join workspace" }).click();
-  await expect(p2).toHaveURL(/\/runs$/);
+  const { owner, watcher, p2 } = await ownerAndWatcher(browser, "art-train");
 
   const { token } = (await trpc(owner.request, "account.createToken", { name: "art-train-e2e" })) as { token: string };
   const art = await playwright.request.newContext({ baseURL: `${base}/api/art/v1/`, extraHTTPHeaders: { authorization: `Bearer ${token}` } });

@@ -285,18 +285,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
  */
 async function externalTrainStep(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
   if (!deps.externalTrain) return sendError(res, 404, "this runner does not train external steps");
-  const cap = externalCap(deps);
-  const body = await readBody(req, cap.limit);
-  if (!body) return refuseBody(res, tooLargeMessage(cap.limit, cap.setting));
-  const text = body.toString("utf8");
-  if (jsonTooDeepAt(text) !== null) return sendError(res, 400, `request body is ${nestedTooDeepMessage()}`);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return sendError(res, 400, "request body is not JSON");
-  }
-  const request = ExternalTrainRequest.safeParse(parsed);
+  const read = await readJsonBody(req, res, externalCap(deps));
+  if (!read) return;
+  const request = ExternalTrainRequest.safeParse(read.parsed);
   if (!request.success) return sendError(res, 400, formatZodIssues(request.error).slice(0, 3).join("; "));
   const gone = new AbortController();
   res.on("close", () => gone.abort(new Error("client went away")));
@@ -311,19 +302,34 @@ async function externalTrainStep(req: IncomingMessage, res: ServerResponse, deps
   res.end();
 }
 
-async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
-  const cap = chatCap(deps);
+/**
+ * A JSON body read under `cap`: refused (413) past it, 400 when nested deeper than MAX_JSON_DEPTH (the
+ * engine's parser recurses; the web server checked already, this is the runner's own door) or not JSON.
+ * null when it answered the refusal itself.
+ */
+async function readJsonBody(req: IncomingMessage, res: ServerResponse, cap: { limit: number; setting: string }): Promise<{ body: Buffer; parsed: unknown } | null> {
   const body = await readBody(req, cap.limit);
-  if (!body) return refuseBody(res, tooLargeMessage(cap.limit, cap.setting));
-  const text = body.toString("utf8");
-  // The engine's JSON parser recurses; the web server checked already, this is the runner's own door.
-  if (jsonTooDeepAt(text) !== null) return sendError(res, 400, `request body is ${nestedTooDeepMessage()}`);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return sendError(res, 400, "request body is not JSON");
+  if (!body) {
+    refuseBody(res, tooLargeMessage(cap.limit, cap.setting));
+    return null;
   }
+  const text = body.toString("utf8");
+  if (jsonTooDeepAt(text) !== null) {
+    sendError(res, 400, `request body is ${nestedTooDeepMessage()}`);
+    return null;
+  }
+  try {
+    return { body, parsed: JSON.parse(text) };
+  } catch {
+    sendError(res, 400, "request body is not JSON");
+    return null;
+  }
+}
+
+async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
+  const read = await readJsonBody(req, res, chatCap(deps));
+  if (!read) return;
+  const { body, parsed } = read;
   const model = (parsed as { model?: unknown } | null)?.model;
   if (typeof model !== "string" || !model) return sendError(res, 400, "model: required, the base model or `<run>@<step>`", "model");
   const ref = parseCheckpointModel(model);
