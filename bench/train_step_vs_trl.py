@@ -79,14 +79,14 @@ def sample_batch(store: ModelStore, max_tokens: int):
     return prompt_ids, completions, rewards
 
 
-def rollbook_request(step: int, prompt_ids, completions, rewards) -> TrainRequest:
+def rollbook_request(step: int, prompt_ids, completions, rewards, run_id: str = "bench") -> TrainRequest:
     groups = []
     for p, comps, rs in zip(prompt_ids, completions, rewards):
         samples = [{"trajectory_id": f"{len(groups)}-{i}", "reward": r, "sequences": [{
             "tokens": p + ids, "mask": [0] * len(p) + [1] * len(ids), "logprobs": [0.0] * len(p) + lps}]}
             for i, ((ids, lps), r) in enumerate(zip(comps, rs))]
         groups.append({"samples": samples})
-    return TrainRequest.model_validate({"run_id": "bench", "step": step, "base_model": "SmolLM2-135M-Instruct",
+    return TrainRequest.model_validate({"run_id": run_id, "step": step, "base_model": "SmolLM2-135M-Instruct",
                                         "seed": 0, "config": CONFIG, "groups": groups})
 
 
