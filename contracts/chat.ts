@@ -250,5 +250,7 @@ export const EngineHealth = z.object({
   error: z.string().nullable().optional(),
   /** Rows the engine samples in one batch: the runner's fair queue keeps at most this many chat calls on it. */
   batch_capacity: z.number().int().min(1).nullable().optional(),
+  /** The tool-call format read from the model's chat template: how its calls are spelled, parsed and prefilled. */
+  tool_format: z.enum(["hermes", "qwen3_coder", "llama3_json", "mistral"]).nullable().optional(),
 });
 export type EngineHealth = z.infer<typeof EngineHealth>;

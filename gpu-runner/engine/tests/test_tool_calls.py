@@ -9,7 +9,8 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from rollbook_engine import chat_format, tool_calls
+from rollbook_engine import chat_format
+from rollbook_engine.tool_formats import hermes as tool_calls
 from rollbook_engine.contracts.chat import ChatMessage, NamedToolChoice, ToolSpec
 from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 
