@@ -21,7 +21,7 @@ from .mistral import MARK as MISTRAL_MARK
 from .mistral import MistralFormat
 from .qwen3_coder import Qwen3CoderFormat
 
-__all__ = ["NAMES", "HermesFormat", "ParsedReply", "ToolFormat", "detect", "for_tokenizer", "template_text"]
+__all__ = ["NAMES", "HermesFormat", "Llama3JsonFormat", "MistralFormat", "ParsedReply", "Qwen3CoderFormat", "ToolFormat", "detect", "for_tokenizer", "template_text"]
 
 NAMES: tuple[FormatName, ...] = get_args(FormatName)
 

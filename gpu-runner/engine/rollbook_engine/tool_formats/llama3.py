@@ -50,7 +50,7 @@ class Llama3JsonFormat(ToolFormat):
             pos = _after_separator(body, end)
         if not calls:
             return ParsedReply(text, [], malformed)
-        kept.append(body[pos:])
+        kept.append(body[pos:].lstrip())
         return finish(kept, calls, malformed)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:

@@ -49,14 +49,14 @@ class MistralFormat(ToolFormat):
                 malformed.append(MalformedToolCall(text=text[start:], error=f"invalid JSON after {MARK}: {err}"))
                 pos = len(text)
                 break
-            for item in items if isinstance(items, list) else [items]:
-                call, error = _call(item, tool_names)
-                if call is None:
-                    spelled = json.dumps(item, ensure_ascii=False)
-                    kept.append(spelled)
-                    malformed.append(MalformedToolCall(text=spelled, error=error))
-                else:
-                    calls.append(call)
+            found = [(item, *_call(item, tool_names)) for item in (items if isinstance(items, list) else [items])]
+            calls += [call for _, call, _ in found if call is not None]
+            bad = [(json.dumps(item, ensure_ascii=False), error) for item, call, error in found if call is None]
+            malformed += [MalformedToolCall(text=spelled, error=error) for spelled, error in bad]
+            if len(bad) == len(found):  # nothing taken: the text stays as the model wrote it
+                kept.append(text[start:end])
+            else:  # the calls that failed stay in the content, each as a JSON object
+                kept += [spelled for spelled, _ in bad]
             pos = end
         kept.append(text[pos:])
         return finish(kept, calls, malformed)
