@@ -1,4 +1,4 @@
-"""The Hermes / Qwen2.5 tool format (tool_calls.py): rendering into a template without tool support, parsing
+"""The Hermes / Qwen2.5 tool format (tool_formats/hermes.py): rendering into a template without tool support, parsing
 tool calls out of a reply (valid ones taken out, malformed ones kept and reported), and tool_choice prefill.
 No model needed: rendering is checked against the real SmolLM2 tokenizer's template, text only."""
 
