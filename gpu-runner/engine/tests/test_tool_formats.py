@@ -250,6 +250,7 @@ def test_mistral_reads_a_call_list_whose_marker_token_was_dropped_in_decoding():
     r = special.parse('[{"name": "add", "arguments": {"a": 1}}]', ["add"])
     assert args(r.calls[0]) == {"a": 1} and r.content is None
     assert special.hold_from('[{"name"') == 0
+    assert special.parse("[1, 2]", ["add"]).content == "[1, 2]"  # not a call: the text as it was decoded
     plain = tool_formats.MistralFormat(space=False)
     assert plain.parse('[{"name": "add", "arguments": {}}]', ["add"]).calls == []  # no marker, no call
     assert plain.prefill("required") == '[TOOL_CALLS][{"name": "'

@@ -33,6 +33,7 @@ class MistralFormat(ToolFormat):
         self.marker_is_special = marker_is_special  # decoding drops it from the sampled text
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
+        as_sampled = text
         if self.marker_is_special and MARK not in text and text.lstrip().startswith("["):
             text = MARK + text.lstrip()
         kept: list[str] = []
@@ -59,6 +60,8 @@ class MistralFormat(ToolFormat):
                 kept += [spelled for spelled, _ in bad]
             pos = end
         kept.append(text[pos:])
+        if not calls:  # the content is the text as decoded, without a marker put back for parsing
+            return ParsedReply(as_sampled, [], malformed)
         return finish(kept, calls, malformed)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
