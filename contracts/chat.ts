@@ -43,9 +43,10 @@ export const ToolChoice = z
   ])
   .describe(
     '"none": tools are neither shown to the model nor parsed. "auto" (the default with tools): shown, and ' +
-      "calls are parsed out of the reply. \"required\": the reply is prefilled with '<tool_call>\\n{\"name\": \"', " +
-      "so the model must call one of the tools. {type: 'function', function: {name}}: prefilled through " +
-      "'\"arguments\":', so it calls that one. Prefilled tokens are part of prompt_token_ids, never of the " +
+      "calls are parsed out of the reply in the model's tool format (GET /health's tool_format). \"required\": the " +
+      "reply is prefilled with the start of a call in that format (hermes: '<tool_call>\\n{\"name\": \"'), so the " +
+      "model must call one of the tools. {type: 'function', function: {name}}: prefilled through the name (hermes: " +
+      "through '\"arguments\":'), so it calls that one. Prefilled tokens are part of prompt_token_ids, never of the " +
       "sampled token_ids; the reply parsed (and returned) is prefill + sampled text.",
   );
 export type ToolChoice = z.infer<typeof ToolChoice>;
@@ -185,7 +186,7 @@ export const ChatChoice = z.object({
   malformed_tool_calls: z
     .array(MalformedToolCall)
     .optional()
-    .describe("Rollbook extension: `<tool_call>` blocks that did not parse, so a scenario can count or penalise them."),
+    .describe("Rollbook extension: tool calls (e.g. `<tool_call>` blocks) that did not parse, so a scenario can count or penalise them."),
 });
 export type ChatChoice = z.infer<typeof ChatChoice>;
 
@@ -250,5 +251,7 @@ export const EngineHealth = z.object({
   error: z.string().nullable().optional(),
   /** Rows the engine samples in one batch: the runner's fair queue keeps at most this many chat calls on it. */
   batch_capacity: z.number().int().min(1).nullable().optional(),
+  /** The tool-call format read from the model's chat template: how its calls are spelled, parsed and prefilled. */
+  tool_format: z.enum(["hermes", "qwen3_coder", "llama3_json", "mistral"]).nullable().optional(),
 });
 export type EngineHealth = z.infer<typeof EngineHealth>;

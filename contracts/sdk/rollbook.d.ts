@@ -57,7 +57,7 @@ export interface ChatOptions {
   tool_choice?: ToolChoice;
 }
 
-/** A `<tool_call>` block the model wrote that could not be parsed; it stays in `content` too. */
+/** A tool call the model wrote (in its family's format) that could not be parsed; it stays in `content` too. */
 export interface MalformedToolCall {
   /** The raw text of the block. */
   text: string;

@@ -11,9 +11,10 @@ bytes (well under a megabyte), cheap to tokenise, and then checked exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from . import chat_format, continuation, tool_calls
+from . import chat_format, continuation, tool_formats
 from .contracts.chat import ChatCompletionRequest, ToolSpec
 from .errors import RequestError
 from .vocab import Vocab
@@ -24,6 +25,9 @@ class Prompt:
     token_ids: list[int]
     prefill: str  # text the reply was started with (tool_choice); its tokens end token_ids
     tool_names: list[str] | None  # tools offered: parse calls out of the reply; None: leave the reply as text
+    # The model family's spelling of calls (from its chat template) and each tool's parameters schema.
+    tool_format: tool_formats.ToolFormat = field(default_factory=tool_formats.HermesFormat)
+    tool_params: dict[str, Any] = field(default_factory=dict)
 
 
 def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
@@ -34,7 +38,8 @@ def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
 def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int,
                  eos_ids: set[int]) -> Prompt:
     tools = shown_tools(req)
-    prefill = tool_calls.prefill(req.tool_choice) if tools else ""
+    tool_format = tool_formats.for_tokenizer(tokenizer)
+    prefill = tool_format.prefill(req.tool_choice) if tools else ""
     if req.continue_from is not None:
         head, text = continuation.continue_text(tokenizer, req.messages, tools, req.continue_from, eos_ids,
                                                 vocab.size)
@@ -43,7 +48,8 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     text += prefill
     # A prompt leaves room for at least one sampled token.
     ids = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context)
-    return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None)
+    return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None, tool_format,
+                  {t.function.name: t.function.parameters for t in tools or []})
 
 
 def conversation_ids(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int) -> list[int]:

@@ -7,7 +7,6 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from . import tool_calls
 from .backends.base import GenerationResult
 from .contracts.chat import (
     FinishReason,
@@ -30,7 +29,7 @@ def final_reply(prompt: Prompt, result: GenerationResult) -> FinalReply:
     """The reply's content, tool calls and finish reason. With tools, the text parsed is prefill + sample."""
     if prompt.tool_names is None:
         return FinalReply(result.text, result.finish_reason)
-    parsed = tool_calls.parse(prompt.prefill + result.text, prompt.tool_names)
+    parsed = prompt.tool_format.parse(prompt.prefill + result.text, prompt.tool_names, prompt.tool_params)
     # "tool_calls" only for a reply that ended by itself: a cut one ("length") says so.
     finish = "tool_calls" if parsed.calls and result.finish_reason == "stop" else result.finish_reason
     return FinalReply(parsed.content, finish, parsed.calls, parsed.malformed)

@@ -24,6 +24,7 @@ import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from . import tool_formats
 from .auth import BearerAuth, authorized
 from .backends.base import GenerationRequest, InferenceBackend
 from .contracts.chat import EngineHealth, EngineMemory
@@ -131,6 +132,7 @@ def create_app(
             error=app.state.load_error,
             # The runner's fair queue keeps at most this many chat calls on the engine (None: it uses its setting).
             batch_capacity=getattr(app.state.backend, "batch_capacity", None),
+            tool_format=tool_formats.for_tokenizer(store.tokenizer).name if store else None,
         ).model_dump()
         # Extra key (ignored by the zod schema): batching statistics, e.g. how many batches served how many rows.
         body["stats"] = app.state.backend.health() if app.state.backend else {}

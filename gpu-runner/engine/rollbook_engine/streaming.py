@@ -11,8 +11,9 @@ character. Some text is held back until it is safe to send, so that the streamed
 plain response's content:
 - a stop string, and the last (longest stop string - 1) characters, which could be the start of one (the
   reply is cut before it);
-- with tools, everything from a `<tool_call>` (or a suffix that could start one) on, and trailing
-  whitespace: the reply is parsed when it ends, and its calls are sent whole as `delta.tool_calls`.
+- with tools, everything from where a call could start in the model's format (hermes: a `<tool_call>` or a
+  suffix that could start one; llama3_json: the whole reply once it starts with `{`; see tool_formats/) on,
+  and trailing whitespace: the reply is parsed when it ends, and its calls are sent whole as `delta.tool_calls`.
 Logprobs and token ids travel in the chunk that carries their text (held ones in a later chunk), so a
 client assembling the chunks gets exactly the plain response's lists.
 """
@@ -31,7 +32,6 @@ from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLo
 from .contracts.chat import ToolCallDelta, ToolCallDeltaFunction
 from .prompt import Prompt
 from .responses import completion_id, final_reply, logprob_entry, usage
-from .tool_calls import OPEN
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -83,10 +83,7 @@ class ChoiceStream:
             if (at := self.text.find(stop, max(0, self.sent - len(stop)))) != -1:
                 end = min(end, at)
         if self.parse_tools:
-            at = self.text.find(OPEN)
-            if at == -1:  # a suffix that could still become "<tool_call>"
-                at = next((len(self.text) - j for j in range(len(OPEN) - 1, 0, -1) if self.text.endswith(OPEN[:j])),
-                          len(self.text))
+            at = self.prompt.tool_format.hold_from(self.text)
             end = min(end, len(self.text[:at].rstrip()))
         return max(end, self.sent)
 

@@ -198,7 +198,7 @@ def test_checkpoint_adapter_is_served_and_listed(engine):
 
 
 def test_tool_calls_are_parsed(engine):
-    from rollbook_engine.tool_calls import parse
+    from rollbook_engine.tool_formats.hermes import parse
 
     parsed = parse('ok <tool_call>{"name": "add", "arguments": {"a": 1}}</tool_call>', ["add"])
     assert parsed.content == "ok" and parsed.calls[0].function.name == "add"

@@ -1,4 +1,4 @@
-"""The Hermes / Qwen2.5 tool format (tool_calls.py): rendering into a template without tool support, parsing
+"""The Hermes / Qwen2.5 tool format (tool_formats/hermes.py): rendering into a template without tool support, parsing
 tool calls out of a reply (valid ones taken out, malformed ones kept and reported), and tool_choice prefill.
 No model needed: rendering is checked against the real SmolLM2 tokenizer's template, text only."""
 
@@ -9,7 +9,8 @@ import json
 import pytest
 from transformers import AutoTokenizer
 
-from rollbook_engine import chat_format, tool_calls
+from rollbook_engine import chat_format
+from rollbook_engine.tool_formats import hermes as tool_calls
 from rollbook_engine.contracts.chat import ChatMessage, NamedToolChoice, ToolSpec
 from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 

@@ -262,3 +262,5 @@ class EngineHealth(_Model):
     memory: EngineMemory
     error: str | None = None
     batch_capacity: int | None = Field(default=None, ge=1)  # rows one batch samples: the runner keeps at most this many calls on it
+    # The tool-call format detected from the model's chat template (tool_formats/).
+    tool_format: Literal["hermes", "qwen3_coder", "llama3_json", "mistral"] | None = None

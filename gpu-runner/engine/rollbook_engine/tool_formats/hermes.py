@@ -1,4 +1,5 @@
-"""Tools for a model whose chat template has no tool support (SmolLM2): the Hermes / Qwen2.5 convention.
+"""The Hermes / Qwen2.5 / Qwen3 tool format: JSON calls inside `<tool_call>` tags. It is also how tools reach a
+model whose chat template has no tool support (SmolLM2), rendered into whatever template the model has.
 
 Rendering (into whatever template the model has, e.g. chatml), as Qwen2.5's own template writes it:
 - a system section listing the tools as JSON lines inside `<tools></tools>`, with the instruction to answer
@@ -20,11 +21,10 @@ canonical tokenisation of a call has a token boundary, so the model continues fr
 from __future__ import annotations
 
 import json
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
-from .contracts.chat import ChatMessage, MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
+from ..contracts.chat import ChatMessage, MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
+from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -87,13 +87,6 @@ def prefill(tool_choice: str | NamedToolChoice | None) -> str:
     return ""
 
 
-@dataclass
-class ParsedReply:
-    content: str | None
-    calls: list[ToolCall] = field(default_factory=list)
-    malformed: list[MalformedToolCall] = field(default_factory=list)
-
-
 def parse(text: str, tool_names: list[str]) -> ParsedReply:
     """Split the `<tool_call>` blocks out of a reply. Content keeps everything that is not a valid call, with
     trailing whitespace dropped when calls were taken out (null when nothing else remains)."""
@@ -119,11 +112,7 @@ def parse(text: str, tool_names: list[str]) -> ParsedReply:
             calls.append(call)
         pos = end + len(CLOSE)
     kept.append(text[pos:])
-    content = "".join(kept)
-    if calls:
-        content = content.rstrip()
-        return ParsedReply(content or None, calls, malformed)
-    return ParsedReply(content, calls, malformed)
+    return finish(kept, calls, malformed)
 
 
 def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None, str]:
@@ -133,21 +122,17 @@ def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None,
         return None, f"invalid JSON: {err}"
     if not isinstance(obj, dict):
         return None, "not a JSON object"
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        return None, 'no function "name"'
-    if tool_names and name not in tool_names:
-        return None, f"unknown tool '{name}' (offered: {', '.join(tool_names)})"
-    args = obj.get("arguments", {})
-    if not isinstance(args, dict):
-        return None, f'"arguments" must be a JSON object, not {type(args).__name__}'
-    return ToolCall(id=f"call_{uuid.uuid4().hex[:24]}",
-                    function=ToolCallFunction(name=name, arguments=json.dumps(args, ensure_ascii=False))), ""
+    return checked_call(obj.get("name"), obj.get("arguments", {}), tool_names)
 
 
-def json_or_text(arguments: str) -> Any:
-    """A call's arguments as the object templates expect (OpenAI sends them as a JSON text)."""
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
+class HermesFormat(ToolFormat):
+    name = "hermes"
+
+    def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
+        return parse(text, tool_names)
+
+    def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
+        return prefill(tool_choice)
+
+    def hold_from(self, text: str) -> int:
+        return hold_from_marker(text, OPEN)

@@ -1,0 +1,94 @@
+"""What every tool-call format shares: the parsed reply, the checks a call must pass whatever its spelling,
+and the format's interface (parse, tool_choice prefill, where a streamed reply must be held).
+
+A format does not render a model's own tool template: when the chat template handles tools (chat_format.py),
+the template writes the tools, the earlier calls and the results; the format reads what the model wrote in
+that spelling and pre-writes the start of a call for tool_choice. Only Hermes can also render into a
+template without tool support (SmolLM2)."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction
+
+
+@dataclass
+class ParsedReply:
+    content: str | None
+    calls: list[ToolCall] = field(default_factory=list)
+    malformed: list[MalformedToolCall] = field(default_factory=list)
+
+
+def openai_call_id() -> str:
+    return f"call_{secrets.token_hex(12)}"
+
+
+def checked_call(name: Any, args: Any, tool_names: list[str], call_id: str | None = None) -> tuple[ToolCall | None, str]:
+    """(an OpenAI tool call, "") or (None, why not): a name that was offered, arguments that are an object."""
+    if not isinstance(name, str) or not name:
+        return None, 'no function "name"'
+    if tool_names and name not in tool_names:
+        return None, f"unknown tool '{name}' (offered: {', '.join(tool_names)})"
+    if not isinstance(args, dict):
+        return None, f'"arguments" must be a JSON object, not {type(args).__name__}'
+    return ToolCall(id=call_id or openai_call_id(),
+                    function=ToolCallFunction(name=name, arguments=json.dumps(args, ensure_ascii=False))), ""
+
+
+def finish(kept: list[str], calls: list[ToolCall], malformed: list[MalformedToolCall]) -> ParsedReply:
+    """Content is everything that was not a valid call; with calls taken out its trailing whitespace goes and an
+    empty content is null (OpenAI's shape for a reply that is only calls)."""
+    content = "".join(kept)
+    if calls:
+        content = content.rstrip()
+        return ParsedReply(content or None, calls, malformed)
+    return ParsedReply(content, calls, malformed)
+
+
+def hold_from_marker(text: str, marker: str) -> int:
+    """Where a streamed reply must be held for a call opened by `marker`: at the marker, or at a suffix that
+    could still become it, else nowhere (len(text))."""
+    at = text.find(marker)
+    if at != -1:
+        return at
+    return next((len(text) - j for j in range(len(marker) - 1, 0, -1) if text.endswith(marker[:j])), len(text))
+
+
+def alnum_id(length: int) -> str:
+    alphabet = string.ascii_letters + string.digits
+    return "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+FormatName = Literal["hermes", "qwen3_coder", "llama3_json", "mistral"]
+
+
+class ToolFormat:
+    """One family's spelling of tool calls. `name` is what /health reports (EngineHealth.tool_format)."""
+
+    name: FormatName = "hermes"
+
+    def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
+        """Calls out of a reply (`params`: each offered tool's parameters schema, for formats whose values are
+        untyped text). Anything that is not a valid call stays in the content; malformed calls say why."""
+        raise NotImplementedError
+
+    def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
+        """Text the reply starts with so that the model must call a tool (tool_choice), or ""."""
+        raise NotImplementedError
+
+    def hold_from(self, text: str) -> int:
+        """The index from which a streamed reply may still turn out to be a call (len(text): nothing to hold)."""
+        raise NotImplementedError
+
+
+def json_or_text(arguments: str) -> Any:
+    """A call's arguments as the object templates expect (OpenAI sends them as a JSON text)."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments

@@ -1,0 +1,84 @@
+"""Mistral's `[TOOL_CALLS]` format in its JSON-list spelling (tokenizer versions v3 to v7: Mistral-7B-Instruct
+v0.3, Mixtral-8x22B, Mistral-Nemo, Mistral-Small-2501):
+
+    [TOOL_CALLS] [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": …, "arguments": …}]
+
+all of a turn's calls in one list (v3's templates write a space after the marker, later ones none; both are
+read, and the prefill copies the template's). v11's per-call `[TOOL_CALLS]name[ARGS]{…}` spelling (Mistral
+Small 3.1+, Magistral, Devstral) is not this format; those templates are not detected as mistral.
+
+Call ids are 9 alphanumeric characters, as Mistral's templates require of the ids sent back in the history
+(they raise on any other). `[TOOL_CALLS]` is a special token in Mistral's own tokenizers, and the sampled text
+is decoded without special tokens; so when it is one, a reply that starts with `[` is read as the call list
+that followed it (as the sampled token ids show).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
+from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
+
+MARK = "[TOOL_CALLS]"
+_DECODER = json.JSONDecoder()
+
+
+class MistralFormat(ToolFormat):
+    name = "mistral"
+
+    def __init__(self, space: bool = True, marker_is_special: bool = False) -> None:
+        self.space = space  # the template writes `[TOOL_CALLS] [` (v3) rather than `[TOOL_CALLS][`
+        self.marker_is_special = marker_is_special  # decoding drops it from the sampled text
+
+    def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
+        as_sampled = text
+        if self.marker_is_special and MARK not in text and text.lstrip().startswith("["):
+            text = MARK + text.lstrip()
+        kept: list[str] = []
+        calls: list[ToolCall] = []
+        malformed: list[MalformedToolCall] = []
+        pos = 0
+        while (start := text.find(MARK, pos)) != -1:
+            kept.append(text[pos:start])
+            at = len(text) - len(text[start + len(MARK):].lstrip())
+            try:
+                items, end = _DECODER.raw_decode(text, at)
+            except ValueError as err:
+                kept.append(text[start:])
+                malformed.append(MalformedToolCall(text=text[start:], error=f"invalid JSON after {MARK}: {err}"))
+                pos = len(text)
+                break
+            found = [(item, *_call(item, tool_names)) for item in (items if isinstance(items, list) else [items])]
+            calls += [call for _, call, _ in found if call is not None]
+            bad = [(json.dumps(item, ensure_ascii=False), error) for item, call, error in found if call is None]
+            malformed += [MalformedToolCall(text=spelled, error=error) for spelled, error in bad]
+            if len(bad) == len(found):  # nothing taken: the text stays as the model wrote it
+                kept.append(text[start:end])
+            else:  # the calls that failed stay in the content, each as a JSON object
+                kept += [spelled for spelled, _ in bad]
+            pos = end
+        kept.append(text[pos:])
+        if not calls:  # the content is the text as decoded, without a marker put back for parsing
+            return ParsedReply(as_sampled, [], malformed)
+        return finish(kept, calls, malformed)
+
+    def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
+        opening = MARK + (" [" if self.space else "[")
+        if tool_choice == "required":
+            return opening + '{"name": "'
+        if isinstance(tool_choice, NamedToolChoice):
+            return opening + '{"name": ' + json.dumps(tool_choice.function.name, ensure_ascii=False) + ', "arguments":'
+        return ""
+
+    def hold_from(self, text: str) -> int:
+        if self.marker_is_special and (not text.strip() or text.lstrip().startswith("[")):
+            return 0  # the marker may have been sampled and dropped from the text
+        return hold_from_marker(text, MARK)
+
+
+def _call(item: Any, tool_names: list[str]) -> tuple[ToolCall | None, str]:
+    if not isinstance(item, dict):
+        return None, "not a JSON object"
+    return checked_call(item.get("name"), item.get("arguments", {}), tool_names, call_id=alnum_id(9))

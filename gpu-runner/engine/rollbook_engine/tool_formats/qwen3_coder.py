@@ -1,0 +1,133 @@
+"""The Qwen3-Coder / Qwen3.5 XML tool format, as their chat templates write a call:
+
+    <tool_call>
+    <function=get_weather>
+    <parameter=city>
+    Paris
+    </parameter>
+    </function>
+    </tool_call>
+
+one block per call (parallel calls are consecutive blocks). Values are untyped text: the template writes a
+string as is, a number or boolean with jinja's `| string`, an object or list as JSON. They are read back by the
+type the tool's parameters schema gives the parameter, as vLLM's qwen3_coder parser does (a parameter the
+schema does not describe stays a string); a value that is not of its declared type makes the call malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
+from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker
+
+OPEN, CLOSE = "<tool_call>", "</tool_call>"
+_FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
+_PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.DOTALL)
+
+
+class Qwen3CoderFormat(ToolFormat):
+    name = "qwen3_coder"
+
+    def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
+        kept: list[str] = []
+        calls: list[ToolCall] = []
+        malformed: list[MalformedToolCall] = []
+        pos = 0
+        while (start := text.find(OPEN, pos)) != -1:
+            kept.append(text[pos:start])
+            end = text.find(CLOSE, start + len(OPEN))
+            if end == -1:
+                kept.append(text[start:])
+                malformed.append(MalformedToolCall(text=text[start:], error=f"{OPEN} is never closed by {CLOSE}"))
+                pos = len(text)
+                break
+            block = text[start:end + len(CLOSE)]
+            call, error = _call(text[start + len(OPEN):end], tool_names, (params or {}))
+            if call is None:
+                kept.append(block)
+                malformed.append(MalformedToolCall(text=block, error=error))
+            else:
+                calls.append(call)
+            pos = end + len(CLOSE)
+        kept.append(text[pos:])
+        return finish(kept, calls, malformed)
+
+    def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
+        # Each ends where the template's call has a token boundary: after `<function=` the name starts; after
+        # the name's line the first `<parameter=` starts.
+        if tool_choice == "required":
+            return OPEN + "\n<function="
+        if isinstance(tool_choice, NamedToolChoice):
+            return OPEN + f"\n<function={tool_choice.function.name}>\n"
+        return ""
+
+    def hold_from(self, text: str) -> int:
+        return hold_from_marker(text, OPEN)
+
+
+def _call(inner: str, tool_names: list[str], params: dict[str, Any]) -> tuple[ToolCall | None, str]:
+    m = _FUNCTION.fullmatch(inner)
+    if m is None:
+        return None, "expected one <function=name>…</function> inside <tool_call>"
+    name, body = m.group(1).strip(), m.group(2)
+    schema = params.get(name)
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        properties = {}
+    args: dict[str, Any] = {}
+    pos = 0
+    for p in _PARAMETER.finditer(body):
+        if body[pos:p.start()].strip():
+            return None, f"text outside <parameter=…>: {body[pos:p.start()].strip()[:40]!r}"
+        key = p.group(1).strip()
+        if key in args:
+            return None, f"parameter '{key}' is given twice"
+        value, error = _value(key, p.group(2), properties.get(key))
+        if error:
+            return None, error
+        args[key] = value
+        pos = p.end()
+    if body[pos:].strip():
+        return None, f"text outside <parameter=…>: {body[pos:].strip()[:40]!r}"
+    return checked_call(name, args, tool_names)
+
+
+def _value(key: str, raw: str, schema: Any) -> tuple[Any, str]:
+    """A parameter's text (the template's newline after `>` and before `</parameter>` dropped) as its type."""
+    if raw.startswith("\n"):
+        raw = raw[1:]
+    if raw.endswith("\n"):
+        raw = raw[:-1]
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):  # ["integer", "null"]: the first non-null type
+        kind = next((k for k in kind if k != "null"), None)
+    if kind is None or kind == "string":
+        return raw, ""
+    text = raw.strip()
+    if text.lower() == "null":
+        return None, ""
+    if kind == "integer":
+        try:
+            return int(text), ""
+        except ValueError:
+            return None, f"parameter '{key}': {text[:40]!r} is not an integer"
+    if kind == "number":
+        try:
+            number = float(text)
+        except ValueError:
+            return None, f"parameter '{key}': {text[:40]!r} is not a number"
+        if not math.isfinite(number):
+            return None, f"parameter '{key}': {text[:40]!r} is not a finite number"
+        return (int(number) if number.is_integer() and not any(c in text for c in ".eE") else number), ""
+    if kind == "boolean":
+        if text.lower() in ("true", "false"):  # jinja's `| string` writes Python's True / False
+            return text.lower() == "true", ""
+        return None, f"parameter '{key}': {text[:40]!r} is not a boolean"
+    try:
+        return json.loads(text), ""
+    except ValueError:
+        return None, f"parameter '{key}': {text[:40]!r} is not JSON (its type is {kind})"
