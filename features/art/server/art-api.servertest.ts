@@ -286,9 +286,16 @@ describe("ART run lifecycle", () => {
     expect((await createModel("silent")).id).not.toBe(m.id);
   });
 
-  it("training-jobs are not supported yet (501, saying so)", async () => {
-    const res = await art("POST", "/preview/training-jobs", { model_id: "x", trajectory_groups: [] });
-    expect(res.status).toBe(501);
-    expect((res.json as { error: { message: string } }).error.message).toMatch(/not supported by this Rollbook yet/);
+  it("training jobs: a bad body names the field, an unknown job is 404, a wrong method 405; SFT jobs are 501, saying so (art-training.servertest.ts trains)", async () => {
+    const empty = await art("POST", "/preview/training-jobs", { model_id: "x", trajectory_groups: [] });
+    expect(empty.status).toBe(400);
+    expect((empty.json as { error: { param: string } }).error.param).toBe("trajectory_groups");
+    const unknown = await art("GET", "/preview/training-jobs/nope/events");
+    expect(unknown.status).toBe(404);
+    const method = await art("GET", "/preview/training-jobs");
+    expect(method.status).toBe(405);
+    const sft = await art("POST", "/preview/sft-training-jobs", { model_id: "x" });
+    expect(sft.status).toBe(501);
+    expect((sft.json as { error: { message: string } }).error.message).toMatch(/supervised fine-tuning .* is not supported by this Rollbook/);
   });
 });
