@@ -120,14 +120,15 @@ def test_required_tool_choice_streams_its_call_as_the_plain_response_parses_it(c
     assert got["tool_calls"][0].id.startswith("call_")
 
 
-def test_a_malformed_call_comes_back_as_text_and_is_reported(client):
-    # Zero-shot, the model writes `"arguments": [2, 3]`: returned as content, listed, never a crash.
+def test_a_call_cut_by_max_tokens_comes_back_as_text_and_is_reported(client):
+    # Zero-shot the model once wrote `"arguments": [2, 3]`; constrained decoding now makes that a valid call,
+    # so the malformed path is a call max_tokens cut: returned as content, listed, finish_reason "length".
     r = client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "What is 7 plus 8?"}], tools=[ADD],
-        tool_choice={"type": "function", "function": {"name": "add"}}, max_tokens=16, temperature=0)
+        tool_choice={"type": "function", "function": {"name": "add"}}, max_tokens=3, temperature=0)
     c = r.choices[0]
     malformed = c.model_extra["malformed_tool_calls"]
-    assert c.message.tool_calls is None and c.finish_reason in ("stop", "length")
+    assert c.message.tool_calls is None and c.finish_reason == "length"
     assert malformed and malformed[0]["text"] in c.message.content and malformed[0]["error"]
 
 

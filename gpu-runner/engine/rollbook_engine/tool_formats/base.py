@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
 
 
 @dataclass
@@ -84,6 +84,11 @@ class ToolFormat:
     def hold_from(self, text: str) -> int:
         """The index from which a streamed reply may still turn out to be a call (len(text): nothing to hold)."""
         raise NotImplementedError
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        """The Lark grammar (tool_formats/grammar.py) of the rest of a forced call after prefill(tool_choice),
+        or None: the model continues the prefill unconstrained (a format that does not write one)."""
+        return None
 
 
 def json_or_text(arguments: str) -> Any:

@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
+from ..contracts.chat import ToolSpec
 from .base import ParsedReply, ToolFormat, checked_call, finish
+from .grammar import json_call_grammar
 
 TAG = "<|python_tag|>"
 _DECODER = json.JSONDecoder()
@@ -61,6 +63,9 @@ class Llama3JsonFormat(ToolFormat):
         if isinstance(tool_choice, NamedToolChoice):
             return '{"name": ' + json.dumps(tool_choice.function.name, ensure_ascii=False) + ', "parameters":'
         return ""
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return json_call_grammar(tool_choice, tools, "parameters", "}")  # one call, then end of turn
 
     def hold_from(self, text: str) -> int:
         body = text.lstrip()

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
 from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
+from .grammar import json_call_grammar
 
 MARK = "[TOOL_CALLS]"
 _DECODER = json.JSONDecoder()
@@ -71,6 +72,9 @@ class MistralFormat(ToolFormat):
         if isinstance(tool_choice, NamedToolChoice):
             return opening + '{"name": ' + json.dumps(tool_choice.function.name, ensure_ascii=False) + ', "arguments":'
         return ""
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return json_call_grammar(tool_choice, tools, "arguments", "}]")  # a one-call list
 
     def hold_from(self, text: str) -> int:
         if self.marker_is_special and (not text.strip() or text.lstrip().startswith("[")):
