@@ -8,7 +8,8 @@ its token masks are computed in Rust in tens of microseconds, and it ships an ab
 (it cannot drag the engine's torch version). Pinned in requirements.txt.
 
 Each format writes the grammar of the rest of its call after its prefill (tool_formats/grammar.py); a request
-carries it compiled (GenerationRequest.grammar) and each of its rows gets a RowGrammar. Once the grammar is
+carries its Lark text (GenerationRequest.grammar, which vLLM's guidance backend takes as is) and each of its
+rows on the transformers backend gets a RowGrammar. Once the grammar is
 complete, only an end-of-sequence token is allowed.
 
 Logprobs stay those of the RAW distribution (backends/base.py): a token the grammar forced may have a low raw
@@ -45,23 +46,23 @@ def ll_tokenizer(tokenizer, eos_ids: set[int]) -> llguidance.LLTokenizer:
         return found
 
 
-def compiled_grammar(lark: str, tokenizer, eos_ids: set[int]) -> str:
-    """The llguidance grammar for a Lark text, checked against the tokenizer; a schema llguidance cannot
-    compile is the request's error, naming `tools` (the schemas are the user's)."""
+def checked_grammar(lark: str, tokenizer, eos_ids: set[int]) -> str:
+    """`lark`, once llguidance compiled it against the tokenizer: a schema it cannot compile is the request's
+    error, naming `tools` (the schemas are the user's), before anything is queued."""
     grammar = llguidance.LLMatcher.grammar_from_lark(lark)
     error = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer(tokenizer, eos_ids))
     if error:
         raise RequestError(f"invalid request: tools: a function's parameters schema cannot be used to constrain "
                            f"the call tool_choice asks for: {error}", "tools")
-    return grammar
+    return lark
 
 
 class RowGrammar:
     """One sampled row's matcher: masks the row's logits before sampling and follows the tokens chosen."""
 
-    def __init__(self, grammar: str, tokenizer, eos_ids: set[int]) -> None:
-        self.matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer, eos_ids), grammar)
-        if self.matcher.is_error():  # compiled_grammar checked it when the request came in
+    def __init__(self, lark: str, tokenizer, eos_ids: set[int]) -> None:
+        self.matcher = llguidance.LLMatcher(ll_tokenizer(tokenizer, eos_ids), llguidance.LLMatcher.grammar_from_lark(lark))
+        if self.matcher.is_error():  # checked_grammar checked it when the request came in
             raise ValueError(f"grammar: {self.matcher.get_error()}")
 
     def mask(self, logits: torch.Tensor) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import chat_format, continuation, tool_formats
-from .constrained import compiled_grammar
+from .constrained import checked_grammar
 from .contracts.chat import ChatCompletionRequest, ToolSpec
 from .errors import RequestError
 from .vocab import Vocab
@@ -30,7 +30,7 @@ class Prompt:
     # The model family's spelling of calls (from its chat template) and each tool's parameters schema.
     tool_format: tool_formats.ToolFormat = field(default_factory=tool_formats.HermesFormat)
     tool_params: dict[str, Any] = field(default_factory=dict)
-    grammar: str | None = None  # what the reply after the prefill must follow (constrained.py), or None
+    grammar: str | None = None  # Lark grammar the reply after the prefill must follow (constrained.py), or None
 
 
 def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
@@ -44,7 +44,7 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     tool_format = tool_formats.for_tokenizer(tokenizer)
     prefill = tool_format.prefill(req.tool_choice) if tools else ""
     lark = tool_format.call_grammar(req.tool_choice, tools) if tools else None
-    grammar = compiled_grammar(lark, tokenizer, eos_ids) if lark else None
+    grammar = checked_grammar(lark, tokenizer, eos_ids) if lark else None
     if req.continue_from is not None:
         head, text = continuation.continue_text(tokenizer, req.messages, tools, req.continue_from, eos_ids,
                                                 vocab.size)

@@ -39,7 +39,7 @@ class GenerationRequest:
     seed: int | None = None  # row i of n samples with seed + i, so n>1 rows differ but reproduce
     stop: list[str] = field(default_factory=list)
     top_logprobs: int = 0  # also report the k most likely tokens at each step
-    # llguidance grammar (constrained.py) every sample must follow, or None (unconstrained): set for a forced
+    # Lark grammar (llguidance's dialect, constrained.py) every sample must follow, or None (unconstrained): set for a forced
     # tool call (tool_choice "required" / named) in a format that writes one (tool_formats/grammar.py).
     grammar: str | None = None
     user: str | None = None  # fair-share key between tenants (the runner sends the run id); None: the model

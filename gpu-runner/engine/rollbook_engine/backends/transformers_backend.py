@@ -76,7 +76,7 @@ class _Row:
     stop: list[str]
     future: asyncio.Future
     top_logprobs: int = 0
-    grammar: str | None = None  # llguidance grammar the row must follow (constrained.py), or None
+    grammar: str | None = None  # Lark grammar the row must follow (constrained.py), or None
     on_token: Callable[[SampledToken], None] | None = None  # called on the event loop
     on_finish: Callable[[GenerationResult], None] | None = None  # called on the event loop
     delivered: bool = False  # its result is on the way to the future (set from the worker thread)
