@@ -102,6 +102,23 @@ def test_max_tokens_inside_a_forced_call_says_length_and_returns_no_call(served)
             assert c["malformed_tool_calls"] and "never closed" in c["malformed_tool_calls"][0]["error"], c
 
 
+def test_a_forced_stream_sends_one_chunk_per_token_and_its_arguments_in_fragments(served):
+    body = {"model": MODEL, "messages": ASK, "tools": TOOLS, "tool_choice": "required", "max_tokens": 80,
+            "temperature": 1.0, "seed": 3, "stream": True, "stream_options": {"include_usage": True}}
+    r = served.client.post("/v1/chat/completions", json=body)
+    events = [json.loads(line[6:]) for line in r.text.splitlines() if line.startswith("data: ") and line != "data: [DONE]"]
+    plain = chat(served, **{k: v for k, v in body.items() if k not in ("model", "messages", "tools", "stream",
+                                                                      "stream_options")})["choices"][0]
+    usage = events[-1]["usage"]
+    choices = [e["choices"][0] for e in events[:-1]]
+    assert len(choices) == usage["completion_tokens"] + 2  # the role chunk, one per token, the finish chunk
+    deltas = [d for c in choices for d in c["delta"].get("tool_calls", [])]
+    assert deltas[0]["function"]["name"] == plain["message"]["tool_calls"][0]["function"]["name"]
+    args = "".join(d["function"].get("arguments", "") for d in deltas)
+    assert args == plain["message"]["tool_calls"][0]["function"]["arguments"]
+    assert len(deltas) > 3 and choices[-1]["finish_reason"] == "tool_calls"
+
+
 def test_a_schema_llguidance_cannot_compile_is_a_400_naming_tools(served):
     bad = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
         "x": {"type": "string", "pattern": "(unclosed"}}, "required": ["x"]}}}

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..contracts.chat import ChatMessage, MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
 from .grammar import json_call_grammar
-from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text
+from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text, raw_arguments
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -124,11 +124,13 @@ def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None,
         return None, f"invalid JSON: {err}"
     if not isinstance(obj, dict):
         return None, "not a JSON object"
-    return checked_call(obj.get("name"), obj.get("arguments", {}), tool_names)
+    args = obj.get("arguments", {})
+    return checked_call(obj.get("name"), args, tool_names, raw=raw_arguments(inner, "arguments", args))
 
 
 class HermesFormat(ToolFormat):
     name = "hermes"
+    call_close = "}\n" + CLOSE
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
         return parse(text, tool_names)
@@ -140,4 +142,4 @@ class HermesFormat(ToolFormat):
         return hold_from_marker(text, OPEN)
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
-        return json_call_grammar(tool_choice, tools, "arguments", "}\n" + CLOSE)
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
