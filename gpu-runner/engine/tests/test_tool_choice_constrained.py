@@ -64,6 +64,25 @@ def test_required_always_calls_an_offered_tool_with_valid_arguments(served):
     assert names  # sampled at temperature 1: the constraint, not luck, holds every seed
 
 
+def test_constrained_rows_share_a_batch_with_free_ones(served):
+    """Forced and unconstrained requests sampled together (one batch, rows joining and leaving): each forced
+    row follows its own grammar, the free rows are untouched."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bodies = [dict(tool_choice="required", max_tokens=80, temperature=1.0, seed=40 + k, n=2) for k in range(2)]
+    bodies += [dict(max_tokens=12 + 20 * k, temperature=1.0, seed=50 + k) for k in range(2)]
+    named = dict(tool_choice={"type": "function", "function": {"name": "add"}}, max_tokens=40, temperature=1.0, seed=7)
+    with ThreadPoolExecutor(len(bodies) + 1) as pool:
+        replies = list(pool.map(lambda b: chat(served, **b), [*bodies, named]))
+    for reply in replies[:2]:
+        for c in reply["choices"]:
+            assert c["finish_reason"] == "tool_calls" and c["message"]["tool_calls"][0]["function"]["name"] in {"weather", "add"}, c
+    for reply in replies[2:4]:
+        assert reply["choices"][0]["finish_reason"] in ("stop", "length", "tool_calls")
+    [call] = replies[4]["choices"][0]["message"]["tool_calls"]
+    assert call["function"]["name"] == "add" and valid_args(ADD, json.loads(call["function"]["arguments"]))
+
+
 def test_named_choice_calls_that_tool(served):
     for seed in range(5):
         c = chat(served, tool_choice={"type": "function", "function": {"name": "add"}}, max_tokens=40,
