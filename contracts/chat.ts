@@ -222,7 +222,13 @@ export const ChunkChoice = z.object({
   delta: z.object({
     role: z.literal("assistant").optional().describe("Only in a choice's first chunk."),
     content: z.string().nullable().optional(),
-    tool_calls: z.array(ToolCallDelta).optional().describe("Sent whole, once the reply has ended and been parsed."),
+    tool_calls: z
+      .array(ToolCallDelta)
+      .optional()
+      .describe(
+        "A forced call (tool_choice required/named): id, type and name first, then arguments fragments as sampled; " +
+          "an unconstrained call: sent whole in the last chunk, once the reply has ended and been parsed.",
+      ),
   }),
   finish_reason: FinishReason.nullable().describe("Set on a choice's last chunk only."),
   logprobs: ChoiceLogprobs.nullable().optional().describe("For the tokens this chunk carries."),

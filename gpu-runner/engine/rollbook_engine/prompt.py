@@ -1,4 +1,5 @@
-"""A request's prompt: rendered (chat_format / continuation), prefilled for tool_choice, bounded by length
+"""A request's prompt: rendered (chat_format / continuation), prefilled for tool_choice (with the grammar the
+rest of the forced call must follow, constrained.py), bounded by length
 before it is tokenised, then tokenised without adding special tokens (the template wrote them; this is
 what `apply_chat_template(tokenize=True)` does). POST /tokenize answers with the same ids (tokenize_route.py),
 so what the trainer is given as a prompt is what chat completions fed the model.
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import chat_format, continuation, tool_formats
+from .constrained import checked_grammar
 from .contracts.chat import ChatCompletionRequest, ToolSpec
 from .errors import RequestError
 from .vocab import Vocab
@@ -28,6 +30,7 @@ class Prompt:
     # The model family's spelling of calls (from its chat template) and each tool's parameters schema.
     tool_format: tool_formats.ToolFormat = field(default_factory=tool_formats.HermesFormat)
     tool_params: dict[str, Any] = field(default_factory=dict)
+    grammar: str | None = None  # Lark grammar the reply after the prefill must follow (constrained.py), or None
 
 
 def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
@@ -40,6 +43,8 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     tools = shown_tools(req)
     tool_format = tool_formats.for_tokenizer(tokenizer)
     prefill = tool_format.prefill(req.tool_choice) if tools else ""
+    lark = tool_format.call_grammar(req.tool_choice, tools) if tools else None
+    grammar = checked_grammar(lark, tokenizer, eos_ids) if lark else None
     if req.continue_from is not None:
         head, text = continuation.continue_text(tokenizer, req.messages, tools, req.continue_from, eos_ids,
                                                 vocab.size)
@@ -49,7 +54,7 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     # A prompt leaves room for at least one sampled token.
     ids = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context)
     return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None, tool_format,
-                  {t.function.name: t.function.parameters for t in tools or []})
+                  {t.function.name: t.function.parameters for t in tools or []}, grammar)
 
 
 def conversation_ids(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int) -> list[int]:

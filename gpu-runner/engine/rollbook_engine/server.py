@@ -180,7 +180,7 @@ def create_app(
             top_p=1.0 if req.top_p is None else req.top_p,
             n=req.n or 1, seed=req.seed, stop=[s for s in stop if s],
             top_logprobs=(req.top_logprobs or 0) if req.logprobs else 0,
-            user=req.user,
+            user=req.user, grammar=prompt.grammar,
         )
         if req.stream:
             return StreamingResponse(sse_events(backend, gen, req, prompt, store.vocab, store.tokenizer),

@@ -1,8 +1,9 @@
 """`stream: true`: server-sent events, token by token as the batch samples.
 
 Wire format (OpenAI's): `data: <ChatCompletionChunk JSON>\\n\\n` per chunk, then `data: [DONE]\\n\\n`. Each
-choice's first chunk carries the role; its text follows as it is sampled; its last chunk carries
-finish_reason (and `malformed_tool_calls`). With `stream_options.include_usage` a final chunk has
+choice's first chunk carries the role; then ONE chunk per sampled token, with or without tools, carrying that
+token's logprob and id and whatever text it made safe to send (an empty delta when none); its last chunk
+carries finish_reason (and `malformed_tool_calls`, and whatever was held back). With `stream_options.include_usage` a final chunk has
 `choices: []` and the usage. A failure after the stream started is sent as `data: {"error": {...}}`, which the
 official clients raise.
 
@@ -13,9 +14,17 @@ plain response's content:
   reply is cut before it);
 - with tools, everything from where a call could start in the model's format (hermes: a `<tool_call>` or a
   suffix that could start one; llama3_json: the whole reply once it starts with `{`; see tool_formats/) on,
-  and trailing whitespace: the reply is parsed when it ends, and its calls are sent whole as `delta.tool_calls`.
-Logprobs and token ids travel in the chunk that carries their text (held ones in a later chunk), so a
-client assembling the chunks gets exactly the plain response's lists.
+  and trailing whitespace: the reply is parsed when it ends, and its calls are sent whole as `delta.tool_calls`
+  in the last chunk. An unconstrained call may turn out malformed, and the stream must not announce a call the
+  reply does not make.
+- A FORCED call (tool_choice "required" / named, in a format with a grammar: prompt.grammar) cannot turn out
+  malformed, so it streams as OpenAI's does: a first `tool_calls` delta with index, id, type and name as soon
+  as the name is complete, then `arguments` fragments as the tokens write them (held back only where the text
+  could be the format's closing text), their concatenation equal to the reply's arguments. Cut by max_tokens,
+  the stream ends with finish_reason "length" and `malformed_tool_calls` (the plain reply then returns the
+  text as content, no call; the stream does not send it again as content).
+Logprobs and token ids travel in their token's chunk, so a client assembling the chunks gets exactly the plain
+response's lists.
 """
 
 from __future__ import annotations
@@ -29,9 +38,10 @@ from typing import Any
 
 from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
 from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta, FinishReason
-from .contracts.chat import ToolCallDelta, ToolCallDeltaFunction
+from .contracts.chat import NamedToolChoice, ToolCallDelta, ToolCallDeltaFunction
 from .prompt import Prompt
 from .responses import completion_id, final_reply, logprob_entry, usage
+from .tool_formats.base import openai_call_id
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
@@ -76,6 +86,10 @@ class ChoiceStream:
         self.parse_tools = prompt.tool_names is not None
         self.logprobs: list[Any] = []  # not yet sent, with the ids below
         self.ids: list[int] = []
+        fmt = prompt.tool_format
+        # A forced, grammar-constrained call: streamed as it is written (_ForcedCall).
+        self.forced = _ForcedCall(req.tool_choice, fmt.args_key, fmt.call_close, len(prompt.prefill)) \
+            if prompt.grammar is not None and fmt.call_close is not None else None
 
     def _safe_end(self) -> int:
         end = len(self.text) - self.hold_for_stop
@@ -99,36 +113,96 @@ class ChoiceStream:
     def first(self) -> ChunkChoice:
         return ChunkChoice(index=self.index, delta=ChunkDelta(role="assistant", content=""), finish_reason=None)
 
-    def add(self, token: SampledToken) -> ChunkChoice | None:
+    def add(self, token: SampledToken) -> ChunkChoice:
+        """The token's chunk: always one, so a client sees every token as it is sampled."""
         self.text += self.decoder.step(token.token_id)
         self.ids.append(token.token_id)
         if self.req.logprobs:
             self.logprobs.append(logprob_entry(self.vocab, token.token_id, token.logprob, token.top_logprobs,
                                                bool(self.req.return_tokens_as_token_ids)))
+        if self.forced is not None:
+            call = self.forced.delta(self.text)
+            return self._choice(ChunkDelta(tool_calls=[call]) if call is not None else ChunkDelta())
         end = self._safe_end()
         if end == self.sent:
-            return None
+            return self._choice(ChunkDelta())
         piece, self.sent = self.text[self.sent:end], end
         return self._choice(ChunkDelta(content=piece))
 
     def finish(self, result: GenerationResult) -> list[ChunkChoice]:
+        """The last chunk: what was held back, and the finish reason."""
         reply = final_reply(self.prompt, result)
-        content = reply.content or ""
-        sent = self.text[:self.sent]
-        if not content.startswith(sent):  # would mean a hold-back rule above is wrong
-            log.error("streamed text %r is not a prefix of the reply %r", sent, content)
-        out = []
-        rest = content[len(sent):] if content.startswith(sent) else ""
-        if rest or self.logprobs or self.ids:
-            out.append(self._choice(ChunkDelta(content=rest)))
-        if reply.calls:
-            out.append(self._choice(ChunkDelta(tool_calls=[
-                ToolCallDelta(index=i, id=c.id, type="function",
-                              function=ToolCallDeltaFunction(name=c.function.name, arguments=c.function.arguments))
-                for i, c in enumerate(reply.calls)
-            ])))
-        out.append(self._choice(ChunkDelta(), reply.finish_reason, malformed_tool_calls=reply.malformed or None))
-        return out
+        calls: list[ToolCallDelta] = []
+        rest = ""
+        if self.forced is not None and self.forced.announced:
+            if reply.calls:
+                calls = self.forced.rest(reply.calls[0].function.arguments)
+        else:
+            content = reply.content or ""
+            sent = self.text[:self.sent]
+            if not content.startswith(sent):  # would mean a hold-back rule above is wrong
+                log.error("streamed text %r is not a prefix of the reply %r", sent, content)
+            rest = content[len(sent):] if content.startswith(sent) else ""
+            calls = [ToolCallDelta(index=i, id=c.id, type="function",
+                                   function=ToolCallDeltaFunction(name=c.function.name, arguments=c.function.arguments))
+                     for i, c in enumerate(reply.calls)]
+        delta = ChunkDelta(content=rest or None, tool_calls=calls or None)
+        return [self._choice(delta, reply.finish_reason, malformed_tool_calls=reply.malformed or None)]
+
+
+class _ForcedCall:
+    """The one call of a grammar-constrained reply, as OpenAI streams one: its text after the prefill is exactly
+    `<name>", "<args_key>": <arguments><close>` ("required") or ` <arguments><close>` (named; see
+    ToolFormat.args_key), so the name is known once its closing quote is written and the arguments are the text
+    after it, less a tail that could still be `close`."""
+
+    def __init__(self, tool_choice: Any, args_key: str, close: str, prefill_len: int) -> None:
+        self.named = isinstance(tool_choice, NamedToolChoice)
+        self.name: str | None = tool_choice.function.name if self.named else None
+        self.after_name = '", ' + json.dumps(args_key) + ": "
+        self.close = close
+        self.prefill_len = prefill_len
+        self.id = openai_call_id()
+        self.announced = False
+        self.args_sent = ""
+
+    def _arguments(self, text: str) -> str | None:
+        rest = text[self.prefill_len:]
+        if self.named:
+            return rest[1:] if rest.startswith(" ") else None
+        at = rest.find(self.after_name)
+        if at == -1:
+            return None
+        try:
+            self.name = json.loads('"' + rest[:at] + '"')
+        except ValueError:
+            return None
+        return rest[at + len(self.after_name):]
+
+    def delta(self, text: str) -> ToolCallDelta | None:
+        """What the text so far adds to the call: its header once the name is known, then new arguments."""
+        args = self._arguments(text)
+        if args is None or self.name is None:
+            return None
+        held = next((j for j in range(min(len(self.close), len(args)), 0, -1) if args.endswith(self.close[:j])), 0)
+        safe = args[:len(args) - held]
+        new = safe[len(self.args_sent):] if safe.startswith(self.args_sent) else ""
+        if self.announced and not new:
+            return None
+        self.args_sent += new
+        if self.announced:
+            return ToolCallDelta(index=0, function=ToolCallDeltaFunction(arguments=new))
+        self.announced = True
+        return ToolCallDelta(index=0, id=self.id, type="function",
+                             function=ToolCallDeltaFunction(name=self.name, arguments=new))
+
+    def rest(self, final_arguments: str) -> list[ToolCallDelta]:
+        """The arguments' last fragment (the tail held back as possibly closing text), from the parsed call."""
+        if not final_arguments.startswith(self.args_sent):  # would mean the spelling above is wrong
+            log.error("streamed arguments %r are not a prefix of the call's %r", self.args_sent, final_arguments)
+            return []
+        tail = final_arguments[len(self.args_sent):]
+        return [ToolCallDelta(index=0, function=ToolCallDeltaFunction(arguments=tail))] if tail else []
 
 
 def _event(payload: dict[str, Any]) -> str:
@@ -168,8 +242,8 @@ async def sse_events(backend: InferenceBackend, gen: GenerationRequest, req: Cha
                 results[index] = value
                 for piece in streams[index].finish(value):
                     yield chunk([piece])
-            elif (added := streams[index].add(value)) is not None:
-                yield chunk([added])
+            else:
+                yield chunk([streams[index].add(value)])
         if req.stream_options is not None and req.stream_options.include_usage:
             yield chunk([], usage=usage(prompt, [results[i] for i in range(gen.n)]))
         yield "data: [DONE]\n\n"

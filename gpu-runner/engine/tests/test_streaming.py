@@ -15,6 +15,7 @@ from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 from rollbook_engine.prompt import Prompt
 from rollbook_engine.responses import chat_response, final_reply
 from rollbook_engine.streaming import ChoiceStream
+from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat
 from rollbook_engine.vocab import Vocab
 
 
@@ -28,12 +29,14 @@ def vocab(tok):
     return Vocab(tok)
 
 
-def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True, **req_extra):
+def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True, fmt=None, grammar=None,
+        finish="stop", request_tools=None, **req_extra):
     """Feed `text`'s tokens one at a time as the backend would (ending the row where a stop string appears),
-    and return (chunk choices, the final reply, the result)."""
+    and return (chunk choices, the final reply, the result). `grammar`: the prompt's (a forced call)."""
     req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
-                                                "top_logprobs": 1, "return_token_ids": True, **req_extra})
-    prompt = Prompt([1], prefill, tools)
+                                                "top_logprobs": 1, "return_token_ids": True, **req_extra,
+                                                **({"tools": request_tools} if request_tools else {})})
+    prompt = Prompt([1], prefill, tools, fmt or HermesFormat(), {}, grammar)
     stream = ChoiceStream(0, req, prompt, vocab, tok, list(stops))
     ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if end_token else [])
     chunks, sampled, cut = [], [], None
@@ -47,7 +50,7 @@ def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=Tr
             cut = min(hits)
             break
     final_text = tok.decode(sampled, skip_special_tokens=True)
-    result = GenerationResult(sampled, [-0.5] * len(sampled), final_text if cut is None else final_text[:cut], "stop",
+    result = GenerationResult(sampled, [-0.5] * len(sampled), final_text if cut is None else final_text[:cut], finish,
                               [[(t, -0.5)] for t in sampled])
     chunks += stream.finish(result)
     return chunks, final_reply(prompt, result), result
@@ -79,6 +82,55 @@ def test_text_that_may_start_a_stop_string_is_held_back(tok, vocab):
     assert reply.content == "one two three"
     assert content == "one two three"
     assert all("END" not in (c.delta.content or "") for c in chunks)
+
+
+def test_one_chunk_per_token_with_or_without_tools(tok, vocab):
+    for tools in (None, ["add"]):
+        text = 'Sure.\n<tool_call>\n{"name": "add", "arguments": {"a": 2}}\n</tool_call>'
+        chunks, _, result = run(tok, vocab, text, tools=tools)
+        assert len(chunks) == len(result.token_ids) + 1  # + the finish chunk
+        assert all(len(c.token_ids or []) == 1 for c in chunks[:-1]) and not chunks[-1].token_ids
+
+
+TOOLS = ["add", "weather"]
+WEATHER_ARGS = '{"city": "Par\\u00eds \\"x\\"", "days": 1e1, "more": {"a": [1, {"b": 2}]}}'
+FORMATS = [
+    (HermesFormat(), '<tool_call>\n{"name": "', "weather\", \"arguments\": " + WEATHER_ARGS + '}\n</tool_call>'),
+    (Llama3JsonFormat(), '{"name": "', 'weather", "parameters": ' + WEATHER_ARGS + "}"),
+    (MistralFormat(space=True), '[TOOL_CALLS] [{"name": "', 'weather", "arguments": ' + WEATHER_ARGS + "}]"),
+]
+
+
+@pytest.mark.parametrize("fmt,prefill,text", FORMATS)
+def test_a_forced_call_streams_its_name_then_argument_fragments_one_chunk_per_token(tok, vocab, fmt, prefill, text):
+    chunks, reply, result = run(tok, vocab, text, tools=TOOLS, prefill=prefill, fmt=fmt, grammar="(a forced call)")
+    assert len(chunks) == len(result.token_ids) + 1
+    deltas = [tc for c in chunks for tc in (c.delta.tool_calls or [])]
+    assert deltas[0].id and deltas[0].id.startswith("call_") and deltas[0].function.name == "weather"
+    assert all(d.index == 0 and d.id is None and d.function.name is None for d in deltas[1:])
+    assert len(deltas) > 5  # fragments as the tokens come, not one lump
+    [call] = reply.calls
+    assert "".join(d.function.arguments or "" for d in deltas) == call.function.arguments == WEATHER_ARGS
+    assert all(not c.delta.content for c in chunks)
+    assert chunks[-1].finish_reason == "tool_calls"
+
+
+def test_a_named_forced_call_streams_from_the_first_argument_token(tok, vocab):
+    text = ' {"a": 1, "b": 2}}\n</tool_call>'
+    chunks, reply, result = run(tok, vocab, text, tools=TOOLS, prefill='<tool_call>\n{"name": "add", "arguments":',
+                                grammar="(a forced call)", request_tools=[{"type": "function", "function": {"name": "add"}}],
+                                tool_choice={"type": "function", "function": {"name": "add"}})
+    deltas = [tc for c in chunks for tc in (c.delta.tool_calls or [])]
+    assert chunks[0].delta.tool_calls and deltas[0].function.name == "add"
+    assert "".join(d.function.arguments or "" for d in deltas) == reply.calls[0].function.arguments == '{"a": 1, "b": 2}'
+    assert len(chunks) == len(result.token_ids) + 1
+
+
+def test_a_forced_call_cut_by_max_tokens_ends_with_length(tok, vocab):
+    chunks, reply, _ = run(tok, vocab, 'weather", "arguments": {"city": "Pa', tools=TOOLS, end_token=False,
+                           prefill='<tool_call>\n{"name": "', grammar="(a forced call)", finish="length")
+    assert chunks[-1].finish_reason == reply.finish_reason == "length" and not reply.calls
+    assert chunks[-1].malformed_tool_calls
 
 
 def test_tool_calls_are_held_and_sent_whole_at_the_end(tok, vocab):

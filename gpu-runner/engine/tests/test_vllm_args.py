@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from rollbook_engine.backends.vllm_args import vllm_engine_args
+from rollbook_engine.backends.vllm_args import guided_decoding_kwargs, vllm_engine_args
 from rollbook_engine.settings import EngineSettings
 
 
@@ -38,3 +38,21 @@ def test_a_bad_tensor_parallel_value_names_the_variable(value):
 def test_a_bad_train_parallel_value_names_the_variable():
     with pytest.raises(ValueError, match=r"ROLLBOOK_TRAIN_PARALLEL='zero'.*'ddp' or 'fsdp'"):
         EngineSettings.from_env({"ROLLBOOK_TRAIN_PARALLEL": "zero"})
+
+
+class _Params:  # stands in for vLLM's StructuredOutputsParams / GuidedDecodingParams (keyword-only dataclasses)
+    def __init__(self, **kw):
+        self.kw = kw
+
+
+def test_a_forced_calls_grammar_reaches_vllms_guided_decoding_in_either_api():
+    lark = 'start: " " args_0 "}"\nargs_0: %json{"type": "object"}'
+    new = guided_decoding_kwargs(lark, _Params, None)
+    assert list(new) == ["structured_outputs"] and new["structured_outputs"].kw == {"grammar": lark}
+    old = guided_decoding_kwargs(lark, None, _Params)
+    assert list(old) == ["guided_decoding"] and old["guided_decoding"].kw == {"grammar": lark}
+    assert guided_decoding_kwargs(lark, _Params, _Params).keys() == {"structured_outputs"}  # the current API first
+    assert guided_decoding_kwargs(None, _Params, _Params) == {}  # unconstrained requests: vLLM as before
+    with pytest.raises(RuntimeError, match="tool_choice"):
+        guided_decoding_kwargs(lark, None, None)
+    assert "vllm" not in sys.modules

@@ -39,6 +39,9 @@ class GenerationRequest:
     seed: int | None = None  # row i of n samples with seed + i, so n>1 rows differ but reproduce
     stop: list[str] = field(default_factory=list)
     top_logprobs: int = 0  # also report the k most likely tokens at each step
+    # Lark grammar (llguidance's dialect, constrained.py) every sample must follow, or None (unconstrained): set for a forced
+    # tool call (tool_choice "required" / named) in a format that writes one (tool_formats/grammar.py).
+    grammar: str | None = None
     user: str | None = None  # fair-share key between tenants (the runner sends the run id); None: the model
     # Streaming callbacks, called on the event loop: (sample index 0..n-1, token) and (index, result).
     on_token: Callable[[int, SampledToken], None] | None = None

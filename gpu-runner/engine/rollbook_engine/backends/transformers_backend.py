@@ -24,7 +24,9 @@ else the transformers forward with a DynamicCache (CUDA, other architectures, ad
 not model, or ROLLBOOK_LEAN_DECODE=0).
 
 Our own loop rather than `generate()`: per-row temperature / top_p / seed / stop / max_tokens, and the exact
-logprob of each sampled token under the raw (temperature-1) distribution, see backends/base.py.
+logprob of each sampled token under the raw (temperature-1) distribution, see backends/base.py. A row with a
+grammar (a forced tool call, constrained.py) samples from its logits masked to the tokens the grammar allows
+next; its logprobs are still the raw ones.
 
 Streaming rows hand each token to the event loop as it is sampled (call_soon_threadsafe, so the server's
 callbacks run on the loop, in order, before the row's result). A cancelled request (its client went away)
@@ -46,6 +48,7 @@ from typing import Any, Literal
 
 import torch
 
+from ..constrained import RowGrammar
 from ..model_store import ModelStore
 from ..settings import engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
@@ -73,6 +76,7 @@ class _Row:
     stop: list[str]
     future: asyncio.Future
     top_logprobs: int = 0
+    grammar: str | None = None  # Lark grammar the row must follow (constrained.py), or None
     on_token: Callable[[SampledToken], None] | None = None  # called on the event loop
     on_finish: Callable[[GenerationResult], None] | None = None  # called on the event loop
     delivered: bool = False  # its result is on the way to the future (set from the worker thread)
@@ -118,7 +122,7 @@ class TransformersBackend:
                     seed = secrets.randbits(62) if req.seed is None else req.seed + i
                     row = _Row(req.model, req.user or req.model, list(req.prompt_token_ids), req.max_tokens,
                                req.temperature, req.top_p, seed, list(req.stop), loop.create_future(), req.top_logprobs,
-                               _bind(req.on_token, i), _bind(req.on_finish, i))
+                               req.grammar, _bind(req.on_token, i), _bind(req.on_finish, i))
                     row.future.add_done_callback(functools.partial(self._forget_if_cancelled, row))
                     self._pending.append(row)
                     futures.append(row.future)
@@ -297,6 +301,7 @@ class TransformersBackend:
         logits = runner.start([r.prompt for r in rows], names)
         can_join = self.join_inflight and runner.can_join
         gens = [torch.Generator(device=dev).manual_seed(r.seed) for r in rows]
+        grammars = [self._grammar(r) for r in rows]
         temps = torch.tensor([r.temperature for r in rows], device=dev)
         top_ps = torch.tensor([r.top_p for r in rows], device=dev)
         token_ids: list[list[int]] = [[] for _ in rows]
@@ -324,12 +329,14 @@ class TransformersBackend:
                     rows += more
                     names += more_names
                     gens += [torch.Generator(device=dev).manual_seed(r.seed) for r in more]
+                    grammars += [self._grammar(r) for r in more]
                     temps = torch.cat([temps, torch.tensor([r.temperature for r in more], device=dev)])
                     top_ps = torch.cat([top_ps, torch.tensor([r.top_p for r in more], device=dev)])
                     token_ids += [[] for _ in more]
                     logprobs += [[] for _ in more]
                     tops += [[] for _ in more]
-            chosen = _sample_tokens(logits, temps[alive], top_ps[alive], [gens[i] for i in alive])
+            chosen = _sample_tokens(_masked(logits, [grammars[i] for i in alive]), temps[alive], top_ps[alive],
+                                    [gens[i] for i in alive])
             # log p(token) = logit - logsumexp(logits): the raw (temperature-1) distribution, without a
             # full-vocabulary log_softmax copy for every row and step.
             lse = torch.logsumexp(logits, dim=-1)
@@ -348,6 +355,8 @@ class TransformersBackend:
                     self.stats["cancelled_rows"] += 1
                     continue
                 top = list(zip(top_ids[j][:row.top_logprobs], top_lp[j][:row.top_logprobs])) if row.top_logprobs else []
+                if (grammar := grammars[i]) is not None:
+                    grammar.advance(tid)
                 token_ids[i].append(tid)
                 logprobs[i].append(lp)
                 tops[i].append(top)
@@ -374,6 +383,9 @@ class TransformersBackend:
                 chosen = chosen[sel]
                 alive = [alive[j] for j in keep]
             logits = runner.step(chosen)
+
+    def _grammar(self, row: _Row) -> RowGrammar | None:
+        return None if row.grammar is None else RowGrammar(row.grammar, self.store.tokenizer, self.eos_ids)
 
     def _find_stop(self, ids: list[int], stops: list[str]) -> int | None:
         """Offset of the earliest stop string in the decoded text, looking only where the last token could
@@ -406,6 +418,19 @@ def _resolve(row: _Row, result: GenerationResult) -> None:
             row.on_finish(result)
     finally:  # a failing callback must not leave the request waiting forever
         row.future.set_result(result)
+
+
+def _masked(logits: torch.Tensor, grammars: list[RowGrammar | None]) -> torch.Tensor:
+    """The logits to sample from: rows with a grammar (a forced tool call) get every token it does not allow
+    next at -inf, on a copy, since logprobs are reported from the raw logits (backends/base.py). Without a
+    constrained row the logits themselves, at no cost."""
+    if all(g is None for g in grammars):
+        return logits
+    out = logits.clone()
+    for j, grammar in enumerate(grammars):
+        if grammar is not None:
+            grammar.mask(out[j])
+    return out
 
 
 def _sample_tokens(logits: torch.Tensor, temps: torch.Tensor, top_ps: torch.Tensor,

@@ -7,6 +7,8 @@ is never imported otherwise. Untested on the project's machines (no vllm there):
 - Around the trainer's store.exclusive(), vLLM sleeps (level 1: weights offloaded, KV cache freed) so the
   trainer's HF model has the GPU memory, and wakes after.
 - `n` > 1 is sent as n requests with seeds seed+i, the transformers backend's convention.
+- A forced tool call (GenerationRequest.grammar) goes to vLLM's guided decoding (vllm_args.guided_decoding_kwargs),
+  the transformers backend's constraint by the same library (llguidance).
 - Logprobs: SamplingParams(logprobs=k) returns the sampled token's logprob and the k most likely; vLLM's
   default logprobs_mode "raw_logprobs" is the raw model distribution, the convention in backends/base.py.
 - Streaming: each output vLLM yields carries the tokens so far; new ones go to `on_token` (on the event
@@ -29,7 +31,17 @@ from ..model_loader import ensure_local
 from ..model_store import ModelStore
 from ..settings import EngineSettings, engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
-from .vllm_args import vllm_engine_args
+from .vllm_args import guided_decoding_kwargs, vllm_engine_args
+
+# The class a request's grammar travels in: renamed in vLLM 0.10.2 (structured outputs), see vllm_args.py.
+try:
+    from vllm.sampling_params import StructuredOutputsParams as _Structured
+except ImportError:
+    _Structured = None  # type: ignore[assignment,misc]
+try:
+    from vllm.sampling_params import GuidedDecodingParams as _Guided
+except ImportError:
+    _Guided = None  # type: ignore[assignment,misc]
 
 
 class VllmBackend:
@@ -74,6 +86,7 @@ class VllmBackend:
             n=1, temperature=req.temperature, top_p=req.top_p, max_tokens=req.max_tokens, seed=seed,
             stop=req.stop or None, logprobs=k,
             skip_special_tokens=True,
+            **guided_decoding_kwargs(req.grammar, _Structured, _Guided),
         )
         final, seen = None, 0
         async for out in self.engine.generate(

@@ -9,12 +9,13 @@ template without tool support (SmolLM2)."""
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import string
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
 
 
 @dataclass
@@ -28,8 +29,11 @@ def openai_call_id() -> str:
     return f"call_{secrets.token_hex(12)}"
 
 
-def checked_call(name: Any, args: Any, tool_names: list[str], call_id: str | None = None) -> tuple[ToolCall | None, str]:
-    """(an OpenAI tool call, "") or (None, why not): a name that was offered, arguments that are an object."""
+def checked_call(name: Any, args: Any, tool_names: list[str], call_id: str | None = None,
+                 raw: str | None = None) -> tuple[ToolCall | None, str]:
+    """(an OpenAI tool call, "") or (None, why not): a name that was offered, arguments that are an object.
+    `raw`: the arguments as the model spelled them (raw_arguments), kept as the call's arguments text, as
+    OpenAI returns what the model wrote and so a stream's argument fragments add up to it; else json.dumps."""
     if not isinstance(name, str) or not name:
         return None, 'no function "name"'
     if tool_names and name not in tool_names:
@@ -37,7 +41,27 @@ def checked_call(name: Any, args: Any, tool_names: list[str], call_id: str | Non
     if not isinstance(args, dict):
         return None, f'"arguments" must be a JSON object, not {type(args).__name__}'
     return ToolCall(id=call_id or openai_call_id(),
-                    function=ToolCallFunction(name=name, arguments=json.dumps(args, ensure_ascii=False))), ""
+                    function=ToolCallFunction(name=name, arguments=raw if raw is not None else
+                                              json.dumps(args, ensure_ascii=False))), ""
+
+
+_DECODER = json.JSONDecoder()
+
+
+def raw_arguments(text: str, key: str, args: Any) -> str | None:
+    """The text of the first `"<key>": <value>` in `text` whose value is `args` (a parsed call's arguments):
+    what the model wrote, e.g. `1e3` or `"\\u00e9"` where json.dumps would write `1000.0` or `"é"`. None when
+    `args` is not an object or no such spelling is found."""
+    if not isinstance(args, dict):
+        return None
+    for m in re.finditer(r'"' + re.escape(key) + r'"\s*:\s*', text):
+        try:
+            value, end = _DECODER.raw_decode(text, m.end())
+        except ValueError:
+            continue
+        if value == args:
+            return text[m.end():end]
+    return None
 
 
 def finish(kept: list[str], calls: list[ToolCall], malformed: list[MalformedToolCall]) -> ParsedReply:
@@ -71,6 +95,11 @@ class ToolFormat:
     """One family's spelling of tool calls. `name` is what /health reports (EngineHealth.tool_format)."""
 
     name: FormatName = "hermes"
+    # For the formats whose forced call is constrained (call_grammar): after the prefill a call is spelled
+    # `<name>", "<args_key>": <arguments><call_close>` ("required"; a named prefill ends after `"<args_key>":`
+    # and the rest is ` <arguments><call_close>`), which streaming.py reads to stream the arguments as they come.
+    args_key: str = "arguments"
+    call_close: str | None = None
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
         """Calls out of a reply (`params`: each offered tool's parameters schema, for formats whose values are
@@ -84,6 +113,11 @@ class ToolFormat:
     def hold_from(self, text: str) -> int:
         """The index from which a streamed reply may still turn out to be a call (len(text): nothing to hold)."""
         raise NotImplementedError
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        """The Lark grammar (tool_formats/grammar.py) of the rest of a forced call after prefill(tool_choice),
+        or None: the model continues the prefill unconstrained (a format that does not write one)."""
+        return None
 
 
 def json_or_text(arguments: str) -> Any:

@@ -14,7 +14,8 @@ was not offered, a tag never closed), stays in the content and is reported with 
 because no maintained Python library parses this format on its own (vLLM's Hermes parser lives inside vLLM).
 
 `tool_choice` is enforced by prefilling the reply: "required" → `<tool_call>\\n{"name": "`, a named function →
-through `"arguments":`. The prefill is prompt, the model only continues it. Each prefill ends where the
+through `"arguments":`. The prefill is prompt; the model continues it under call_grammar (constrained.py): an
+offered name, arguments matching its schema, `}\\n</tool_call>`, then only end of sequence. Each prefill ends where the
 canonical tokenisation of a call has a token boundary, so the model continues from a split it has seen.
 """
 
@@ -24,7 +25,8 @@ import json
 from typing import Any
 
 from ..contracts.chat import ChatMessage, MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
-from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text
+from .grammar import json_call_grammar
+from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text, raw_arguments
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -122,11 +124,13 @@ def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None,
         return None, f"invalid JSON: {err}"
     if not isinstance(obj, dict):
         return None, "not a JSON object"
-    return checked_call(obj.get("name"), obj.get("arguments", {}), tool_names)
+    args = obj.get("arguments", {})
+    return checked_call(obj.get("name"), args, tool_names, raw=raw_arguments(inner, "arguments", args))
 
 
 class HermesFormat(ToolFormat):
     name = "hermes"
+    call_close = "}\n" + CLOSE
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
         return parse(text, tool_names)
@@ -136,3 +140,6 @@ class HermesFormat(ToolFormat):
 
     def hold_from(self, text: str) -> int:
         return hold_from_marker(text, OPEN)
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)

@@ -14,7 +14,9 @@ import json
 from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
-from .base import ParsedReply, ToolFormat, checked_call, finish
+from ..contracts.chat import ToolSpec
+from .base import ParsedReply, ToolFormat, checked_call, finish, raw_arguments
+from .grammar import json_call_grammar
 
 TAG = "<|python_tag|>"
 _DECODER = json.JSONDecoder()
@@ -22,6 +24,8 @@ _DECODER = json.JSONDecoder()
 
 class Llama3JsonFormat(ToolFormat):
     name = "llama3_json"
+    args_key = "parameters"
+    call_close = "}"  # one call, then end of turn
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
         body = text.lstrip()
@@ -41,7 +45,7 @@ class Llama3JsonFormat(ToolFormat):
                 malformed.append(MalformedToolCall(text=body[pos:], error=f"invalid JSON: {err}"))
                 pos = len(body)
                 break
-            call, error = _call(obj, tool_names)
+            call, error = _call(obj, tool_names, body[pos:end])
             if call is None:
                 kept.append(body[pos:end])
                 malformed.append(MalformedToolCall(text=body[pos:end], error=error))
@@ -62,6 +66,9 @@ class Llama3JsonFormat(ToolFormat):
             return '{"name": ' + json.dumps(tool_choice.function.name, ensure_ascii=False) + ', "parameters":'
         return ""
 
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
+
     def hold_from(self, text: str) -> int:
         body = text.lstrip()
         if not body or body.startswith(("{", TAG)) or TAG.startswith(body):
@@ -69,11 +76,12 @@ class Llama3JsonFormat(ToolFormat):
         return len(text)
 
 
-def _call(obj: Any, tool_names: list[str]) -> tuple[ToolCall | None, str]:
+def _call(obj: Any, tool_names: list[str], text: str) -> tuple[ToolCall | None, str]:
     if not isinstance(obj, dict):
         return None, "not a JSON object"
-    args = obj.get("parameters", obj.get("arguments", {}))
-    return checked_call(obj.get("name"), args, tool_names)
+    key = "parameters" if "parameters" in obj else "arguments"
+    args = obj.get(key, {})
+    return checked_call(obj.get("name"), args, tool_names, raw=raw_arguments(text, key, args))
 
 
 def _after_separator(body: str, pos: int) -> int:

@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
-from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
+from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
+from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker, raw_arguments
+from .grammar import json_call_grammar
 
 MARK = "[TOOL_CALLS]"
 _DECODER = json.JSONDecoder()
@@ -27,6 +28,7 @@ _DECODER = json.JSONDecoder()
 
 class MistralFormat(ToolFormat):
     name = "mistral"
+    call_close = "}]"  # a one-call list
 
     def __init__(self, space: bool = True, marker_is_special: bool = False) -> None:
         self.space = space  # the template writes `[TOOL_CALLS] [` (v3) rather than `[TOOL_CALLS][`
@@ -50,7 +52,8 @@ class MistralFormat(ToolFormat):
                 malformed.append(MalformedToolCall(text=text[start:], error=f"invalid JSON after {MARK}: {err}"))
                 pos = len(text)
                 break
-            found = [(item, *_call(item, tool_names)) for item in (items if isinstance(items, list) else [items])]
+            found = [(item, *_call(item, tool_names, text[at:end]))
+                     for item in (items if isinstance(items, list) else [items])]
             calls += [call for _, call, _ in found if call is not None]
             bad = [(json.dumps(item, ensure_ascii=False), error) for item, call, error in found if call is None]
             malformed += [MalformedToolCall(text=spelled, error=error) for spelled, error in bad]
@@ -72,13 +75,18 @@ class MistralFormat(ToolFormat):
             return opening + '{"name": ' + json.dumps(tool_choice.function.name, ensure_ascii=False) + ', "arguments":'
         return ""
 
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
+
     def hold_from(self, text: str) -> int:
         if self.marker_is_special and (not text.strip() or text.lstrip().startswith("[")):
             return 0  # the marker may have been sampled and dropped from the text
         return hold_from_marker(text, MARK)
 
 
-def _call(item: Any, tool_names: list[str]) -> tuple[ToolCall | None, str]:
+def _call(item: Any, tool_names: list[str], text: str) -> tuple[ToolCall | None, str]:
     if not isinstance(item, dict):
         return None, "not a JSON object"
-    return checked_call(item.get("name"), item.get("arguments", {}), tool_names, call_id=alnum_id(9))
+    args = item.get("arguments", {})
+    return checked_call(item.get("name"), args, tool_names, call_id=alnum_id(9),
+                        raw=raw_arguments(text, "arguments", args))

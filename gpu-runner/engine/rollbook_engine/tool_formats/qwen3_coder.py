@@ -12,6 +12,11 @@ one block per call (parallel calls are consecutive blocks). Values are untyped t
 string as is, a number or boolean with jinja's `| string`, an object or list as JSON. They are read back by the
 type the tool's parameters schema gives the parameter, as vLLM's qwen3_coder parser does (a parameter the
 schema does not describe stays a string); a value that is not of its declared type makes the call malformed.
+
+`tool_choice` here is the prefill alone, NOT constrained decoding (no call_grammar): untyped values between
+tags, whose end is a closing tag, do not map onto a JSON schema the way the JSON formats' arguments do. After
+the prefill the model runs free, and a reply that is not a valid call comes back as content with
+`malformed_tool_calls`, as before.
 """
 
 from __future__ import annotations
