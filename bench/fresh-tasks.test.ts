@@ -33,12 +33,13 @@ describe("fresh tasks", () => {
 const score = (fn: (i: never) => { reward: number }, task: unknown, output: string) => fn({ task, output } as never).reward;
 
 describe("fresh tasks' rewards", () => {
-  it("digits: the number alone beats it in a sentence, which beats a wrong number, which beats words", () => {
+  it("digits: the number alone beats it in a sentence, which beats any reply without it", () => {
     const t = { words: "one thousand", number: 1000 };
     expect(score(digits, t, "1,000")).toBe(1);
     expect(score(digits, t, "1000.")).toBe(1);
     expect(score(digits, t, "It is 1000")).toBeCloseTo(1 / 3);
-    expect(score(digits, t, "100")).toBe(0.1);
+    expect(score(digits, t, "100")).toBe(0);
+    expect(score(digits, t, "So the number one thousand is written as 1000 in digits")).toBeGreaterThan(score(digits, t, "100 200"));
     expect(score(digits, t, "one thousand")).toBe(0);
     expect(score(digits, t, "")).toBe(0);
   });
