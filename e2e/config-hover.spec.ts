@@ -27,16 +27,17 @@ test("hovering a config.json key shows what the field does, its default and its 
   await signUp(page, newUser("hover"));
   await page.goto("/");
   await expect(page).toHaveURL(/\/experiments\/[^/]+$/);
-  // The default experiment (templates/say-the-word) sets trainer.learning_rate and trainer.loss.
+  // The default experiment (templates/say-the-word) sets sampling.temperature and sampling.max_tokens (it
+  // keeps the trainer's defaults, so no trainer field is there to hover).
   await page.locator('[data-testid=file][data-path="config.json"]').click();
   await expect(page.locator('[data-testid=file][data-path="config.json"]')).toHaveAttribute("aria-current", "true");
-  await expect(page.locator(".monaco-editor .view-lines").first()).toContainText('"learning_rate"');
+  await expect(page.locator(".monaco-editor .view-lines").first()).toContainText('"max_tokens"');
 
-  const lr = await expectHover(page, "learning_rate", "AdamW learning rate of the LoRA adapter");
-  await expect(lr).toContainText("Default 2e-4");
-  await page.screenshot({ path: test.info().outputPath("config-hover-learning-rate.png") });
+  const maxTokens = await expectHover(page, "max_tokens", "Most tokens one model call may generate");
+  await expect(maxTokens).toContainText("Default 48");
+  await page.screenshot({ path: test.info().outputPath("config-hover-max-tokens.png") });
 
-  // A GRPO loss field names the paper it follows.
-  const loss = await expectHover(page, "loss", "PPO's clipped surrogate");
-  await expect(loss).toContainText("Schulman et al. 2017");
+  // A field names the reference its default follows.
+  const temperature = await expectHover(page, "temperature", "Sampling temperature of training rollouts");
+  await expect(temperature).toContainText("TRL's GRPOConfig default");
 });
