@@ -13,6 +13,7 @@ import re
 import secrets
 import string
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Literal
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
@@ -62,6 +63,35 @@ def raw_arguments(text: str, key: str, args: Any) -> str | None:
         if value == args:
             return text[m.end():end]
     return None
+
+
+def parse_wrapped(text: str, open_tag: str, close_tag: str,
+                  read_call: Callable[[str], tuple[ToolCall | None, str]]) -> ParsedReply:
+    """Split the `open_tag … close_tag` blocks out of a reply (the formats that wrap each call, hermes and
+    qwen3_coder), reading each block's inside with `read_call`. Content keeps everything that is not a valid
+    call; a block never closed, or one `read_call` refuses, stays in the content and is reported malformed."""
+    kept: list[str] = []
+    calls: list[ToolCall] = []
+    malformed: list[MalformedToolCall] = []
+    pos = 0
+    while (start := text.find(open_tag, pos)) != -1:
+        kept.append(text[pos:start])
+        end = text.find(close_tag, start + len(open_tag))
+        if end == -1:
+            kept.append(text[start:])
+            malformed.append(MalformedToolCall(text=text[start:], error=f"{open_tag} is never closed by {close_tag}"))
+            pos = len(text)
+            break
+        block = text[start:end + len(close_tag)]
+        call, error = read_call(text[start + len(open_tag):end])
+        if call is None:
+            kept.append(block)
+            malformed.append(MalformedToolCall(text=block, error=error))
+        else:
+            calls.append(call)
+        pos = end + len(close_tag)
+    kept.append(text[pos:])
+    return finish(kept, calls, malformed)
 
 
 def finish(kept: list[str], calls: list[ToolCall], malformed: list[MalformedToolCall]) -> ParsedReply:

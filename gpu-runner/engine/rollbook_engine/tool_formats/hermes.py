@@ -24,9 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..contracts.chat import ChatMessage, MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
+from ..contracts.chat import ChatMessage, NamedToolChoice, ToolCall, ToolSpec
 from .grammar import json_call_grammar
-from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker, json_or_text, raw_arguments
+from .base import ParsedReply, ToolFormat, checked_call, hold_from_marker, json_or_text, parse_wrapped, raw_arguments
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -92,29 +92,7 @@ def prefill(tool_choice: str | NamedToolChoice | None) -> str:
 def parse(text: str, tool_names: list[str]) -> ParsedReply:
     """Split the `<tool_call>` blocks out of a reply. Content keeps everything that is not a valid call, with
     trailing whitespace dropped when calls were taken out (null when nothing else remains)."""
-    kept: list[str] = []
-    calls: list[ToolCall] = []
-    malformed: list[MalformedToolCall] = []
-    pos = 0
-    while (start := text.find(OPEN, pos)) != -1:
-        kept.append(text[pos:start])
-        end = text.find(CLOSE, start + len(OPEN))
-        if end == -1:
-            block = text[start:]
-            kept.append(block)
-            malformed.append(MalformedToolCall(text=block, error=f"{OPEN} is never closed by {CLOSE}"))
-            pos = len(text)
-            break
-        block = text[start:end + len(CLOSE)]
-        call, error = _call_from_json(text[start + len(OPEN):end], tool_names)
-        if call is None:
-            kept.append(block)
-            malformed.append(MalformedToolCall(text=block, error=error))
-        else:
-            calls.append(call)
-        pos = end + len(CLOSE)
-    kept.append(text[pos:])
-    return finish(kept, calls, malformed)
+    return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call_from_json(inner, tool_names))
 
 
 def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None, str]:

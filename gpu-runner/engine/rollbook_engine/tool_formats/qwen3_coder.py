@@ -26,8 +26,8 @@ import math
 import re
 from typing import Any
 
-from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
-from .base import ParsedReply, ToolFormat, checked_call, finish, hold_from_marker
+from ..contracts.chat import NamedToolChoice, ToolCall
+from .base import ParsedReply, ToolFormat, checked_call, hold_from_marker, parse_wrapped
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
@@ -38,28 +38,7 @@ class Qwen3CoderFormat(ToolFormat):
     name = "qwen3_coder"
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
-        kept: list[str] = []
-        calls: list[ToolCall] = []
-        malformed: list[MalformedToolCall] = []
-        pos = 0
-        while (start := text.find(OPEN, pos)) != -1:
-            kept.append(text[pos:start])
-            end = text.find(CLOSE, start + len(OPEN))
-            if end == -1:
-                kept.append(text[start:])
-                malformed.append(MalformedToolCall(text=text[start:], error=f"{OPEN} is never closed by {CLOSE}"))
-                pos = len(text)
-                break
-            block = text[start:end + len(CLOSE)]
-            call, error = _call(text[start + len(OPEN):end], tool_names, (params or {}))
-            if call is None:
-                kept.append(block)
-                malformed.append(MalformedToolCall(text=block, error=error))
-            else:
-                calls.append(call)
-            pos = end + len(CLOSE)
-        kept.append(text[pos:])
-        return finish(kept, calls, malformed)
+        return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call(inner, tool_names, params or {}))
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
         # Each ends where the template's call has a token boundary: after `<function=` the name starts; after
