@@ -70,7 +70,7 @@ async function runnerFor(db: Db, workspaceId: string, run: { runnerId: string | 
 
 /** Step 1 of the file comment: checks, the job row, the rollouts stored; then the step starts training here. */
 export async function createTrainingJob(db: Db, workspaceId: string, art: ArtRun, body: TrainingJobBody): Promise<CreateJobOutcome> {
-  const run = await db.run.findUniqueOrThrow({ where: { id: art.id }, select: { config: true, runnerId: true, baseModel: true, seed: true } });
+  const run = await db.run.findUniqueOrThrow({ where: { id: art.id }, select: { config: true, runnerId: true, baseModel: true, seed: true, lastSeq: true } });
   const busy = await db.artTrainingJob.findFirst({ where: { runId: art.id, status: { in: UNFINISHED } }, orderBy: { createdAt: "desc" } });
   if (busy && !isStale(busy)) return { ok: false, status: 409, message: `model ${art.id} is training already (training job ${busy.id}, step ${busy.step}): wait for it to end`, param: null };
   const newest = await db.checkpoint.findFirst({ where: { runId: art.id }, orderBy: { step: "desc" }, select: { step: true } });
@@ -91,7 +91,7 @@ export async function createTrainingJob(db: Db, workspaceId: string, art: ArtRun
   if (trainable === 0) return { ok: false, status: 400, message: "trajectory_groups: no group has 2 or more trajectories: GRPO compares the trajectories of a group, so nothing would train", param: "trajectory_groups" };
 
   const now = Date.now();
-  const lastSeq = (await db.run.findUniqueOrThrow({ where: { id: art.id }, select: { lastSeq: true } })).lastSeq;
+  const lastSeq = run.lastSeq;
   // Ids unique across calls (their first seq), as art-log.ts numbers logged rollouts.
   const groups = rolloutsOf(body.trajectory_groups, { idPrefix: `art-${art.id}-${lastSeq + 1}`, step, split: "train", model: step === 1 ? art.baseModel : `${art.id}@${step - 1}`, now });
   let external;
