@@ -3,13 +3,14 @@
  * live charts' refetch (every couple of seconds while a run trains) reads only the steps stored since:
  *
  * - Step rows (StepMetrics json) cast to numbers in SQL;
- * - per step, its train Trajectory rows aggregated in SQL: reward min/max, mean completion length, sampled
- *   tokens (prompt + completion), and the mean of each `metrics` key (reward components, ctx.metric values).
+ * - per step, its train rollouts' aggregates, kept at ingest in StepRollouts (step-rollouts.ts): reward
+ *   min/max, mean completion length, sampled tokens (prompt + completion), and the mean of each `metrics` key
+ *   (reward components, ctx.metric values).
  *
  * A step is final once its Step row exists: its rollouts were stored before its step.finished (ingest keeps
  * event order), and a resumed run redoes only steps after its newest checkpoint, which come after the last
  * step.finished. So the cache appends steps above the highest one it holds and never rewrites one; only
- * trajectories of steps that already have a Step row are aggregated (a step still sampling is left for later).
+ * the aggregates of steps that already have a Step row are read (a step still sampling is left for later).
  */
 import type { DbOrTx } from "@/server/db-types";
 
@@ -90,26 +91,20 @@ FROM "Step" WHERE "runId" = $1 AND step > $2`,
 const MAX_METRIC_KEYS = 40;
 
 /**
- * Per step of the train rollouts above `after` up to `upTo`: reward min/max, mean completion length, sampled
- * tokens and the mean of each `metrics` key, in one pass over the rows (the (runId, step) index, grouped by
- * step), packed into one string as loadSteps does. The keys are read first, so each is a plain column of the
- * same GROUP BY (a `jsonb_each` per row instead made a row per key per rollout and sorted them on disk: the
- * slowest of the queries; docs/benchmarks.md, "Charts").
+ * Per step above `after` up to `upTo`, its train rollouts' aggregates as ingest keeps them (step-rollouts.ts):
+ * reward min/max, mean completion length, sampled tokens and the mean of each `metrics` key — one row per
+ * step, not one per rollout. Packed into one string as loadSteps does; the keys are read first so each is a
+ * plain column of the same scan.
  */
 async function loadRolloutColumns(db: DbOrTx, runId: string, after: number, upTo: number) {
   const keyRows = await db.$queryRaw<{ key: string }[]>`
-    SELECT DISTINCT k.key FROM "Trajectory" t CROSS JOIN LATERAL jsonb_object_keys(t.metrics) AS k(key)
-    WHERE t."runId" = ${runId} AND t.split = 'train' AND t.step > ${after} AND t.step <= ${upTo}`;
+    SELECT DISTINCT jsonb_object_keys("metricMeans") AS key FROM "StepRollouts"
+    WHERE "runId" = ${runId} AND "step" > ${after} AND "step" <= ${upTo}`;
   const keys = keyRows.map((r) => r.key).sort((a, b) => a.localeCompare(b)).slice(0, MAX_METRIC_KEYS);
-  const keyCols = keys.map((_, i) => `avg(CASE WHEN jsonb_typeof(metrics->($${i + 4}::text)) = 'number' THEN (metrics->>($${i + 4}::text))::float8 END) AS k${i}`);
+  const cols = ['"rewardMin"::text', '"rewardMax"::text', '"completionMean"::text', '"sampledTokens"::text', ...keys.map((_, i) => `"metricMeans"->>($${i + 4}::text)`)];
   const rows = await db.$queryRawUnsafe<{ packed: string | null }[]>(
-    `SELECT string_agg(concat_ws(',', step, ${["rmin", "rmax", "comp", "tok", ...keys.map((_, i) => `k${i}`)].map((c) => `coalesce(${c}::text, '')`).join(", ")}), ';' ORDER BY step) AS packed
-FROM (
-  SELECT step, min(reward) AS rmin, max(reward) AS rmax, avg((tokens->>'completion')::float8) AS comp,
-    sum((tokens->>'prompt')::float8 + (tokens->>'completion')::float8) AS tok${keyCols.length ? `,\n    ${keyCols.join(",\n    ")}` : ""}
-  FROM "Trajectory" WHERE "runId" = $1 AND split = 'train' AND step > $2 AND step <= $3
-  GROUP BY step
-) per_step`,
+    `SELECT string_agg(concat_ws(',', "step", ${cols.map((c) => `coalesce(${c}, '')`).join(", ")}), ';' ORDER BY "step") AS packed
+FROM "StepRollouts" WHERE "runId" = $1 AND "step" > $2 AND "step" <= $3`,
     runId,
     after,
     upTo,

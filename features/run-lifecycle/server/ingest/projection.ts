@@ -3,15 +3,16 @@
  * Postgres, then fans it out to browsers (socket.io room `run:<id>`).
  *
  * Idempotent by construction: every batch is ONE transaction that locks the Run row, stores the events
- * with skipDuplicates on (runId, seq), and applies projections (trajectories, steps, checkpoints, counters,
- * status) only for events with seq > the run's stored lastSeq, then advances lastSeq. Re-delivery after a
- * reconnect, a web restart or a runner replay therefore changes nothing. Subscriptions resume after the
- * stored lastSeq, so nothing is skipped either.
+ * with skipDuplicates on (runId, seq), and applies projections (trajectories and the charts' per-step
+ * aggregates of them, steps, checkpoints, counters, status) only for events with seq > the run's stored
+ * lastSeq, then advances lastSeq. Re-delivery after a reconnect, a web restart or a runner replay therefore
+ * changes nothing. Subscriptions resume after the stored lastSeq, so nothing is skipped either.
  */
 import { countedReward, type RunEvent, type RunStatus, type StepMetrics, type Trajectory } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "@/server/errors";
 import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./sql";
+import { refreshStepRollouts } from "@/features/metrics/server";
 import { fromDbKind } from "@/server/run-convert";
 import { applyRunnerEvents } from "../lifecycle";
 import { summaryPatch, type RunSummary } from "../run-summary";
@@ -227,7 +228,7 @@ async function storeTrajectories(
   };
   const existing = await tx.trajectory.findMany({
     where: { runId, id: { in: rows.map((r) => r.t.id) } },
-    select: { id: true, seq: true, split: true, reward: true, error: true },
+    select: { id: true, seq: true, step: true, split: true, reward: true, error: true },
   });
   const before = new Map(existing.map((t) => [t.id, t]));
   const fresh = rows.filter((r) => {
@@ -240,5 +241,7 @@ async function storeTrajectories(
   for (const { t } of fresh) add(contribution(kind, { split: t.split, reward: t.reward, error: t.error }), 1);
   // Projected in SQL from the events just stored (sql.ts): each rollout's JSON is parsed once.
   if (fresh.length > 0) await insertTrajectoriesFromEvents(tx, runId, fresh.map((r) => r.seq));
+  // The charts' per-step aggregates of every step these rows entered or left (a replaced rollout's old step too).
+  await refreshStepRollouts(tx, runId, [...fresh.map((r) => r.t.step), ...replaced.map((t) => t.step)]);
   return delta;
 }

@@ -1,0 +1,170 @@
+/**
+ * The per-step rollout aggregates ingest keeps (StepRollouts, step-rollouts.ts) equal what aggregating the
+ * run's Trajectory rows gives — the query the charts ran before the table existed — after every batch: a
+ * step split across batches, a re-delivered batch, a rollout replaced by a redone step (also one moved to
+ * another step), and the migration's backfill of a run stored before it. (Re-scoring writes nothing to a run:
+ * features/rescore is a what-if, so there is no re-scored case to keep in step.)
+ *
+ *   npx vitest run --project server features/metrics/server/step-rollouts.servertest.ts
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RunEvent, type Trajectory } from "@contracts";
+import { createRunningRun, createTestDb, newWorkspace, trajectory, type TestDb } from "@/server/test/harness";
+import { ingestEvents } from "@/features/run-lifecycle/server";
+import { migrationsDir } from "@/server/db-migrate";
+
+let t: TestDb;
+const db = () => t.handle.prisma;
+let ws: string;
+beforeAll(async () => {
+  t = await createTestDb();
+  ws = await newWorkspace(db());
+});
+afterAll(async () => t?.drop());
+
+type Agg = { step: number; rollouts: number; rewardMin: number | null; rewardMax: number | null; completionMean: number | null; sampledTokens: number | null; metricMeans: Record<string, number> };
+
+/** What the table holds for the run, by step. */
+async function stored(runId: string): Promise<Agg[]> {
+  const rows = await db().stepRollouts.findMany({ where: { runId }, orderBy: { step: "asc" } });
+  return rows.map((r) => ({ ...r, metricMeans: r.metricMeans as Record<string, number> })).map(({ runId: _, ...a }) => a);
+}
+
+/**
+ * The reference: the run's train Trajectory rows aggregated per step, as the charts' query did before the
+ * table (features/metrics/server/run-series-columns.ts at 97bc11a): min/max reward, mean completion, summed
+ * prompt + completion, and each metrics key's mean over the rollouts where it is a number.
+ */
+async function fromTrajectories(runId: string): Promise<Agg[]> {
+  const base = await db().$queryRaw<Omit<Agg, "metricMeans">[]>`
+    SELECT step, count(*)::int AS rollouts, min(reward) AS "rewardMin", max(reward) AS "rewardMax",
+      avg((tokens->>'completion')::float8) AS "completionMean",
+      sum((tokens->>'prompt')::float8 + (tokens->>'completion')::float8) AS "sampledTokens"
+    FROM "Trajectory" WHERE "runId" = ${runId} AND split = 'train' GROUP BY step ORDER BY step`;
+  const keys = await db().$queryRaw<{ step: number; key: string; mean: number }[]>`
+    SELECT t.step, k.key, avg(CASE WHEN jsonb_typeof(t.metrics->k.key) = 'number' THEN (t.metrics->>k.key)::float8 END) AS mean
+    FROM "Trajectory" t CROSS JOIN LATERAL jsonb_object_keys(t.metrics) AS k(key)
+    WHERE t."runId" = ${runId} AND t.split = 'train' GROUP BY t.step, k.key`;
+  return base.map((b) => ({ ...b, metricMeans: Object.fromEntries(keys.filter((k) => k.step === b.step).map((k) => [k.key, k.mean])) }));
+}
+
+/** The table equals the reference (means to float rounding: the two sum in different orders). */
+async function expectInStep(runId: string) {
+  const [got, want] = await Promise.all([stored(runId), fromTrajectories(runId)]);
+  expect(got.map((g) => g.step)).toEqual(want.map((w) => w.step));
+  got.forEach((g, i) => {
+    const w = want[i]!;
+    expect({ ...g, completionMean: null, metricMeans: Object.keys(g.metricMeans).sort() }).toEqual({ ...w, completionMean: null, metricMeans: Object.keys(w.metricMeans).sort() });
+    expect(g.completionMean).toBeCloseTo(w.completionMean!, 12);
+    for (const [k, v] of Object.entries(w.metricMeans)) expect(g.metricMeans[k]).toBeCloseTo(v, 12);
+  });
+  return got;
+}
+
+function rollout(id: string, step: number, reward: number | null, metrics: Record<string, number>, completion: number, split: "train" | "val" = "train"): Trajectory {
+  return { ...trajectory(0, step, reward), id, split, metrics, tokens: { prompt: 7, completion } };
+}
+
+function eventsFor(runId: string) {
+  let seq = 0;
+  return (type: RunEvent["type"], payload: unknown) => RunEvent.parse({ run_id: runId, seq: ++seq, ts: 1_700_000_000_000 + seq, type, payload });
+}
+
+function stepFinished(step: number) {
+  return {
+    step,
+    reward_mean: 0.5,
+    reward_std_within_group: 0.1,
+    exception_rate: 0,
+    groups_trainable: 1,
+    rollouts: 4,
+    rollout_s: 1,
+    train_s: 1,
+    step_s: 2,
+    tokens_per_s: 10,
+    judge_tokens: 0,
+    judge_cost_usd: 0,
+    trainer: null,
+  };
+}
+
+describe("StepRollouts (the charts' per-step rollout aggregates, kept at ingest)", () => {
+  it("equals the aggregation of the stored trajectories after each batch, a step split across batches included", async () => {
+    const runId = await createRunningRun(db(), ws);
+    const ev = eventsFor(runId);
+    const first = [
+      ev("rollout.finished", rollout("a", 1, 0.25, { format: 0.5, correct: 0 }, 10)),
+      ev("rollout.finished", rollout("b", 1, 1, { format: 1, correct: 1, bonus: 3 }, 30)),
+      ev("rollout.finished", rollout("c", 1, null, {}, 5)), // a failed rollout: no reward, no metrics
+      ev("step.finished", stepFinished(1)),
+      ev("rollout.finished", rollout("d", 2, 0.1, { format: 0.2 }, 12)),
+      ev("rollout.finished", rollout("v", 2, 99, { format: 50 }, 1000, "val")), // not a train rollout
+    ];
+    await ingestEvents(db(), runId, first);
+    let got = await expectInStep(runId);
+    expect(got).toEqual([
+      { step: 1, rollouts: 3, rewardMin: 0.25, rewardMax: 1, completionMean: 15, sampledTokens: 66, metricMeans: { format: 0.75, correct: 0.5, bonus: 3 } },
+      { step: 2, rollouts: 1, rewardMin: 0.1, rewardMax: 0.1, completionMean: 12, sampledTokens: 19, metricMeans: { format: 0.2 } },
+    ]);
+    // Step 2's other rollouts arrive in the next batch: its row covers both batches.
+    await ingestEvents(db(), runId, [ev("rollout.finished", rollout("e", 2, 0.7, { format: 0.4, correct: 1 }, 20)), ev("step.finished", stepFinished(2))]);
+    got = await expectInStep(runId);
+    expect(got[1]).toMatchObject({ step: 2, rollouts: 2, rewardMin: 0.1, rewardMax: 0.7, completionMean: 16, sampledTokens: 46 });
+    expect(got[1]!.metricMeans.format).toBeCloseTo(0.3, 12);
+    expect(got[1]!.metricMeans.correct).toBe(1);
+  });
+
+  it("does not count a re-delivered batch twice (the same batch again, and one overlapping what is stored)", async () => {
+    const runId = await createRunningRun(db(), ws);
+    const ev = eventsFor(runId);
+    const batch = [1, 2, 3, 4].map((i) => ev("rollout.finished", rollout(`r${i}`, 1, i / 4, { format: i }, i * 10)));
+    await ingestEvents(db(), runId, batch);
+    const once = await expectInStep(runId);
+    expect(once).toEqual([{ step: 1, rollouts: 4, rewardMin: 0.25, rewardMax: 1, completionMean: 25, sampledTokens: 128, metricMeans: { format: 2.5 } }]);
+    await ingestEvents(db(), runId, batch); // a reconnect re-sends it whole
+    expect(await stored(runId)).toEqual(once);
+    // A runner replay: the stored tail again, then new rollouts of the same step.
+    await ingestEvents(db(), runId, [...batch.slice(2), ev("rollout.finished", rollout("r5", 1, 0, { format: 5 }, 50))]);
+    const after = await expectInStep(runId);
+    expect(after).toEqual([{ step: 1, rollouts: 5, rewardMin: 0, rewardMax: 1, completionMean: 30, sampledTokens: 185, metricMeans: { format: 3 } }]);
+  });
+
+  it("follows a rollout replaced by a redone step (a resume), and one re-emitted into another step", async () => {
+    const runId = await createRunningRun(db(), ws);
+    const ev = eventsFor(runId);
+    await ingestEvents(db(), runId, [
+      ev("rollout.finished", rollout("x", 3, 0.9, { format: 1 }, 40)),
+      ev("rollout.finished", rollout("y", 3, 0.1, { format: 0 }, 20)),
+      ev("rollout.finished", rollout("z", 4, 0.5, { other: 2 }, 10)),
+    ]);
+    await expectInStep(runId);
+    // The step is redone after a resume: x comes again with another reward and metrics (latest by seq wins).
+    await ingestEvents(db(), runId, [ev("rollout.finished", rollout("x", 3, 0.3, { correct: 1 }, 60))]);
+    let got = await expectInStep(runId);
+    expect(got[0]).toEqual({ step: 3, rollouts: 2, rewardMin: 0.1, rewardMax: 0.3, completionMean: 40, sampledTokens: 94, metricMeans: { format: 0, correct: 1 } });
+    // z re-emitted under step 5: step 4 has no train rollout left, so no row; step 5 has it.
+    await ingestEvents(db(), runId, [ev("rollout.finished", rollout("z", 5, 0.5, { other: 2 }, 10))]);
+    got = await expectInStep(runId);
+    expect(got.map((g) => g.step)).toEqual([3, 5]);
+  });
+
+  it("the migration's backfill gives a run stored before the table the same rows", async () => {
+    const runId = await createRunningRun(db(), ws);
+    const ev = eventsFor(runId);
+    await ingestEvents(db(), runId, [
+      ev("rollout.finished", rollout("p", 1, 0.2, { format: 0.1 }, 11)),
+      ev("rollout.finished", rollout("q", 1, 0.6, { format: 0.3, correct: 1 }, 13)),
+      ev("rollout.finished", rollout("s", 2, 0.4, {}, 17)),
+    ]);
+    const kept = await expectInStep(runId);
+    await db().stepRollouts.deleteMany({ where: { runId } }); // as if stored before the migration
+    const dir = fs.readdirSync(migrationsDir).find((d) => d.endsWith("_step_rollouts"))!;
+    const sql = fs.readFileSync(path.join(migrationsDir, dir, "migration.sql"), "utf8");
+    const backfill = sql.slice(sql.indexOf("-- Backfill"));
+    expect(backfill).toMatch(/refresh_step_rollouts/);
+    await db().$executeRawUnsafe(backfill.replace(/;\s*$/, ""));
+    expect(await stored(runId)).toEqual(kept);
+  });
+});
