@@ -4,7 +4,7 @@
  * (a) server: runs.series' service (SQL reads of the per-step columns + M4 bucketing in TypeScript) for width
  *     800 on a fresh Postgres database seeded with one train run of STEPS Step rows (full StepMetrics with
  *     trainer metrics and checkpoint_s) and ROLLOUTS train Trajectory rows per step (each with two metrics
- *     keys) with their per-step aggregates as ingest keeps them (StepRollouts): the first load (nothing
+ *     keys) with their per-step chart rows as ingest keeps them (StepSeries): the first load (nothing
  *     cached) and a refetch (the run's columns cached) for each x mode, all charts.
  * (b) browser: uPlot in Chromium (playwright-core, /usr/bin/chromium headless, --disable-gpu: software canvas)
  *     on a static page with uPlot's own build, the same series options as components/charts/uplot-chart.tsx
@@ -69,11 +69,11 @@ async function seedRun(db: Db): Promise<{ workspaceId: string; runId: string }> 
       jsonb_build_object('format', random(), 'correct', (random() > 0.5)::int), 'm',
       jsonb_build_object('prompt', 40, 'completion', 20 + (random() * 60)::int), '{}'::jsonb, '[]'::jsonb
     FROM generate_series(1, ${STEPS}::int) g, generate_series(0, ${ROLLOUTS}::int - 1) k`;
-  // The per-step aggregates ingest keeps with the trajectories (features/metrics/server/step-rollouts.ts), by
-  // the same SQL function, here for every step at once (ingest calls it per batch for the steps it touched).
+  // The charts' per-step rows ingest keeps with the steps and trajectories (features/metrics/server/step-series.ts),
+  // by the same SQL function, here for every step at once (ingest calls it per batch for the steps it touched).
   const t0 = performance.now();
-  await db.$executeRaw`SELECT "refresh_step_rollouts"(${runId}, ARRAY(SELECT generate_series(1, ${STEPS}::int)))`;
-  console.log(`per-step rollout aggregates of ${STEPS.toLocaleString("en-US")} steps written in ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${load()})`);
+  await db.$executeRaw`SELECT "refresh_step_series"(${runId}, ARRAY(SELECT generate_series(1, ${STEPS}::int)))`;
+  console.log(`per-step chart rows of ${STEPS.toLocaleString("en-US")} steps written in ${((performance.now() - t0) / 1000).toFixed(1)} s (load ${load()})`);
   await db.$executeRawUnsafe(`ANALYZE`);
   return { workspaceId, runId };
 }

@@ -1,3 +1,3 @@
 export { forgetRunColumns } from "./run-series-columns";
 export { RunSeriesInput, runSeries, type SeriesX } from "./run-series";
-export { refreshStepRollouts } from "./step-rollouts";
+export { refreshStepSeries } from "./step-series";

@@ -75,6 +75,8 @@ async function seedSmallRun(workspaceId: string) {
   await db().step.update({ where: { runId_step: { runId, step: 1 } }, data: { createdAt: new Date(t0.getTime() + 10_000) } });
   await db().step.update({ where: { runId_step: { runId, step: 2 } }, data: { createdAt: new Date(t0.getTime() + 25_000) } });
   await db().runEvent.updateMany({ where: { runId, type: "eval.finished" }, data: { ts: new Date(t0.getTime() + 30_000) } });
+  // The Step rows' times were set by hand, not by ingest: their chart rows too (step-series.ts).
+  await db().$executeRaw`SELECT "refresh_step_series"(${runId}, ARRAY[1, 2])`;
   return runId;
 }
 
@@ -162,6 +164,8 @@ describe("runs.series", () => {
       SELECT ${longRun}, g, jsonb_build_object('step', g, 'reward_mean', CASE WHEN g = 3210 THEN 7 ELSE sin(g / 100.0) END,
         'reward_std_within_group', 0.1, 'exception_rate', 0, 'rollout_s', 1, 'train_s', 1, 'step_s', 2, 'tokens_per_s', 5, 'trainer', null)
       FROM generate_series(1, ${n}::int) g`;
+    // Written by hand, not through ingest: their chart rows too (what ingest does per batch, step-series.ts).
+    await db().$executeRaw`SELECT "refresh_step_series"(${longRun}, ARRAY(SELECT generate_series(1, ${n}::int)))`;
     const res = await callerFor(db(), ws).runs.series({ runId: longRun, x: "step", width: 100, keys: ["reward", "loss"] });
     const reward = res.charts.find((c) => c.id === "reward")!;
     expect(reward.total).toBe(n);

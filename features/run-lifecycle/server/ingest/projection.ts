@@ -3,8 +3,8 @@
  * Postgres, then fans it out to browsers (socket.io room `run:<id>`).
  *
  * Idempotent by construction: every batch is ONE transaction that locks the Run row, stores the events
- * with skipDuplicates on (runId, seq), and applies projections (trajectories and the charts' per-step
- * aggregates of them, steps, checkpoints, counters, status) only for events with seq > the run's stored
+ * with skipDuplicates on (runId, seq), and applies projections (trajectories, steps, the charts' per-step
+ * rows of both, checkpoints, counters, status) only for events with seq > the run's stored
  * lastSeq, then advances lastSeq. Re-delivery after a reconnect, a web restart or a runner replay therefore
  * changes nothing. Subscriptions resume after the stored lastSeq, so nothing is skipped either.
  */
@@ -12,7 +12,7 @@ import { countedReward, type RunEvent, type RunStatus, type StepMetrics, type Tr
 import type { Prisma } from "@/generated/prisma/client";
 import { AppError } from "@/server/errors";
 import { insertEvents, insertTrajectoriesFromEvents, upsertSteps } from "./sql";
-import { refreshStepRollouts } from "@/features/metrics/server";
+import { refreshStepSeries } from "@/features/metrics/server";
 import { fromDbKind } from "@/server/run-convert";
 import { applyRunnerEvents } from "../lifecycle";
 import { summaryPatch, type RunSummary } from "../run-summary";
@@ -165,6 +165,8 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
 
       const counters = await storeTrajectories(tx, runId, kind, [...trajectories.values()]);
       if (steps.size > 0) await upsertSteps(tx, runId, [...steps.values()]);
+      // The charts' rows of every step whose Step or rollouts changed, from what is stored now (step-series.ts).
+      await refreshStepSeries(tx, runId, [...counters.steps, ...steps.keys()]);
       if (Object.keys(summary).length > 0) {
         // jsonb || merges in SQL: keys this batch did not touch (an earlier eval's eval_reward) stay.
         await tx.$executeRaw`UPDATE "Run" SET "summary" = "summary" || ${JSON.stringify(summary)}::jsonb WHERE "id" = ${runId}`;
@@ -210,16 +212,17 @@ function contribution(kind: ReturnType<typeof fromDbKind>, t: { split: string; r
  * Stores a batch's trajectories (one per id, the latest attempt) and returns how the run's counters change:
  * a new id adds its contribution; an id stored by an earlier attempt (lower seq) is replaced, its old
  * contribution taken off, so a redone step is never counted twice and the counters always equal what the
- * stored trajectories add up to. Redelivery (the same or an older seq) changes nothing.
+ * stored trajectories add up to. Redelivery (the same or an older seq) changes nothing. Also returns the steps
+ * whose rollouts changed (a replaced rollout's old step too).
  */
 async function storeTrajectories(
   tx: Prisma.TransactionClient,
   runId: string,
   kind: ReturnType<typeof fromDbKind>,
   rows: { seq: number; t: Trajectory }[],
-): Promise<Counters> {
+): Promise<Counters & { steps: number[] }> {
   const delta: Counters = { rollouts: 0, errors: 0, rewardSum: 0, rewardCount: 0 };
-  if (rows.length === 0) return delta;
+  if (rows.length === 0) return { ...delta, steps: [] };
   const add = (c: Counters, sign: 1 | -1) => {
     delta.rollouts += sign * c.rollouts;
     delta.errors += sign * c.errors;
@@ -241,7 +244,5 @@ async function storeTrajectories(
   for (const { t } of fresh) add(contribution(kind, { split: t.split, reward: t.reward, error: t.error }), 1);
   // Projected in SQL from the events just stored (sql.ts): each rollout's JSON is parsed once.
   if (fresh.length > 0) await insertTrajectoriesFromEvents(tx, runId, fresh.map((r) => r.seq));
-  // The charts' per-step aggregates of every step these rows entered or left (a replaced rollout's old step too).
-  await refreshStepRollouts(tx, runId, [...fresh.map((r) => r.t.step), ...replaced.map((t) => t.step)]);
-  return delta;
+  return { ...delta, steps: [...fresh.map((r) => r.t.step), ...replaced.map((t) => t.step)] };
 }

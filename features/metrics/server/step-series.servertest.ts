@@ -1,11 +1,12 @@
 /**
- * The per-step rollout aggregates ingest keeps (StepRollouts, step-rollouts.ts) equal what aggregating the
- * run's Trajectory rows gives — the query the charts ran before the table existed — after every batch: a
- * step split across batches, a re-delivered batch, a rollout replaced by a redone step (also one moved to
- * another step), and the migration's backfill of a run stored before it. (Re-scoring writes nothing to a run:
- * features/rescore is a what-if, so there is no re-scored case to keep in step.)
+ * The charts' per-step rows ingest keeps (StepSeries, step-series.ts): their rollout aggregates equal what
+ * aggregating the run's Trajectory rows gives — the query the charts ran before the table existed — and their
+ * Step fields the Step row's, after every batch: a step split across batches, a re-delivered batch, a rollout
+ * replaced by a redone step (also one moved to another step), a step.finished re-sent with new metrics, and
+ * the migration's backfill of a run stored before it. (Re-scoring writes nothing to a run: features/rescore is
+ * a what-if, so there is no re-scored case to keep in step.)
  *
- *   npx vitest run --project server features/metrics/server/step-rollouts.servertest.ts
+ *   npx vitest run --project server features/metrics/server/step-series.servertest.ts
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -26,10 +27,46 @@ afterAll(async () => t?.drop());
 
 type Agg = { step: number; rollouts: number; rewardMin: number | null; rewardMax: number | null; completionMean: number | null; sampledTokens: number | null; metricMeans: Record<string, number> };
 
-/** What the table holds for the run, by step. */
+/** The rollout aggregates the table holds for the run, by step. */
 async function stored(runId: string): Promise<Agg[]> {
-  const rows = await db().stepRollouts.findMany({ where: { runId }, orderBy: { step: "asc" } });
-  return rows.map((r) => ({ ...r, metricMeans: r.metricMeans as Record<string, number> })).map(({ runId: _, ...a }) => a);
+  const rows = await db().stepSeries.findMany({
+    where: { runId },
+    orderBy: { step: "asc" },
+    select: { step: true, rollouts: true, rewardMin: true, rewardMax: true, completionMean: true, sampledTokens: true, metricMeans: true },
+  });
+  return rows.map((r) => ({ ...r, metricMeans: r.metricMeans as Record<string, number> }));
+}
+
+/** The Step fields the table holds for the run's steps that have a Step row, and the reference from Step rows. */
+async function stepFields(runId: string) {
+  const got = await db().stepSeries.findMany({
+    where: { runId, at: { not: null } },
+    orderBy: { step: "asc" },
+    select: { step: true, at: true, rewardMean: true, rewardStd: true, exceptionRate: true, tokensPerS: true, rolloutS: true, trainS: true, stepS: true, loss: true, kl: true, entropy: true, gradNorm: true, probsCorr: true, checkpointS: true },
+  });
+  const steps = await db().step.findMany({ where: { runId }, orderBy: { step: "asc" } });
+  const want = steps.map(({ step, createdAt, metrics }) => {
+    const m = metrics as Record<string, unknown> & { trainer: Record<string, number> | null };
+    const tr = m.trainer ?? {};
+    return {
+      step,
+      at: createdAt.getTime() / 1000,
+      rewardMean: m.reward_mean ?? null,
+      rewardStd: m.reward_std_within_group ?? null,
+      exceptionRate: m.exception_rate ?? null,
+      tokensPerS: m.tokens_per_s ?? null,
+      rolloutS: m.rollout_s ?? null,
+      trainS: m.train_s ?? null,
+      stepS: m.step_s ?? null,
+      loss: tr.loss ?? null,
+      kl: tr.kl ?? null,
+      entropy: tr.entropy ?? null,
+      gradNorm: tr.grad_norm ?? null,
+      probsCorr: tr.probs_corr ?? null,
+      checkpointS: tr.checkpoint_s ?? null,
+    };
+  });
+  return { got, want };
 }
 
 /**
@@ -52,7 +89,12 @@ async function fromTrajectories(runId: string): Promise<Agg[]> {
 
 /** The table equals the reference (means to float rounding: the two sum in different orders). */
 async function expectInStep(runId: string) {
-  const [got, want] = await Promise.all([stored(runId), fromTrajectories(runId)]);
+  const fields = await stepFields(runId);
+  expect(fields.got).toEqual(fields.want);
+  const [all, want] = await Promise.all([stored(runId), fromTrajectories(runId)]);
+  // Steps with a Step row and no train rollout have a row of their own (no rollouts, no aggregates).
+  const got = all.filter((g) => g.rollouts > 0);
+  for (const g of all.filter((g) => g.rollouts === 0)) expect(g).toEqual({ step: g.step, rollouts: 0, rewardMin: null, rewardMax: null, completionMean: null, sampledTokens: null, metricMeans: {} });
   expect(got.map((g) => g.step)).toEqual(want.map((w) => w.step));
   got.forEach((g, i) => {
     const w = want[i]!;
@@ -72,10 +114,10 @@ function eventsFor(runId: string) {
   return (type: RunEvent["type"], payload: unknown) => RunEvent.parse({ run_id: runId, seq: ++seq, ts: 1_700_000_000_000 + seq, type, payload });
 }
 
-function stepFinished(step: number) {
+function stepFinished(step: number, rewardMean = 0.5) {
   return {
     step,
-    reward_mean: 0.5,
+    reward_mean: rewardMean,
     reward_std_within_group: 0.1,
     exception_rate: 0,
     groups_trainable: 1,
@@ -86,11 +128,11 @@ function stepFinished(step: number) {
     tokens_per_s: 10,
     judge_tokens: 0,
     judge_cost_usd: 0,
-    trainer: null,
+    trainer: step % 2 ? null : { loss: 0.1 * step, grad_norm: 1, kl: 0.01, clip_fraction: 0, entropy: 2, probs_corr: 0.99, trained_tokens: 10, groups_submitted: 1, groups_trainable: 1, skipped: false, duration_s: 1, checkpoint_s: 0.25 },
   };
 }
 
-describe("StepRollouts (the charts' per-step rollout aggregates, kept at ingest)", () => {
+describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
   it("equals the aggregation of the stored trajectories after each batch, a step split across batches included", async () => {
     const runId = await createRunningRun(db(), ws);
     const ev = eventsFor(runId);
@@ -125,6 +167,11 @@ describe("StepRollouts (the charts' per-step rollout aggregates, kept at ingest)
     expect(once).toEqual([{ step: 1, rollouts: 4, rewardMin: 0.25, rewardMax: 1, completionMean: 25, sampledTokens: 128, metricMeans: { format: 2.5 } }]);
     await ingestEvents(db(), runId, batch); // a reconnect re-sends it whole
     expect(await stored(runId)).toEqual(once);
+    // A step.finished re-sent with other metrics (a redone step): the newest wins, as in the Step row.
+    await ingestEvents(db(), runId, [ev("step.finished", stepFinished(1, 0.25))]);
+    await ingestEvents(db(), runId, [ev("step.finished", stepFinished(1, 0.75))]);
+    expect((await stepFields(runId)).got[0]!.rewardMean).toBe(0.75);
+    expect(await stored(runId)).toEqual(once);
     // A runner replay: the stored tail again, then new rollouts of the same step.
     await ingestEvents(db(), runId, [...batch.slice(2), ev("rollout.finished", rollout("r5", 1, 0, { format: 5 }, 50))]);
     const after = await expectInStep(runId);
@@ -157,14 +204,20 @@ describe("StepRollouts (the charts' per-step rollout aggregates, kept at ingest)
       ev("rollout.finished", rollout("p", 1, 0.2, { format: 0.1 }, 11)),
       ev("rollout.finished", rollout("q", 1, 0.6, { format: 0.3, correct: 1 }, 13)),
       ev("rollout.finished", rollout("s", 2, 0.4, {}, 17)),
+      ev("step.finished", stepFinished(2)),
+      ev("step.finished", stepFinished(3)), // a step with no train rollout
     ]);
-    const kept = await expectInStep(runId);
-    await db().stepRollouts.deleteMany({ where: { runId } }); // as if stored before the migration
-    const dir = fs.readdirSync(migrationsDir).find((d) => d.endsWith("_step_rollouts"))!;
+    await expectInStep(runId);
+    const kept = await stored(runId);
+    const keptFields = (await stepFields(runId)).got;
+    expect(keptFields.map((f) => f.step)).toEqual([2, 3]);
+    await db().stepSeries.deleteMany({ where: { runId } }); // as if stored before the migration
+    const dir = fs.readdirSync(migrationsDir).find((d) => d.endsWith("_step_series"))!;
     const sql = fs.readFileSync(path.join(migrationsDir, dir, "migration.sql"), "utf8");
     const backfill = sql.slice(sql.indexOf("-- Backfill"));
-    expect(backfill).toMatch(/refresh_step_rollouts/);
+    expect(backfill).toMatch(/refresh_step_series/);
     await db().$executeRawUnsafe(backfill.replace(/;\s*$/, ""));
     expect(await stored(runId)).toEqual(kept);
+    expect((await stepFields(runId)).got).toEqual(keptFields);
   });
 });

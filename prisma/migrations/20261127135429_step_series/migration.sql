@@ -1,0 +1,97 @@
+-- CreateTable
+CREATE TABLE "StepSeries" (
+    "runId" TEXT NOT NULL,
+    "step" INTEGER NOT NULL,
+    "at" DOUBLE PRECISION,
+    "rewardMean" DOUBLE PRECISION,
+    "rewardStd" DOUBLE PRECISION,
+    "exceptionRate" DOUBLE PRECISION,
+    "tokensPerS" DOUBLE PRECISION,
+    "rolloutS" DOUBLE PRECISION,
+    "trainS" DOUBLE PRECISION,
+    "stepS" DOUBLE PRECISION,
+    "loss" DOUBLE PRECISION,
+    "kl" DOUBLE PRECISION,
+    "entropy" DOUBLE PRECISION,
+    "gradNorm" DOUBLE PRECISION,
+    "probsCorr" DOUBLE PRECISION,
+    "checkpointS" DOUBLE PRECISION,
+    "rollouts" INTEGER NOT NULL,
+    "rewardMin" DOUBLE PRECISION,
+    "rewardMax" DOUBLE PRECISION,
+    "completionMean" DOUBLE PRECISION,
+    "sampledTokens" DOUBLE PRECISION,
+    "metricMeans" JSONB NOT NULL,
+
+    CONSTRAINT "StepSeries_pkey" PRIMARY KEY ("runId","step")
+);
+
+-- AddForeignKey
+ALTER TABLE "StepSeries" ADD CONSTRAINT "StepSeries_runId_fkey" FOREIGN KEY ("runId") REFERENCES "Run"("id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- A json value as float8 when it is a number, else null (a hand-written row never fails a batch).
+CREATE FUNCTION "jsonb_float8"(v JSONB) RETURNS DOUBLE PRECISION LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(v) = 'number' THEN v::float8 END
+$$;
+
+-- The charts' row of each of these steps of a run, recomputed from the step's Step row and train Trajectory
+-- rows: ingest calls it for the steps a batch touched, in the batch's transaction
+-- (features/metrics/server/step-series.ts), and the backfill below for every stored step. A row is a function
+-- of those rows alone, so calling it again (a re-delivered batch, a rollout replaced by a redone step) never
+-- counts anything twice, and a step left with neither loses its row. A metrics key's mean is over the
+-- rollouts where it is a number. The steps are joined, not matched with = ANY(steps), which compares each row
+-- with the whole array (minutes for the backfill of a 100,000-step run). One statement with no semicolon
+-- inside: adapter-pg runs a migration script split at every semicolon.
+CREATE FUNCTION "refresh_step_series"(run_id TEXT, steps INTEGER[]) RETURNS VOID LANGUAGE sql AS $$
+  WITH wanted AS (
+    SELECT DISTINCT unnest(steps) AS "step"
+  ), t AS (
+    SELECT "step", "reward", "metrics", "tokens" FROM "Trajectory" JOIN wanted USING ("step")
+    WHERE "runId" = run_id AND "split" = 'train'
+  ), per_step AS (
+    SELECT "step", count(*)::int AS n, min("reward") AS rmin, max("reward") AS rmax,
+      avg(("tokens"->>'completion')::float8) AS comp,
+      sum(("tokens"->>'prompt')::float8 + ("tokens"->>'completion')::float8) AS tok
+    FROM t GROUP BY "step"
+  ), per_key AS (
+    SELECT "step", jsonb_object_agg(key, mean) AS means FROM (
+      SELECT t."step", k.key, avg((k.value)::float8) AS mean
+      FROM t CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(t."metrics") = 'object' THEN t."metrics" ELSE '{}'::jsonb END) AS k
+      WHERE jsonb_typeof(k.value) = 'number'
+      GROUP BY t."step", k.key
+    ) means_by_key GROUP BY "step"
+  ), s AS (
+    SELECT "step", EXTRACT(EPOCH FROM "createdAt")::float8 AS at, "metrics" AS m, "metrics"->'trainer' AS tr
+    FROM "Step" JOIN wanted USING ("step") WHERE "runId" = run_id
+  ), rows AS (
+    SELECT "step", s.at, s.m, s.tr, COALESCE(r.n, 0) AS n, r.rmin, r.rmax, r.comp, r.tok, COALESCE(k.means, '{}'::jsonb) AS means
+    FROM s FULL JOIN per_step r USING ("step") LEFT JOIN per_key k USING ("step")
+  ), upserted AS (
+    INSERT INTO "StepSeries" ("runId", "step", "at", "rewardMean", "rewardStd", "exceptionRate", "tokensPerS", "rolloutS",
+      "trainS", "stepS", "loss", "kl", "entropy", "gradNorm", "probsCorr", "checkpointS",
+      "rollouts", "rewardMin", "rewardMax", "completionMean", "sampledTokens", "metricMeans")
+    SELECT run_id, "step", at, jsonb_float8(m->'reward_mean'), jsonb_float8(m->'reward_std_within_group'),
+      jsonb_float8(m->'exception_rate'), jsonb_float8(m->'tokens_per_s'), jsonb_float8(m->'rollout_s'),
+      jsonb_float8(m->'train_s'), jsonb_float8(m->'step_s'), jsonb_float8(tr->'loss'), jsonb_float8(tr->'kl'),
+      jsonb_float8(tr->'entropy'), jsonb_float8(tr->'grad_norm'), jsonb_float8(tr->'probs_corr'), jsonb_float8(tr->'checkpoint_s'),
+      n, rmin, rmax, comp, tok, means
+    FROM rows
+    ON CONFLICT ("runId", "step") DO UPDATE SET "at" = EXCLUDED."at", "rewardMean" = EXCLUDED."rewardMean",
+      "rewardStd" = EXCLUDED."rewardStd", "exceptionRate" = EXCLUDED."exceptionRate", "tokensPerS" = EXCLUDED."tokensPerS",
+      "rolloutS" = EXCLUDED."rolloutS", "trainS" = EXCLUDED."trainS", "stepS" = EXCLUDED."stepS", "loss" = EXCLUDED."loss",
+      "kl" = EXCLUDED."kl", "entropy" = EXCLUDED."entropy", "gradNorm" = EXCLUDED."gradNorm", "probsCorr" = EXCLUDED."probsCorr",
+      "checkpointS" = EXCLUDED."checkpointS", "rollouts" = EXCLUDED."rollouts", "rewardMin" = EXCLUDED."rewardMin",
+      "rewardMax" = EXCLUDED."rewardMax", "completionMean" = EXCLUDED."completionMean",
+      "sampledTokens" = EXCLUDED."sampledTokens", "metricMeans" = EXCLUDED."metricMeans"
+    RETURNING 1
+  )
+  DELETE FROM "StepSeries" WHERE "runId" = run_id AND "step" IN (SELECT "step" FROM wanted) AND "step" NOT IN (SELECT "step" FROM rows)
+$$;
+
+-- Backfill: runs stored before this migration chart from the table like new ones.
+SELECT "refresh_step_series"(r."runId", r.steps)
+FROM (
+  SELECT "runId", array_agg(DISTINCT "step") AS steps
+  FROM (SELECT "runId", "step" FROM "Step" UNION ALL SELECT "runId", "step" FROM "Trajectory" WHERE "split" = 'train') stored
+  GROUP BY "runId"
+) r;
