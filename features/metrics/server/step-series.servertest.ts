@@ -25,14 +25,14 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.drop());
 
-type Agg = { step: number; rollouts: number; rewardMin: number | null; rewardMax: number | null; completionMean: number | null; sampledTokens: number | null; metricMeans: Record<string, number> };
+type Agg = { step: number; rollouts: number; groups: number; rewardMin: number | null; rewardMax: number | null; completionMean: number | null; sampledTokens: number | null; metricMeans: Record<string, number> };
 
 /** The rollout aggregates the table holds for the run, by step. */
 async function stored(runId: string): Promise<Agg[]> {
   const rows = await db().stepSeries.findMany({
     where: { runId },
     orderBy: { step: "asc" },
-    select: { step: true, rollouts: true, rewardMin: true, rewardMax: true, completionMean: true, sampledTokens: true, metricMeans: true },
+    select: { step: true, rollouts: true, groups: true, rewardMin: true, rewardMax: true, completionMean: true, sampledTokens: true, metricMeans: true },
   });
   return rows.map((r) => ({ ...r, metricMeans: r.metricMeans as Record<string, number> }));
 }
@@ -76,7 +76,7 @@ async function stepFields(runId: string) {
  */
 async function fromTrajectories(runId: string): Promise<Agg[]> {
   const base = await db().$queryRaw<Omit<Agg, "metricMeans">[]>`
-    SELECT step, count(*)::int AS rollouts, min(reward) AS "rewardMin", max(reward) AS "rewardMax",
+    SELECT step, count(*)::int AS rollouts, count(DISTINCT "group")::int AS groups, min(reward) AS "rewardMin", max(reward) AS "rewardMax",
       avg((tokens->>'completion')::float8) AS "completionMean",
       sum((tokens->>'prompt')::float8 + (tokens->>'completion')::float8) AS "sampledTokens"
     FROM "Trajectory" WHERE "runId" = ${runId} AND split = 'train' GROUP BY step ORDER BY step`;
@@ -94,7 +94,7 @@ async function expectInStep(runId: string) {
   const [all, want] = await Promise.all([stored(runId), fromTrajectories(runId)]);
   // Steps with a Step row and no train rollout have a row of their own (no rollouts, no aggregates).
   const got = all.filter((g) => g.rollouts > 0);
-  for (const g of all.filter((g) => g.rollouts === 0)) expect(g).toEqual({ step: g.step, rollouts: 0, rewardMin: null, rewardMax: null, completionMean: null, sampledTokens: null, metricMeans: {} });
+  for (const g of all.filter((g) => g.rollouts === 0)) expect(g).toEqual({ step: g.step, rollouts: 0, groups: 0, rewardMin: null, rewardMax: null, completionMean: null, sampledTokens: null, metricMeans: {} });
   expect(got.map((g) => g.step)).toEqual(want.map((w) => w.step));
   got.forEach((g, i) => {
     const w = want[i]!;
@@ -105,8 +105,8 @@ async function expectInStep(runId: string) {
   return got;
 }
 
-function rollout(id: string, step: number, reward: number | null, metrics: Record<string, number>, completion: number, split: "train" | "val" = "train"): Trajectory {
-  return { ...trajectory(0, step, reward), id, split, metrics, tokens: { prompt: 7, completion } };
+function rollout(id: string, step: number, reward: number | null, metrics: Record<string, number>, completion: number, split: "train" | "val" = "train", group = 0): Trajectory {
+  return { ...trajectory(0, step, reward), id, split, group, metrics, tokens: { prompt: 7, completion } };
 }
 
 function eventsFor(runId: string) {
@@ -138,7 +138,7 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     const ev = eventsFor(runId);
     const first = [
       ev("rollout.finished", rollout("a", 1, 0.25, { format: 0.5, correct: 0 }, 10)),
-      ev("rollout.finished", rollout("b", 1, 1, { format: 1, correct: 1, bonus: 3 }, 30)),
+      ev("rollout.finished", rollout("b", 1, 1, { format: 1, correct: 1, bonus: 3 }, 30, "train", 1)),
       ev("rollout.finished", rollout("c", 1, null, {}, 5)), // a failed rollout: no reward, no metrics
       ev("step.finished", stepFinished(1)),
       ev("rollout.finished", rollout("d", 2, 0.1, { format: 0.2 }, 12)),
@@ -147,8 +147,8 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     await ingestEvents(db(), runId, first);
     let got = await expectInStep(runId);
     expect(got).toEqual([
-      { step: 1, rollouts: 3, rewardMin: 0.25, rewardMax: 1, completionMean: 15, sampledTokens: 66, metricMeans: { format: 0.75, correct: 0.5, bonus: 3 } },
-      { step: 2, rollouts: 1, rewardMin: 0.1, rewardMax: 0.1, completionMean: 12, sampledTokens: 19, metricMeans: { format: 0.2 } },
+      { step: 1, rollouts: 3, groups: 2, rewardMin: 0.25, rewardMax: 1, completionMean: 15, sampledTokens: 66, metricMeans: { format: 0.75, correct: 0.5, bonus: 3 } },
+      { step: 2, rollouts: 1, groups: 1, rewardMin: 0.1, rewardMax: 0.1, completionMean: 12, sampledTokens: 19, metricMeans: { format: 0.2 } },
     ]);
     // Step 2's other rollouts arrive in the next batch: its row covers both batches.
     await ingestEvents(db(), runId, [ev("rollout.finished", rollout("e", 2, 0.7, { format: 0.4, correct: 1 }, 20)), ev("step.finished", stepFinished(2))]);
@@ -164,7 +164,7 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     const batch = [1, 2, 3, 4].map((i) => ev("rollout.finished", rollout(`r${i}`, 1, i / 4, { format: i }, i * 10)));
     await ingestEvents(db(), runId, batch);
     const once = await expectInStep(runId);
-    expect(once).toEqual([{ step: 1, rollouts: 4, rewardMin: 0.25, rewardMax: 1, completionMean: 25, sampledTokens: 128, metricMeans: { format: 2.5 } }]);
+    expect(once).toEqual([{ step: 1, rollouts: 4, groups: 1, rewardMin: 0.25, rewardMax: 1, completionMean: 25, sampledTokens: 128, metricMeans: { format: 2.5 } }]);
     await ingestEvents(db(), runId, batch); // a reconnect re-sends it whole
     expect(await stored(runId)).toEqual(once);
     // A step.finished re-sent with other metrics (a redone step): the newest wins, as in the Step row.
@@ -175,7 +175,7 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     // A runner replay: the stored tail again, then new rollouts of the same step.
     await ingestEvents(db(), runId, [...batch.slice(2), ev("rollout.finished", rollout("r5", 1, 0, { format: 5 }, 50))]);
     const after = await expectInStep(runId);
-    expect(after).toEqual([{ step: 1, rollouts: 5, rewardMin: 0, rewardMax: 1, completionMean: 30, sampledTokens: 185, metricMeans: { format: 3 } }]);
+    expect(after).toEqual([{ step: 1, rollouts: 5, groups: 1, rewardMin: 0, rewardMax: 1, completionMean: 30, sampledTokens: 185, metricMeans: { format: 3 } }]);
   });
 
   it("follows a rollout replaced by a redone step (a resume), and one re-emitted into another step", async () => {
@@ -190,7 +190,7 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     // The step is redone after a resume: x comes again with another reward and metrics (latest by seq wins).
     await ingestEvents(db(), runId, [ev("rollout.finished", rollout("x", 3, 0.3, { correct: 1 }, 60))]);
     let got = await expectInStep(runId);
-    expect(got[0]).toEqual({ step: 3, rollouts: 2, rewardMin: 0.1, rewardMax: 0.3, completionMean: 40, sampledTokens: 94, metricMeans: { format: 0, correct: 1 } });
+    expect(got[0]).toEqual({ step: 3, rollouts: 2, groups: 1, rewardMin: 0.1, rewardMax: 0.3, completionMean: 40, sampledTokens: 94, metricMeans: { format: 0, correct: 1 } });
     // z re-emitted under step 5: step 4 has no train rollout left, so no row; step 5 has it.
     await ingestEvents(db(), runId, [ev("rollout.finished", rollout("z", 5, 0.5, { other: 2 }, 10))]);
     got = await expectInStep(runId);

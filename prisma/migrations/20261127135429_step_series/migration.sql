@@ -17,6 +17,7 @@ CREATE TABLE "StepSeries" (
     "probsCorr" DOUBLE PRECISION,
     "checkpointS" DOUBLE PRECISION,
     "rollouts" INTEGER NOT NULL,
+    "groups" INTEGER NOT NULL,
     "rewardMin" DOUBLE PRECISION,
     "rewardMax" DOUBLE PRECISION,
     "completionMean" DOUBLE PRECISION,
@@ -46,10 +47,10 @@ CREATE FUNCTION "refresh_step_series"(run_id TEXT, steps INTEGER[]) RETURNS VOID
   WITH wanted AS (
     SELECT DISTINCT unnest(steps) AS "step"
   ), t AS (
-    SELECT "step", "reward", "metrics", "tokens" FROM "Trajectory" JOIN wanted USING ("step")
+    SELECT "step", "group", "reward", "metrics", "tokens" FROM "Trajectory" JOIN wanted USING ("step")
     WHERE "runId" = run_id AND "split" = 'train'
   ), per_step AS (
-    SELECT "step", count(*)::int AS n, min("reward") AS rmin, max("reward") AS rmax,
+    SELECT "step", count(*)::int AS n, count(DISTINCT "group")::int AS g, min("reward") AS rmin, max("reward") AS rmax,
       avg(("tokens"->>'completion')::float8) AS comp,
       sum(("tokens"->>'prompt')::float8 + ("tokens"->>'completion')::float8) AS tok
     FROM t GROUP BY "step"
@@ -64,23 +65,23 @@ CREATE FUNCTION "refresh_step_series"(run_id TEXT, steps INTEGER[]) RETURNS VOID
     SELECT "step", EXTRACT(EPOCH FROM "createdAt")::float8 AS at, "metrics" AS m, "metrics"->'trainer' AS tr
     FROM "Step" JOIN wanted USING ("step") WHERE "runId" = run_id
   ), rows AS (
-    SELECT "step", s.at, s.m, s.tr, COALESCE(r.n, 0) AS n, r.rmin, r.rmax, r.comp, r.tok, COALESCE(k.means, '{}'::jsonb) AS means
+    SELECT "step", s.at, s.m, s.tr, COALESCE(r.n, 0) AS n, COALESCE(r.g, 0) AS g, r.rmin, r.rmax, r.comp, r.tok, COALESCE(k.means, '{}'::jsonb) AS means
     FROM s FULL JOIN per_step r USING ("step") LEFT JOIN per_key k USING ("step")
   ), upserted AS (
     INSERT INTO "StepSeries" ("runId", "step", "at", "rewardMean", "rewardStd", "exceptionRate", "tokensPerS", "rolloutS",
       "trainS", "stepS", "loss", "kl", "entropy", "gradNorm", "probsCorr", "checkpointS",
-      "rollouts", "rewardMin", "rewardMax", "completionMean", "sampledTokens", "metricMeans")
+      "rollouts", "groups", "rewardMin", "rewardMax", "completionMean", "sampledTokens", "metricMeans")
     SELECT run_id, "step", at, jsonb_float8(m->'reward_mean'), jsonb_float8(m->'reward_std_within_group'),
       jsonb_float8(m->'exception_rate'), jsonb_float8(m->'tokens_per_s'), jsonb_float8(m->'rollout_s'),
       jsonb_float8(m->'train_s'), jsonb_float8(m->'step_s'), jsonb_float8(tr->'loss'), jsonb_float8(tr->'kl'),
       jsonb_float8(tr->'entropy'), jsonb_float8(tr->'grad_norm'), jsonb_float8(tr->'probs_corr'), jsonb_float8(tr->'checkpoint_s'),
-      n, rmin, rmax, comp, tok, means
+      n, g, rmin, rmax, comp, tok, means
     FROM rows
     ON CONFLICT ("runId", "step") DO UPDATE SET "at" = EXCLUDED."at", "rewardMean" = EXCLUDED."rewardMean",
       "rewardStd" = EXCLUDED."rewardStd", "exceptionRate" = EXCLUDED."exceptionRate", "tokensPerS" = EXCLUDED."tokensPerS",
       "rolloutS" = EXCLUDED."rolloutS", "trainS" = EXCLUDED."trainS", "stepS" = EXCLUDED."stepS", "loss" = EXCLUDED."loss",
       "kl" = EXCLUDED."kl", "entropy" = EXCLUDED."entropy", "gradNorm" = EXCLUDED."gradNorm", "probsCorr" = EXCLUDED."probsCorr",
-      "checkpointS" = EXCLUDED."checkpointS", "rollouts" = EXCLUDED."rollouts", "rewardMin" = EXCLUDED."rewardMin",
+      "checkpointS" = EXCLUDED."checkpointS", "rollouts" = EXCLUDED."rollouts", "groups" = EXCLUDED."groups", "rewardMin" = EXCLUDED."rewardMin",
       "rewardMax" = EXCLUDED."rewardMax", "completionMean" = EXCLUDED."completionMean",
       "sampledTokens" = EXCLUDED."sampledTokens", "metricMeans" = EXCLUDED."metricMeans"
     RETURNING 1

@@ -53,12 +53,12 @@ export async function loadRuleInput(db: Db, runId: string, t: FlagThresholds = F
   const run = await db.run.findUnique({ where: { id: runId }, select: { config: true } });
   const [steps, perStep] = await Promise.all([
     db.step.findMany({ where: { runId }, orderBy: { step: "asc" }, select: { step: true, metrics: true } }),
-    db.$queryRaw<{ step: number; groups: number; tokens: number | null }[]>`
-      SELECT "step", count(DISTINCT "group")::int AS "groups", avg(("tokens"->>'completion')::float8) AS "tokens"
-      FROM "Trajectory" WHERE "runId" = ${runId} AND "split" = 'train' GROUP BY "step"`,
+    // Per step, from the charts' rows ingest keeps (features/metrics StepSeries): one row per step, where
+    // aggregating every rollout after each step made this the costliest query of a long run's ingestion.
+    db.stepSeries.findMany({ where: { runId, rollouts: { gt: 0 } }, select: { step: true, groups: true, completionMean: true } }),
   ]);
   const configGroups = num((run?.config as Record<string, unknown> | null)?.groups_per_step) ?? 0;
-  const agg = new Map(perStep.map((r) => [r.step, r]));
+  const agg = new Map(perStep.map((r) => [r.step, { groups: r.groups, tokens: r.completionMean }]));
   const stepNums = steps.map((s) => s.step);
   const wanted = [...new Set([...stepNums.slice(0, t.hackWindow), ...stepNums.slice(-RECENT_STEPS)])];
   const rows = await db.trajectory.findMany({
