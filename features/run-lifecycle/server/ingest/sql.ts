@@ -18,16 +18,18 @@ import type { Tx } from "@/server/db-types";
  */
 const isoText = (ms: number): string => new Date(ms).toISOString();
 
+/**
+ * The batch travels as ONE json document, expanded with jsonb_to_recordset: the payloads are parsed once, as
+ * part of it. As a text[] of per-payload JSON strings (what this did before) every payload was escaped into an
+ * array literal by the driver and unescaped again by Postgres before its own parse: the costliest statement of
+ * a batch (bench/ingest.ts, docs/benchmarks.md "Ingestion vs a raw COPY").
+ */
 export async function insertEvents(tx: Tx, runId: string, events: readonly RunEvent[]): Promise<void> {
-  const seqs = events.map((e) => e.seq);
-  const types = events.map((e) => e.type);
-  const payloads = events.map((e) => JSON.stringify(e.payload));
-  const ts = events.map((e) => isoText(e.ts));
-  const attempts = events.map((e) => e.attempt ?? null);
+  const rows = JSON.stringify(events.map((e) => ({ seq: e.seq, type: e.type, payload: e.payload, ts: isoText(e.ts), attempt: e.attempt ?? null })));
   await tx.$executeRaw`
     INSERT INTO "RunEvent" ("runId", "seq", "type", "payload", "ts", "attempt")
-    SELECT ${runId}, u.seq, u.type, u.payload::jsonb, u.ts::timestamp(3), u.attempt
-    FROM unnest(${seqs}::int[], ${types}::text[], ${payloads}::text[], ${ts}::text[], ${attempts}::int[]) AS u(seq, type, payload, ts, attempt)
+    SELECT ${runId}, u.seq, u.type, u.payload, u.ts::timestamp(3), u.attempt
+    FROM jsonb_to_recordset(${rows}::jsonb) AS u(seq int, type text, payload jsonb, ts text, attempt int)
     ON CONFLICT DO NOTHING`;
 }
 
