@@ -45,6 +45,16 @@ it("ingests idempotently on PGlite", async () => {
   expect(run).toMatchObject({ status: "completed", lastSeq: log.length, rolloutCount: 8, errorCount: 1 });
   const events = await callerFor(db, ws).runs.events({ runId, afterSeq: 0, limit: 500 });
   expect(events).toEqual(log);
+  // The charts' rows (refresh_step_series) and their binary read (float8send, base64) on PGlite too.
+  const series = await callerFor(db, ws).runs.series({ runId, width: 100, keys: ["reward"] });
+  const steps = (await db.step.findMany({ where: { runId }, orderBy: { step: "asc" } })).map((s) => s.step);
+  const rows = await db.trajectory.findMany({ where: { runId, split: "train" }, select: { step: true, reward: true } });
+  const rewards = (step: number) => rows.filter((r) => r.step === step && r.reward !== null).map((r) => r.reward!);
+  const reward = Object.fromEntries(series.charts[0]!.series.map((c) => [c.key, c.values]));
+  expect(steps.length).toBeGreaterThan(0);
+  expect(series.charts[0]!.x).toEqual(steps);
+  expect(reward.min).toEqual(steps.map((st) => Math.min(...rewards(st))));
+  expect(reward.max).toEqual(steps.map((st) => Math.max(...rewards(st))));
 });
 
 it("runs the runs table's SQL on PGlite: summary, search index function, metric sort, cursor, tags filter", async () => {
