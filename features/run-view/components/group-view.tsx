@@ -8,9 +8,11 @@
 import { useMemo, useState } from "react";
 import { fmtNum, fmtSigned, truncate } from "@/components/ui/format";
 import { EmptyState } from "@/components/ui/primitives";
-import { ErrorBadge, RewardValue, lastReply, taskPreview } from "./rollout-list";
+import { ErrorBadge, RewardValue, taskPreview } from "./rollout-list";
 import { advantage, type Rollout, type RolloutGroup } from "./run-state";
 import { rolloutText, wordDiff } from "./text-diff";
+import { useWholeRollouts } from "./whole-rollouts";
+import { Spinner } from "@/components/ui/primitives";
 
 const MAX_GROUPS_SHOWN = 200;
 
@@ -109,7 +111,7 @@ function GroupCard({
                 {r.error ? (
                   <ErrorBadge error={r.error} />
                 ) : (
-                  <p className="line-clamp-4 text-[12px] break-words whitespace-pre-wrap text-zinc-200">{truncate(lastReply(r), 400) || "(no reply)"}</p>
+                  <p className="line-clamp-4 text-[12px] break-words whitespace-pre-wrap text-zinc-200">{truncate(r.reply, 400) || "(no reply)"}</p>
                 )}
               </button>
               {onPick && (
@@ -136,9 +138,12 @@ function GroupCard({
   );
 }
 
-/** A word diff of what two rollouts' models wrote: A's words struck out in red, B's in green. */
-function DiffView({ a, b, ia, ib }: { a: Rollout; b: Rollout; ia: number; ib: number }) {
-  const diff = useMemo(() => wordDiff(rolloutText(a), rolloutText(b)), [a, b]);
+/** A word diff of what two rollouts' models wrote: A's words struck out in red, B's in green (read whole first: whole-rollouts.ts). */
+function DiffView({ runId, a, b, ia, ib }: { runId: string; a: Rollout; b: Rollout; ia: number; ib: number }) {
+  const pair = useMemo(() => [a, b], [a, b]);
+  const whole = useWholeRollouts(runId, pair);
+  const [wa, wb] = whole.data ?? [];
+  const diff = useMemo(() => (wa && wb ? wordDiff(rolloutText(wa), rolloutText(wb)) : null), [wa, wb]);
   return (
     <div data-testid="group-diff" className="rounded border border-zinc-800 bg-zinc-950/60">
       <div className="flex flex-wrap items-center gap-3 border-b border-zinc-800 px-3 py-1.5 text-[12px] text-zinc-400">
@@ -146,7 +151,7 @@ function DiffView({ a, b, ia, ib }: { a: Rollout; b: Rollout; ia: number; ib: nu
           Diff <span className="font-mono text-sky-200">A</span> #{ia + 1} (reward {fmtNum(a.reward)}) → <span className="font-mono text-sky-200">B</span> #{ib + 1} (reward{" "}
           {fmtNum(b.reward)})
         </span>
-        {diff.ok && (
+        {diff?.ok && (
           <span className="font-mono text-[11px]">
             <span className="text-red-300">−{diff.removed}</span> <span className="text-emerald-300">+{diff.added}</span> words
           </span>
@@ -154,6 +159,12 @@ function DiffView({ a, b, ia, ib }: { a: Rollout; b: Rollout; ia: number; ib: nu
       </div>
       {a.id === b.id ? (
         <div className="p-3 text-[12px] text-zinc-500">Pick two different rollouts to diff.</div>
+      ) : whole.error ? (
+        <div className="p-3 text-[12px] text-red-300">Could not read the two rollouts: {whole.error}</div>
+      ) : !diff ? (
+        <div className="p-3">
+          <Spinner label="Reading the two rollouts…" />
+        </div>
       ) : !diff.ok ? (
         <div className="p-3 text-[12px] text-amber-300">No diff: {diff.reason}.</div>
       ) : (
@@ -189,6 +200,7 @@ const taskKey = (split: string, taskIndex: number) => `${split}:${taskIndex}`;
 
 /** One task across the run: its group at the chosen step, the diff, and a strip of every step it was sampled at. */
 function TaskAcrossSteps({
+  runId,
   groups,
   byId,
   step,
@@ -197,6 +209,7 @@ function TaskAcrossSteps({
   onSelect,
 }: {
   /** This task's groups, sorted by step then group. */
+  runId: string;
   groups: RolloutGroup[];
   byId: ReadonlyMap<string, Rollout>;
   step: number;
@@ -248,7 +261,7 @@ function TaskAcrossSteps({
               pair={chosen}
               onPick={(slot, id) => setPairByGroup((p) => ({ ...p, [g.key]: slot === 0 ? [id, chosen[1]] : [chosen[0], id] }))}
             />
-            {a && b && rs.length > 1 && <DiffView a={a} b={b} ia={rs.indexOf(a)} ib={rs.indexOf(b)} />}
+            {a && b && rs.length > 1 && <DiffView runId={runId} a={a} b={b} ia={rs.indexOf(a)} ib={rs.indexOf(b)} />}
           </div>
         );
       })}
@@ -257,12 +270,14 @@ function TaskAcrossSteps({
 }
 
 export function GroupView({
+  runId,
   groups,
   rollouts,
   selectedId,
   onSelect,
   initialStep = null,
 }: {
+  runId: string;
   groups: readonly RolloutGroup[];
   rollouts: readonly Rollout[];
   selectedId: string | null;
@@ -355,7 +370,7 @@ export function GroupView({
       </div>
       <div className="min-h-0 flex-1 space-y-2 overflow-auto p-3">
         {task ? (
-          <TaskAcrossSteps groups={taskGroups} byId={byId} step={step} onStep={setStepChoice} selectedId={selectedId} onSelect={onSelect} />
+          <TaskAcrossSteps runId={runId} groups={taskGroups} byId={byId} step={step} onStep={setStepChoice} selectedId={selectedId} onSelect={onSelect} />
         ) : (
           shown.map((g) => (
             <GroupCard

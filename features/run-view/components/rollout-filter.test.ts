@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Rollout } from "./run-state";
 import { flagHref } from "@/features/flags";
 import { EMPTY_FILTER, filterFromParams, filterRollouts, filterToParams, isFilterActive, rolloutTags, tagCounts, type RolloutFilter } from "./rollout-filter";
+import { summariseTrajectory } from "../rollout-summary";
 
 function rollout(over: Partial<Rollout> & { id: string }): Rollout {
   return {
@@ -11,6 +12,7 @@ function rollout(over: Partial<Rollout> & { id: string }): Rollout {
     split: "train",
     task: { prompt: "say hi" },
     messages: [{ role: "user", content: "say hi" }, { role: "assistant", content: "hello there" }],
+    reply: "hello there",
     reward: 1,
     metrics: { turns: 1 },
     error: null,
@@ -64,6 +66,20 @@ describe("rollout filter", () => {
     expect(ids({ text: "paris" })).toEqual(["c"]);
     expect(ids({ text: "2+2" })).toEqual(["a"]);
     expect(ids({ text: "past 30" })).toEqual(["c"]);
+  });
+
+  it("a rollout held as a summary (no messages) matches a text only by the server's answer for that same text", () => {
+    const summaries = rs.map(({ messages, logs: _l, model: _m, seq: _s, ...r }, i) => ({ ...summariseTrajectory({ ...r, messages: messages!, model: "m", logs: [] }), seq: i + 1 }));
+    const text = (t: string, matches: { text: string; seqs: number[] } | null) =>
+      filterRollouts(summaries, { ...EMPTY_FILTER, text: t }, matches && { text: matches.text, seqs: new Set(matches.seqs) }).map((r) => r.id);
+    expect(text("hello", null)).toEqual([]);
+    expect(summaries.every((r) => !("messages" in r))).toBe(true);
+    expect(text("hello", { text: "hello", seqs: [1, 2] })).toEqual(["a", "b"]);
+    expect(text("HELLO ", { text: "hello", seqs: [] })).toEqual([]);
+    // An answer for another text (the box changed since) matches nothing.
+    expect(text("hell", { text: "hello", seqs: [1] })).toEqual([]);
+    // Whole and summary rollouts mixed (a live run): the whole ones are searched on the page.
+    expect(filterRollouts([summaries[0]!, { ...rs[2]!, seq: 9 }], { ...EMPTY_FILTER, text: "paris" }, { text: "paris", seqs: new Set() }).map((r) => r.id)).toEqual(["c"]);
   });
 
   it("derives tags from the task's tags and short fields and from user metrics", () => {

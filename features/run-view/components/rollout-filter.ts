@@ -11,7 +11,7 @@
  *     own counts) → `metric:<name>`, so one can find the rollouts where a metric was reported at all.
  */
 import type { RolloutError } from "@contracts";
-import type { Rollout } from "./run-state";
+import { isWholeRollout, type Rollout, type WholeRollout } from "./run-state";
 
 export type ErrorFilter = "any" | "ok" | "error" | RolloutError["kind"];
 export const ERROR_KINDS: readonly RolloutError["kind"][] = ["thrown", "timeout", "memory", "reward", "model", "mcp", "limit"];
@@ -30,6 +30,16 @@ export interface RolloutFilter {
   tag: string | null;
   /** Case-insensitive substring of any message, tool call, the task or the error message. */
   text: string;
+}
+
+/**
+ * The server's answer to a text search (GET /api/runs/<id>/rollouts?q=…), for the rollouts whose messages
+ * the page does not hold (the first load ships summaries): the seqs that matched. null: not answered yet.
+ */
+export interface TextMatches {
+  /** The (trimmed, lower-cased) text it answers. */
+  text: string;
+  seqs: ReadonlySet<number>;
 }
 
 export const EMPTY_FILTER: RolloutFilter = {
@@ -154,8 +164,8 @@ export function tagCounts(rollouts: readonly Rollout[], max = 200): { tag: strin
 
 const textCache = new WeakMap<Rollout, string>();
 
-/** Everything a text search looks through, lower-cased once per rollout. */
-export function searchableText(r: Rollout): string {
+/** Everything a text search looks through, lower-cased once per rollout (one whose messages are on the page). */
+export function searchableText(r: WholeRollout): string {
   const hit = textCache.get(r);
   if (hit !== undefined) return hit;
   const parts: string[] = [];
@@ -170,7 +180,19 @@ export function searchableText(r: Rollout): string {
   return text;
 }
 
-export function matchesFilter(r: Rollout, f: RolloutFilter, ids: ReadonlySet<string> | null = f.ids ? new Set(f.ids) : null): boolean {
+/** The trimmed, lower-cased search text ("" when no text filter). */
+export const searchText = (f: Pick<RolloutFilter, "text">): string => f.text.trim().toLowerCase();
+
+/**
+ * A rollout whose messages are on the page is searched here; any other by the server's answer (`matches`),
+ * and matches nothing until that answer, for this text, has come.
+ */
+export function matchesFilter(
+  r: Rollout,
+  f: RolloutFilter,
+  ids: ReadonlySet<string> | null = f.ids ? new Set(f.ids) : null,
+  matches: TextMatches | null = null,
+): boolean {
   if (ids && !ids.has(r.id)) return false;
   if (f.step !== null && r.step !== f.step) return false;
   if (f.steps && (r.split !== "train" || !f.steps.includes(r.step))) return false;
@@ -181,13 +203,16 @@ export function matchesFilter(r: Rollout, f: RolloutFilter, ids: ReadonlySet<str
   if (f.error === "error" && !r.error) return false;
   if (f.error !== "any" && f.error !== "ok" && f.error !== "error" && r.error?.kind !== f.error) return false;
   if (f.tag !== null && !rolloutTags(r).includes(f.tag)) return false;
-  const q = f.text.trim().toLowerCase();
-  if (q && !searchableText(r).includes(q)) return false;
+  const q = searchText(f);
+  if (q) {
+    if (isWholeRollout(r)) return searchableText(r).includes(q);
+    return matches !== null && matches.text === q && matches.seqs.has(r.seq);
+  }
   return true;
 }
 
-export function filterRollouts(rollouts: readonly Rollout[], f: RolloutFilter): Rollout[] {
+export function filterRollouts(rollouts: readonly Rollout[], f: RolloutFilter, matches: TextMatches | null = null): Rollout[] {
   if (!isFilterActive(f)) return [...rollouts];
   const ids = f.ids ? new Set(f.ids) : null;
-  return rollouts.filter((r) => matchesFilter(r, f, ids));
+  return rollouts.filter((r) => matchesFilter(r, f, ids, matches));
 }

@@ -28,18 +28,6 @@ export function taskPreview(task: unknown): string {
   return truncate(JSON.stringify(task) ?? "", 60);
 }
 
-/** The last assistant reply, the part of a rollout one most wants to see at a glance. */
-export function lastReply(r: Rollout): string {
-  for (let i = r.messages.length - 1; i >= 0; i--) {
-    const m = r.messages[i]!;
-    if (m.role === "assistant") {
-      if (m.content) return m.content;
-      if (m.tool_calls?.length) return `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}`;
-    }
-  }
-  return "";
-}
-
 export function RewardValue({ reward }: { reward: number | null }) {
   if (reward === null) return <span className="font-mono text-zinc-600">—</span>;
   const hue = reward >= 0.75 ? "text-emerald-300" : reward >= 0.25 ? "text-amber-200" : "text-zinc-300";
@@ -106,7 +94,7 @@ function RolloutRow({
         {taskPreview(r.task)}
       </span>
       <span role="cell" className="truncate text-zinc-100">
-        {truncate(lastReply(r).replace(/\s+/g, " "), 200) || <em className="text-zinc-600">(no reply)</em>}
+        {truncate(r.reply.replace(/\s+/g, " "), 200) || <em className="text-zinc-600">(no reply)</em>}
       </span>
       <span role="cell" className="text-right">
         <RewardValue reward={r.reward} />

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RunEvent, StepMetrics, Trajectory } from "@contracts";
-import { advantage, applyEvents, initialRunState, isTerminal, meanStd, runReducer, type RunViewState } from "./run-state";
+import { advantage, applyEvents, initialRunState, isTerminal, isWholeRollout, meanStd, runReducer, type PageEvent, type RunViewState } from "./run-state";
+import { summariseTrajectory } from "../rollout-summary";
 
 const RUN = "run_1";
 
@@ -304,5 +305,24 @@ describe("attempts (issue 17 finding 4): a resumed run reads running again; an o
     s = runReducer(s, { type: "status", status: "stopped", attempt: 3, lastSeq: 10 });
     expect(runReducer(s, { type: "status", status: "running", attempt: 3, lastSeq: 12 }).status).toBe("stopped");
     expect(runReducer(s, { type: "status", status: "running", attempt: 4, lastSeq: 12 }).status).toBe("running");
+  });
+});
+
+describe("summaries (the first load) and whole rollouts (live) fold alike", () => {
+  it("a summary and the whole trajectory give the same list, groups and figures; only the whole one holds its messages", () => {
+    const log = runLog();
+    const summarised: PageEvent[] = log.map((e) => (e.type === "rollout.finished" ? { ...e, payload: summariseTrajectory(e.payload) } : e));
+    const whole = applyEvents(initialRunState, log);
+    const light = applyEvents(initialRunState, summarised);
+    const strip = (s: RunViewState) => s.rollouts.map(({ messages: _m, logs: _l, output: _o, turns: _t, model: _x, ...r }) => r);
+    expect(strip(light)).toEqual(strip(whole));
+    expect(light.groupList).toEqual(whole.groupList);
+    expect(light.errorCount).toBe(whole.errorCount);
+    expect(whole.rollouts.every(isWholeRollout)).toBe(true);
+    expect(light.rollouts.some(isWholeRollout)).toBe(false);
+    expect(light.rollouts[0]!.reply).toBe("apple");
+    // A live event re-delivering a rollout the first load summarised makes it whole (the later seq wins as before).
+    const again = applyEvents(light, [{ ...log[1]!, seq: 99 } as RunEvent]);
+    expect(isWholeRollout(again.rollouts.find((r) => r.id === "a")!)).toBe(true);
   });
 });

@@ -14,6 +14,7 @@ import type {
   StepMetrics,
   Trajectory,
 } from "@contracts";
+import { replyPreview, type RolloutSummary } from "../rollout-summary";
 import { finishedOf, foldServerStatus, foldStatusEvents, initialStatusFold, shownStatus, type ServerStatus, type StatusFold } from "./status-fold";
 
 export { isTerminal } from "./status-fold";
@@ -25,9 +26,29 @@ export interface RunLogLine {
   message: string;
 }
 
-export interface Rollout extends Trajectory {
-  /** Sequence number of the rollout.finished event that carried it: the order rollouts finished in. */
-  seq: number;
+/**
+ * A rollout on the page: its summary (the first load ships no conversations: rollout-summary.ts), and the
+ * whole trajectory's other fields when it arrived whole (live, or a catch-up page); `isWholeRollout` tells.
+ */
+export type Rollout = RolloutSummary &
+  Partial<Pick<Trajectory, "messages" | "logs" | "output" | "turns" | "model">> & {
+    /** Sequence number of the rollout.finished event that carried it: the order rollouts finished in. */
+    seq: number;
+  };
+
+/** A rollout with its whole trajectory: what a transcript shows. */
+export type WholeRollout = Rollout & Trajectory;
+
+/** A rollout whose conversation is on the page (it arrived whole), so its transcript needs no request. */
+export const isWholeRollout = (r: Rollout): r is WholeRollout => r.messages !== undefined;
+
+/** A rollout.finished event of the first load, carrying the rollout's summary (GET …/events?view=summary). */
+export type RolloutSummaryEvent = Omit<RunEventOf<"rollout.finished">, "payload"> & { payload: RolloutSummary };
+/** What the reducer folds: the log's events, some rollout.finished ones carrying summaries. */
+export type PageEvent = RunEvent | RolloutSummaryEvent;
+
+function toRollout(payload: Trajectory | RolloutSummary, seq: number): Rollout {
+  return "messages" in payload ? { ...payload, reply: replyPreview(payload.messages), seq } : { ...payload, seq };
 }
 
 export interface TrainProgress {
@@ -113,7 +134,7 @@ export const initialRunState: RunViewState = {
 };
 
 export type RunAction =
-  | { type: "events"; events: readonly RunEvent[] }
+  | { type: "events"; events: readonly PageEvent[] }
   /** A status from outside the log (runs.get, socket `run:status`), with the attempt it is about. */
   | ({ type: "status" } & ServerStatus)
   | { type: "reset" };
@@ -141,8 +162,8 @@ export function groupKey(t: Pick<Trajectory, "split" | "step" | "group">): strin
 const bySeq = (a: { seq: number }, b: { seq: number }) => a.seq - b.seq;
 
 /** Fold a batch of events; returns the same object when nothing new arrived. */
-export function applyEvents(state: RunViewState, events: readonly RunEvent[]): RunViewState {
-  const fresh: RunEvent[] = [];
+export function applyEvents(state: RunViewState, events: readonly PageEvent[]): RunViewState {
+  const fresh: PageEvent[] = [];
   const batchSeen = new Set<number>();
   for (const e of events) {
     if (state.seen.has(e.seq) || batchSeen.has(e.seq)) continue;
@@ -186,7 +207,7 @@ export function applyEvents(state: RunViewState, events: readonly RunEvent[]): R
         // The same trajectory re-emitted (e.g. after a runner resume): the later one wins.
         if (!prev || prev.seq < e.seq) {
           if (prev) touchedGroups.add(groupKey(prev));
-          rolloutsById.set(e.payload.id, { ...e.payload, seq: e.seq });
+          rolloutsById.set(e.payload.id, toRollout(e.payload, e.seq));
           touchedGroups.add(groupKey(e.payload));
         }
         break;

@@ -32,7 +32,8 @@ import { RunNotes, RunTags } from "@/features/runs";
 import { RunCode, type CodeFocus } from "./run-code";
 import { RunHealthNotes } from "./run-health";
 import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
-import { RolloutDetail } from "./transcript";
+import { OpenRollout } from "./open-rollout";
+import { fetchWholeRollouts } from "./whole-rollouts";
 import { useRunStream } from "./use-run-stream";
 import { errorCode, isNotFound, runPollInterval } from "./run-poll";
 import { runActions } from "./run-actions";
@@ -118,7 +119,7 @@ export function RunView({ id }: { id: string }) {
     // The address says where we are, so a reload or a shared link opens the same line.
     window.history.replaceState(null, "", frameHref(f));
   };
-  const feed = useRolloutFeed(state.rollouts, search, tab === "rollouts");
+  const feed = useRolloutFeed(id, state.rollouts, search, tab === "rollouts");
   const { selected } = feed;
   // A flag's link narrows the rollouts to what raised it: its rollouts, else its steps' train rollouts.
   const openFlag = (focus: FlagFocus) => {
@@ -348,9 +349,7 @@ export function RunView({ id }: { id: string }) {
                       follow live
                     </label>
                     <span className="ml-auto text-zinc-600">j / k move · Enter or o open · Esc close</span>
-                    <Button variant="ghost" disabled={feed.visible.length === 0} onClick={() => downloadJsonl(`run-${r?.number ?? id}-rollouts.jsonl`, feed.visible)}>
-                      Export JSONL
-                    </Button>
+                    <ExportJsonlButton runId={id} name={`run-${r?.number ?? id}-rollouts.jsonl`} rollouts={feed.visible} />
                   </div>
                   {state.rollouts.length === 0 ? (
                     <div className="p-4">
@@ -361,6 +360,10 @@ export function RunView({ id }: { id: string }) {
                           {active ? "Rollouts appear here as soon as each one finishes." : "This run finished before any rollout completed."}
                         </EmptyState>
                       )}
+                    </div>
+                  ) : feed.visible.length === 0 && feed.searching ? (
+                    <div className="p-4">
+                      <Spinner label="Searching…" />
                     </div>
                   ) : feed.visible.length === 0 ? (
                     <div className="p-4">
@@ -380,6 +383,7 @@ export function RunView({ id }: { id: string }) {
                 </>
               ) : (
                 <GroupView
+                  runId={id}
                   groups={state.groupList}
                   rollouts={state.rollouts}
                   selectedId={feed.openId}
@@ -390,7 +394,7 @@ export function RunView({ id }: { id: string }) {
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <RolloutDetail rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} />
+                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} />
               </div>
             )}
           </>
@@ -465,8 +469,37 @@ function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: s
   );
 }
 
-/** The rollouts as shown (filters applied), one trajectory per line, as a file download. */
-function downloadJsonl(name: string, rollouts: readonly Rollout[]) {
+/** The rollouts as shown (filters applied), one whole trajectory per line, as a file download. */
+function ExportJsonlButton({ runId, name, rollouts }: { runId: string; name: string; rollouts: readonly Rollout[] }) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const run = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      // The page holds summaries: the export reads the whole trajectories (in slices) first.
+      const whole = await fetchWholeRollouts(runId, rollouts);
+      downloadJsonl(
+        name,
+        whole.map(({ reply: _reply, ...t }) => t),
+      );
+    } catch (e) {
+      setError(e instanceof Error ? e.message : String(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      {error && <span className="text-red-300">Export failed: {error}</span>}
+      <Button variant="ghost" disabled={busy || rollouts.length === 0} onClick={() => void run()}>
+        {busy ? "Exporting…" : "Export JSONL"}
+      </Button>
+    </>
+  );
+}
+
+function downloadJsonl(name: string, rollouts: readonly object[]) {
   const text = rollouts.map((r) => JSON.stringify(r)).join("\n") + "\n";
   const url = URL.createObjectURL(new Blob([text], { type: "application/x-ndjson" }));
   const a = document.createElement("a");

@@ -47,8 +47,11 @@ function fresh(attempt: number): StatusFold {
   return { ...initialStatusFold, attempt };
 }
 
+/** An event as the status fold reads it: a rollout.finished event's payload (whole or a summary) is not read. */
+type StatusEvent = Exclude<RunEvent, { type: "rollout.finished" }> | { type: "rollout.finished"; seq: number; attempt?: number };
+
 /** Fold events (any order, duplicates already dropped by the caller). */
-export function foldStatusEvents(fold: StatusFold, events: readonly RunEvent[]): StatusFold {
+export function foldStatusEvents(fold: StatusFold, events: readonly StatusEvent[]): StatusFold {
   let f = fold;
   for (const e of events) {
     if (e.type !== "run.started" && e.type !== "run.finished" && e.type !== "rollout.finished") continue;

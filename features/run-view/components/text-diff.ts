@@ -4,7 +4,7 @@
  * thread, so it gives up after DIFF_TIMEOUT_MS and says so instead of freezing the page.
  */
 import { diffWordsWithSpace } from "diff";
-import type { Rollout } from "./run-state";
+import type { WholeRollout } from "./run-state";
 
 export interface DiffPart {
   text: string;
@@ -34,7 +34,7 @@ export function wordDiff(a: string, b: string, timeoutMs = DIFF_TIMEOUT_MS): Tex
  * What the model wrote in a rollout, the part worth diffing between members of a group: every assistant
  * turn's text and tool calls, in order (prompts are the same across a group, so they are left out).
  */
-export function rolloutText(r: Pick<Rollout, "messages">): string {
+export function rolloutText(r: Pick<WholeRollout, "messages">): string {
   const out: string[] = [];
   for (const m of r.messages) {
     if (m.role !== "assistant") continue;

@@ -4,7 +4,7 @@ import { renderToStaticMarkup } from "react-dom/server";
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "@contracts";
 import { MessageView, RolloutDetail, prettyJson } from "./transcript";
-import type { Rollout } from "./run-state";
+import type { WholeRollout } from "./run-state";
 import { RolloutErrorView } from "./rollout-error";
 
 const render = (message: ChatMessage, toolName?: string) => renderToStaticMarkup(createElement(MessageView, { message, index: 0, toolName }));
@@ -56,8 +56,9 @@ describe("transcript", () => {
   });
 
   it("shows each turn's tokens and latency on its assistant message, reward components, and the returned output as text", () => {
-    const rollout: Rollout = {
+    const rollout: WholeRollout = {
       id: "r1",
+      reply: "hello",
       seq: 1,
       step: 0,
       group: 0,

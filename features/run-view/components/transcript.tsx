@@ -6,7 +6,7 @@
 import type { ChatMessage, ToolCall, TrajectoryTurn } from "@contracts";
 import { fmtInt, fmtMs, fmtNum, fmtSigned } from "@/components/ui/format";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
-import type { Rollout, RolloutGroup } from "./run-state";
+import type { RolloutGroup, WholeRollout } from "./run-state";
 import { advantage } from "./run-state";
 import { TokensToggle } from "@/features/token-view";
 
@@ -131,7 +131,7 @@ export function RolloutDetail({
   onOpenFrame,
   runId,
 }: {
-  rollout: Rollout;
+  rollout: WholeRollout;
   group?: RolloutGroup;
   onClose?: () => void;
   /** The rollout's run: enables the Tokens section (token view). */
@@ -212,7 +212,7 @@ export function RolloutDetail({
 }
 
 /** What the scenario returned (the reward's `output`), pretty JSON, folded when long. */
-function OutputView({ rollout }: { rollout: Rollout }) {
+function OutputView({ rollout }: { rollout: WholeRollout }) {
   if (rollout.output === undefined) {
     return (
       <Section title="Returned output" testId="rollout-output">

@@ -6,15 +6,16 @@
  * the newest rollout in view — and open, when a transcript is open — as rollouts stream in.
  */
 import { useCallback, useDeferredValue, useEffect, useMemo, useState } from "react";
-import { EMPTY_FILTER, FILTER_PARAMS, filterFromParams, filterRollouts, filterToParams, tagCounts, type RolloutFilter } from "./rollout-filter";
+import { EMPTY_FILTER, FILTER_PARAMS, filterFromParams, filterRollouts, filterToParams, searchText, tagCounts, type RolloutFilter } from "./rollout-filter";
 import type { Rollout } from "./run-state";
+import { useServerTextMatches } from "./whole-rollouts";
 
 const isTyping = (t: EventTarget | null) => {
   const el = t as HTMLElement | null;
   return !!el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT" || el.isContentEditable);
 };
 
-export function useRolloutFeed(rollouts: readonly Rollout[], search: URLSearchParams, keysActive: boolean) {
+export function useRolloutFeed(runId: string, rollouts: readonly Rollout[], search: URLSearchParams, keysActive: boolean) {
   const [filter, setFilterState] = useState<RolloutFilter>(() => filterFromParams(search));
   // The address can change under the open page (a flag link in the alerts bell to this run): follow it.
   const paramsKey = FILTER_PARAMS.map((p) => search.get(p) ?? "").join("|");
@@ -38,10 +39,12 @@ export function useRolloutFeed(rollouts: readonly Rollout[], search: URLSearchPa
   // Typing in the search box must not wait on filtering 10,000 rollouts: filter with the deferred text.
   const text = useDeferredValue(filter.text);
   const effective = useMemo(() => ({ ...filter, text }), [filter, text]);
+  // Rollouts loaded as summaries are searched by the server (their messages are not on the page).
+  const { matches, searching } = useServerTextMatches(runId, searchText(effective), rollouts);
   const visible = useMemo(() => {
-    const list = filterRollouts(rollouts, effective);
+    const list = filterRollouts(rollouts, effective, matches);
     return newestFirst ? list.reverse() : list;
-  }, [rollouts, effective, newestFirst]);
+  }, [rollouts, effective, matches, newestFirst]);
 
   const steps = useMemo(() => [...new Set(rollouts.map((r) => r.step))].sort((a, b) => a - b), [rollouts]);
   // Tags only change when rollouts arrive; count them lazily, not on every keystroke.
@@ -99,6 +102,8 @@ export function useRolloutFeed(rollouts: readonly Rollout[], search: URLSearchPa
     setFilter,
     clearFilter: () => setFilter(EMPTY_FILTER),
     visible,
+    /** A text search the server has not answered yet (the list may still grow). */
+    searching,
     steps,
     tags,
     cursorId,

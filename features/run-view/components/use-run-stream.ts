@@ -1,15 +1,14 @@
 "use client";
 /**
- * A run's live state: the stored log first (runs.events, paged from seq 0), then a socket.io subscription
+ * A run's live state: the stored log first (GET /api/runs/<id>/events, rollouts as summaries, paged from seq 0), then a socket.io subscription
  * from the last seq folded, re-subscribed from the gap-free point on every reconnect (run-live.ts; it
  * folds live events once per animation frame). Everything goes
  * through the pure reducer (run-state.ts), which drops duplicates and tolerates any order, so the overlap
  * between stored pages, the server's replay and live events is harmless.
  */
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
-import type { RunEvent } from "@contracts";
 import { useTRPCClient } from "@/components/trpc";
-import { initialRunState, runReducer, type RunViewState } from "./run-state";
+import { initialRunState, runReducer, type PageEvent, type RunViewState } from "./run-state";
 import { followRunLive } from "./run-live";
 import { DeliveryTracker } from "./delivery-view";
 import type { ServerStatus } from "./status-fold";
@@ -19,8 +18,12 @@ const PAGE = 1000;
 /** Pages of the first load (GET /api/runs/<id>/events): big, since Postgres writes them as JSON text. */
 const LOAD_PAGE = 5000;
 
+/**
+ * The first load asks for `view=summary`: rollouts without their conversations (rollout-summary.ts), which
+ * are most of a run's bytes; a transcript reads its rollout whole when opened (whole-rollouts.ts).
+ */
 async function fetchEventsPage(runId: string, after: number): Promise<Response> {
-  const res = await fetch(`/api/runs/${encodeURIComponent(runId)}/events?after=${after}&limit=${LOAD_PAGE}`, { cache: "no-store" });
+  const res = await fetch(`/api/runs/${encodeURIComponent(runId)}/events?after=${after}&limit=${LOAD_PAGE}&view=summary`, { cache: "no-store" });
   if (!res.ok) {
     const body = (await res.json().catch(() => null)) as { error?: { message?: string } } | null;
     throw new Error(body?.error?.message ?? `events: HTTP ${res.status}`);
@@ -33,14 +36,14 @@ async function fetchEventsPage(runId: string, after: number): Promise<Response> 
  * The next page is requested as soon as a response's headers say where it ends, so the network and the
  * server work on page n+1 while the browser parses and folds page n.
  */
-async function loadStoredLog(runId: string, after: number, onPage: (events: RunEvent[]) => boolean): Promise<void> {
+async function loadStoredLog(runId: string, after: number, onPage: (events: PageEvent[]) => boolean): Promise<void> {
   let next: Promise<Response> | null = fetchEventsPage(runId, after);
   while (next) {
     const res: Response = await next;
     const count = Number(res.headers.get("x-count"));
     const last = Number(res.headers.get("x-last-seq"));
     next = count >= LOAD_PAGE ? fetchEventsPage(runId, last) : null;
-    const page = (await res.json()) as RunEvent[];
+    const page = (await res.json()) as PageEvent[];
     if (page.length === 0) break;
     if (!onPage(page)) {
       // Stopped (the page moved on): let an in-flight request finish unread.

@@ -1,17 +1,19 @@
 /**
  * A run's stored event log for the run page's first load, as plain JSON built by Postgres:
  *
- *   GET /api/runs/<run id>/events?after=<seq>&limit=<n>   → [RunEvent, …] in seq order (seq > after)
+ *   GET /api/runs/<run id>/events?after=<seq>&limit=<n>[&view=summary]   → [RunEvent, …] in seq order (seq > after)
  *
  * Same events, same shape and same access ("viewer"; another workspace's run is 404) as tRPC `runs.events`,
  * which stays for catching up. Why a route of its own: a 10,000-rollout run is ~18 MB of trajectories, and
  * through tRPC each page is parsed by Prisma, walked by superjson and stringified again (≈1 s a page of
  * 1,000 on the 2-core dev box, ten pages in a row); here Postgres writes the JSON text once and the browser
  * parses it natively. Headers `x-count` and `x-last-seq` let the client ask for the next page before parsing.
+ * `view=summary` (the page's first load) sends each rollout.finished payload as the rollout's summary
+ * (features/run-view/rollout-summary.ts); the page fetches a whole rollout when it opens it (rollouts-http.ts).
  */
 import { requireAccess } from "@/server/auth/request";
 import { isAppError } from "@/server/errors";
-import { runEventsJson } from "./run-events-json";
+import { runEventsJson, type EventsView } from "./run-events-json";
 import type { Db } from "@/server/db-types";
 
 export const MAX_EVENTS_PAGE = 20_000;
@@ -28,8 +30,10 @@ export async function handleRunEvents(req: Request, runId: string, opts: { db?: 
   if (!/^\d{1,9}$/.test(limit) || Number(limit) < 1 || Number(limit) > MAX_EVENTS_PAGE) {
     return fail(400, `limit: a whole number from 1 to ${MAX_EVENTS_PAGE}, not ${JSON.stringify(limit.slice(0, 40))}`);
   }
+  const view = params.get("view") ?? "full";
+  if (view !== "full" && view !== "summary") return fail(400, `view: "full" or "summary", not ${JSON.stringify(view.slice(0, 40))}`);
   try {
-    const page = await runEventsJson(access.db, access.workspaceId, runId, Number(after), Number(limit));
+    const page = await runEventsJson(access.db, access.workspaceId, runId, Number(after), Number(limit), view satisfies EventsView);
     return new Response(page.body, {
       status: 200,
       headers: {
