@@ -86,3 +86,38 @@ describe("EngineClient.tokenize", () => {
     expect((drifted as EngineError).message).toBe("engine /tokenize answered count 9 for 3 ids");
   });
 });
+
+describe("EngineClient waits as long as its caller allows", () => {
+  // An engine busy with a train step answers a queued chat call late. Node's global fetch gave up on headers
+  // after 300 s whatever the rollout's own limit was; the client's transport now adds no limit of its own.
+  let slow: http.Server;
+  let url: string;
+  beforeAll(async () => {
+    slow = http.createServer((_req, res) => {
+      setTimeout(() => {
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ status: "ok" }));
+      }, 2_500);
+    });
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => slow.close(() => resolve())));
+
+  it("a transport limit shorter than the engine's answer fails, naming the timeout", async () => {
+    const err = await new EngineClient(url, undefined, { waitLimitMs: 200 }).fetchRaw("/health").catch((e: unknown) => e);
+    expect(String((err as Error).cause ?? err)).toMatch(/timeout/i);
+  });
+
+  it("the default client waits for the late answer (no transport limit)", async () => {
+    const res = await new EngineClient(url).fetchRaw("/health");
+    expect(await res.json()).toEqual({ status: "ok" });
+  });
+
+  it("a late answer within the caller's own deadline arrives; past it the caller's abort wins", async () => {
+    const client = new EngineClient(url);
+    const aborted = await client.fetchRaw("/health", { signal: AbortSignal.timeout(200) }).catch((e: unknown) => e);
+    expect((aborted as Error).name).toMatch(/TimeoutError|AbortError/);
+    expect((await client.fetchRaw("/health", { signal: AbortSignal.timeout(5_000) })).ok).toBe(true);
+  });
+});

@@ -2,6 +2,7 @@
  * Typed HTTP client of the Python engine (localhost). Every response is validated with the shared zod
  * contracts, so a drifting engine fails loudly here rather than corrupting training data downstream.
  */
+import { Agent, fetch as undiciFetch } from "undici";
 import { z } from "zod";
 import {
   ChatCompletionResponse,
@@ -54,16 +55,49 @@ function parse<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   return r.data;
 }
 
+export interface EngineClientOptions {
+  /**
+   * How long a response's headers, or the gap between two of its body chunks, may take before the request
+   * fails; 0 (the default) waits as long as the caller's own signal allows. Node's global fetch gives up after
+   * 300 s (undici's headersTimeout/bodyTimeout): under load a chat call queued behind a train step waited
+   * longer than that and whole steps of rollouts failed with "fetch failed" although the run's
+   * rollout_timeout_ms was 10 minutes. Every long call here has its own deadline (the rollout's limit, the
+   * step's abort, timeoutMs), so the transport adds none.
+   */
+  waitLimitMs?: number;
+}
+
+/** One connection pool per wait limit, shared by every client of the engine in this process. */
+const agents = new Map<number, Agent>();
+function engineAgent(waitLimitMs: number): Agent {
+  let agent = agents.get(waitLimitMs);
+  if (!agent) agents.set(waitLimitMs, (agent = new Agent({ headersTimeout: waitLimitMs, bodyTimeout: waitLimitMs })));
+  return agent;
+}
+
 export class EngineClient {
+  private readonly agent: Agent;
+
   /** `token`: the engine's ENGINE_TOKEN, sent as a bearer on every request (the engine refuses all but /health without it). */
   constructor(
     readonly baseUrl: string,
     private readonly token?: string,
-  ) {}
+    options: EngineClientOptions = {},
+  ) {
+    this.agent = engineAgent(options.waitLimitMs ?? 0);
+  }
+
+  /**
+   * undici's own fetch with this client's Agent (a dispatcher must come from the same undici as the fetch using
+   * it). The casts: undici's RequestInit and Response are the same web types as the global ones, declared apart.
+   */
+  private fetch(pathname: string, init: RequestInit): Promise<Response> {
+    return undiciFetch(`${this.baseUrl}${pathname}`, { ...(init as object), dispatcher: this.agent }) as unknown as Promise<Response>;
+  }
 
   /** A request to the engine with its token and nothing else (no status check): for passing a response through. */
   fetchRaw(pathname: string, init: RequestInit = {}): Promise<Response> {
-    return fetch(`${this.baseUrl}${pathname}`, { ...init, headers: this.withToken(init.headers) });
+    return this.fetch(pathname, { ...init, headers: this.withToken(init.headers) });
   }
 
   private withToken(headers: RequestInit["headers"]): RequestInit["headers"] {
@@ -80,14 +114,16 @@ export class EngineClient {
     );
     let res: Response;
     try {
-      res = await fetch(`${this.baseUrl}${pathname}`, {
+      res = await this.fetch(pathname, {
         ...rest,
         headers: this.withToken(headers),
         signal: signals.length ? AbortSignal.any(signals) : undefined,
       });
     } catch (err) {
       if (signal?.aborted) throw signal.reason ?? err;
-      throw new EngineError(`engine unreachable at ${this.baseUrl}${pathname}: ${(err as Error).message}`);
+      // undici says "fetch failed" and puts what failed (refused, reset, a timeout) in `cause`.
+      const cause = (err as Error & { cause?: Error }).cause?.message;
+      throw new EngineError(`engine unreachable at ${this.baseUrl}${pathname}: ${(err as Error).message}${cause ? ` (${cause})` : ""}`);
     }
     if (!res.ok) throw new EngineError(`engine ${pathname} → ${res.status}: ${await errorText(res)}`, res.status);
     return res;
