@@ -74,10 +74,12 @@ CONFIG = dict(learning_rate=2e-4, adam_beta1=0.9, adam_beta2=0.99, weight_decay=
               lora_rank=8, lora_alpha=16, lora_dropout=0.0, lora_target_modules=TARGETS, loss="ppo",
               epsilon=0.2, epsilon_high=0.28, importance_sampling_level="token", scale_rewards=False, beta=0.0,
               mini_epochs=1, micro_batch_size=8)
-# Step 1 must agree (see the docstring for what is left to differ). Measured on CPU fp32: see
-# docs/benchmarks.md; bf16 on CUDA widens the sampler/trainer mismatch, hence the looser bound there.
-LOSS_ATOL = 1e-3
-GRAD_NORM_RTOL = {"cpu": 0.01, "cuda": 0.03}
+# Step 1 must agree (see the docstring for what is left to differ). Measured on CPU fp32 (docs/benchmarks.md):
+# |loss diff| 4.3e-7, grad_norm rel diff 5.6e-6; the bounds leave ~100x room. Not yet measured on CUDA, where
+# bf16 widens the sampler/trainer mismatch: a guess, to be set from the first GPU run. The old config (std
+# scaling on both sides, 15.5% apart) fails these bounds.
+LOSS_ATOL = 1e-4
+GRAD_NORM_RTOL = {"cpu": 1e-3, "cuda": 3e-2}
 RUN_ID = "bench"
 
 
