@@ -13,8 +13,10 @@ llama.cpp rep, ...) so a change in machine load hits both:
 - 16 concurrent: 16 different prompts at once, total completion tokens / wall time, --reps times.
 Medians, the ratio engine / llama.cpp, and the load average before and after are printed (and written as
 JSON with --json). --with-hf adds a third side, the engine with its transformers forward
-(ROLLBOOK_LEAN_DECODE=0, what it ran before the lean path), on --engine-port + 1; --no-llama leaves
+(ROLLBOOK_LEAN_DECODE=0, what it ran before the lean path), on --engine-hf-port; --no-llama leaves
 llama.cpp out (engine sides only, e.g. before llama.cpp is built).
+Ports: each flag, else its environment variable (BENCH_ENGINE_PORT, BENCH_ENGINE_HF_PORT, BENCH_LLAMA_PORT),
+else a port free at start, so two of these can run side by side.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import json
 import os
 import secrets
+import socket
 import statistics
 import subprocess
 import sys
@@ -63,6 +66,27 @@ def wait_ready(url: str, proc: subprocess.Popen, what: str, timeout_s: float = 6
             pass
         time.sleep(0.5)
     raise RuntimeError(f"{what} not ready after {timeout_s}s")
+
+
+def free_ports(n: int) -> list[int]:
+    """n ports the kernel reports free, bound together so none is handed out twice, then released."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def resolve_ports(args) -> None:
+    """Replaces each port flag left at 0 (and without its environment variable) by a free port."""
+    names = ["engine_port", "engine_hf_port", "llama_port"]
+    spare = iter(free_ports(sum(1 for n in names if not getattr(args, n))))
+    for n in names:
+        if not getattr(args, n):
+            setattr(args, n, next(spare))
 
 
 def start_engine(args, lean: str | None, port: int) -> tuple[subprocess.Popen, str]:
@@ -119,8 +143,10 @@ def main() -> None:
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--engine-port", type=int, default=8307)
-    p.add_argument("--llama-port", type=int, default=8317)
+    for flag, env in (("--engine-port", "BENCH_ENGINE_PORT"), ("--engine-hf-port", "BENCH_ENGINE_HF_PORT"),
+                      ("--llama-port", "BENCH_LLAMA_PORT")):
+        p.add_argument(flag, type=int, default=int(os.environ.get(env) or 0),
+                      help=f"default ${env}, else (or 0) a free port")
     p.add_argument("--engine-python", default=str(ENGINE_DIR / ".venv" / "bin" / "python"))
     p.add_argument("--llama-server", default=str(CACHE / "llama.cpp" / "build" / "bin" / "llama-server"))
     p.add_argument("--gguf", default=str(CACHE / "llama.cpp" / f"{MODEL}-f32.gguf"))
@@ -129,6 +155,7 @@ def main() -> None:
     p.add_argument("--no-llama", action="store_true", help="leave llama.cpp out")
     p.add_argument("--json", help="also write the figures here")
     args = p.parse_args()
+    resolve_ports(args)
 
     load_before = os.getloadavg()
     procs = []
@@ -138,7 +165,7 @@ def main() -> None:
         procs.append(engine)
         sides.append(("engine", url, False))
         if args.with_hf:
-            engine_hf, url = start_engine(args, "0", args.engine_port + 1)
+            engine_hf, url = start_engine(args, "0", args.engine_hf_port)
             procs.append(engine_hf)
             sides.append(("engine-hf", url, False))
         if not args.no_llama:

@@ -5,8 +5,10 @@
  * and times the first visit: navigation until the sign-in form (what a first visitor sees) is visible.
  * Each repetition is a fresh stack; the median of R is reported with the load average.
  *
- *   node --import tsx bench/first-page.ts [--reps 3] [--port 3390]
+ *   node --import tsx bench/first-page.ts [--reps 3] [--port N] [--runner-port N] [--engine-port N]
  *
+ * Ports: the flags, else BENCH_WEB_PORT / BENCH_RUNNER_PORT / BENCH_ENGINE_PORT, else free ones (bench/ports.ts),
+ * so two of these can run side by side. The database is PGlite in the repetition's own DATA_DIR (no port).
  * The web build must exist or is made by the first start (not timed: only ready → page is).
  */
 import { spawn } from "node:child_process";
@@ -14,13 +16,24 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { chromium } from "playwright-core";
+import { benchPorts, portUsage, type PortSpec } from "./ports";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 };
+const PORT_SPECS: PortSpec[] = [
+  { flag: "port", env: "BENCH_WEB_PORT" },
+  { flag: "runner-port", env: "BENCH_RUNNER_PORT" },
+  { flag: "engine-port", env: "BENCH_ENGINE_PORT" },
+];
+if (process.argv.includes("--help")) {
+  console.log(`usage: node --import tsx bench/first-page.ts [--reps 3]\n${portUsage(PORT_SPECS)}`);
+  console.log(`ports now: web, runner, engine = ${(await benchPorts(PORT_SPECS)).join(", ")}`);
+  process.exit(0);
+}
 const REPS = arg("reps", 3);
-const PORT = arg("port", 3390);
+const [PORT, RUNNER_PORT, ENGINE_PORT] = await benchPorts(PORT_SPECS);
 const ROOT = path.resolve(import.meta.dirname, "..");
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -30,8 +43,8 @@ async function once(rep: number): Promise<{ startToReadyS: number; firstPageMs: 
   const env = {
     ...process.env,
     PORT: String(PORT),
-    RUNNER_PORT: String(PORT + 1000),
-    ENGINE_PORT: String(PORT + 5000),
+    RUNNER_PORT: String(RUNNER_PORT),
+    ENGINE_PORT: String(ENGINE_PORT),
     DATA_DIR: dataDir,
     ROLLBOOK_RUNS_DIR: path.join(dataDir, "runs"),
     DATABASE_URL: "",

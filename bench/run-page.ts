@@ -6,7 +6,10 @@
  * a fresh page navigates to the run, waits until the rollout list says it holds all N rollouts and shows a
  * row, clicks the row and waits for its transcript. Reports each run and the medians, with the load average.
  *
- *   node --no-node-snapshot --import tsx bench/run-page.ts [--rollouts 10000|100000] [--reps 5] [--port 3240] [--verbose]
+ *   node --no-node-snapshot --import tsx bench/run-page.ts [--rollouts 10000|100000] [--reps 5] [--port N] [--verbose]
+ *
+ * The web server's port: --port, else BENCH_WEB_PORT, else a free one (bench/ports.ts); the database is a
+ * fresh one with a unique name on TEST_DATABASE_URL's server. So two of these can run side by side.
  *
  * Targets (issues 8, 21): ≤ 1.5 s navigation → interactive with 10,000 rollouts, ≤ 3 s with 100,000.
  * The clock includes reading the clicked rollout's transcript (the first load ships summaries only).
@@ -20,14 +23,22 @@ import pg from "pg";
 import { chromium } from "playwright-core";
 import { createPgDatabase, dropPgDatabase } from "../server/db-migrate";
 import { seedRun } from "../server/test/seed-run";
+import { benchPorts, portUsage, type PortSpec } from "./ports";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i >= 0 ? Number(process.argv[i + 1]) : fallback;
 };
+// The runner port is never listened on (no runner is started): a free one, so the server's calls fail fast.
+const PORT_SPECS: PortSpec[] = [{ flag: "port", env: "BENCH_WEB_PORT" }, { flag: "runner-port", env: "BENCH_RUNNER_PORT" }];
+if (process.argv.includes("--help")) {
+  console.log(`usage: node --no-node-snapshot --import tsx bench/run-page.ts [--rollouts 10000|100000] [--reps 5] [--verbose]\n${portUsage(PORT_SPECS)}`);
+  console.log(`ports now: web, runner = ${(await benchPorts(PORT_SPECS)).join(", ")}`);
+  process.exit(0);
+}
 const ROLLOUTS = arg("rollouts", 10_000);
 const REPS = arg("reps", 5);
-const PORT = arg("port", 3240);
+const [PORT, RUNNER_PORT] = await benchPorts(PORT_SPECS);
 const adminUrl = process.env.TEST_DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/postgres";
 const base = `http://127.0.0.1:${PORT}`;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -58,7 +69,7 @@ async function main() {
       PORT: String(PORT),
       DATABASE_URL: url,
       // No runner is started: the run is finished and read from the database.
-      RUNNER_URL: `http://127.0.0.1:${PORT + 1000}`,
+      RUNNER_URL: `http://127.0.0.1:${RUNNER_PORT}`,
       RUNNER_TOKEN: randomUUID().replace(/-/g, "").repeat(2),
       DATA_DIR: dataDir,
       ROLLBOOK_RUNS_DIR: path.join(dataDir, "runs"),
