@@ -43,7 +43,7 @@ const SCENARIO = `import { tool, type ChatMessage, type RolloutContext } from "r
 const say = tool({
   name: "say",
   description: "Say a word",
-  parameters: { type: "object", properties: { word: { type: "string", enum: ["apple", "river"] } }, required: ["word"] },
+  parameters: { type: "object", properties: { word: { type: "string", enum: ["apple", "river"] } }, required: ["word"], additionalProperties: false },
   execute: (args) => String(args.word),
 });
 export default async function rollout(ctx: RolloutContext<{ word: string; flat?: boolean }>): Promise<string> {
