@@ -170,6 +170,10 @@ export type MalformedToolCall = z.infer<typeof MalformedToolCall>;
 
 export const FinishReason = z.enum(["stop", "length", "tool_calls"]);
 
+/** What a sampled token wrote: the reply's content, or its tool format's scaffolding (engine token_roles.py). */
+export const TokenRole = z.enum(["content", "scaffolding"]);
+export type TokenRole = z.infer<typeof TokenRole>;
+
 export const ChatChoice = z.object({
   index: z.number().int(),
   message: z.object({
@@ -183,6 +187,13 @@ export const ChatChoice = z.object({
     .array(z.number().int())
     .optional()
     .describe("Sampled completion token ids, in order (the stop/EOS token included when it was sampled)."),
+  token_roles: z
+    .array(TokenRole)
+    .optional()
+    .describe(
+      "Rollbook extension, with return_token_ids (not streamed): one per token id. content: the reply's text or a parsed call's " +
+        "name and arguments; scaffolding: the tool format's markers and call envelope, end of turn (docs/sdk.md's table).",
+    ),
   malformed_tool_calls: z
     .array(MalformedToolCall)
     .optional()

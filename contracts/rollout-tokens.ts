@@ -5,6 +5,7 @@
  * importance ratio exp(trainer − sampling), the inference–training mismatch GRPO's ratio corrects for.
  */
 import { z } from "zod";
+import { TokenRole } from "./chat";
 
 export const RolloutToken = z.object({
   id: z.number().int().min(0),
@@ -20,6 +21,12 @@ export const RolloutToken = z.object({
   trainer_logprob: z.number().nullable(),
   /** exp(trainer_logprob − sampling_logprob); null where either is. */
   ratio: z.number().nullable(),
+  /**
+   * A sampled token's role: "content" (reply text, a tool call's name or arguments) or "scaffolding" (the tool
+   * format's markers and call envelope, end of turn; docs/sdk.md). null for prompt tokens, and where the run's
+   * token log does not say (recorded before roles were, or a reply sampled elsewhere).
+   */
+  role: TokenRole.nullable().default(null),
 });
 export type RolloutToken = z.infer<typeof RolloutToken>;
 

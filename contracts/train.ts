@@ -25,10 +25,21 @@ export const TokenSequence = z
           "and the trainer takes the current policy's logprobs as the old ones: ratio 1, an on-policy " +
           "policy-gradient step, as OpenPipe ART does for a trajectory without logprobs. Absent: false.",
       ),
+    scaffolding: z
+      .array(z.union([z.literal(0), z.literal(1)]))
+      .optional()
+      .describe(
+        "1 where a sampled token was its tool format's scaffolding (a call's markers and envelope, the end of turn: the " +
+          "engine's token_roles), 0 for content and prompt tokens. Absent where unknown (logs from before it, replies " +
+          "sampled elsewhere). For the token view; the trainer ignores it.",
+      ),
   })
   .superRefine((s, ctx) => {
     if (s.mask.length !== s.tokens.length || s.logprobs.length !== s.tokens.length) {
       ctx.addIssue({ code: "custom", message: "tokens, mask and logprobs must have the same length" });
+    }
+    if (s.scaffolding !== undefined && s.scaffolding.length !== s.tokens.length) {
+      ctx.addIssue({ code: "custom", path: ["scaffolding"], message: "scaffolding must have one entry per token" });
     }
     const sampled = s.recomputed_logprobs ? s.logprobs.findIndex((l) => l !== 0) : -1;
     if (sampled >= 0) {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { RolloutToken } from "@contracts";
-import { HEAT_FLOOR_LOGPROB, TRAINED_COLOURS, heat, heatColour, isFlagged, pearson, ratioColour, summarise, textParts, tokenStyle } from "./token-scales";
+import { HEAT_FLOOR_LOGPROB, TRAINED_COLOURS, heat, heatColour, isFlagged, pearson, ratioColour, shown, summarise, textParts, tokenStyle } from "./token-scales";
 
 const tok = (over: Partial<RolloutToken>): RolloutToken => ({
-  id: 1, text: "x", sampled: false, trained: false, sampling_logprob: null, trainer_logprob: null, ratio: null, ...over,
+  id: 1, text: "x", sampled: false, trained: false, sampling_logprob: null, trainer_logprob: null, ratio: null, role: null, ...over,
 });
 const trainedTok = (sampling: number, trainer: number): RolloutToken =>
   tok({ sampled: true, trained: true, sampling_logprob: sampling, trainer_logprob: trainer, ratio: Math.exp(trainer - sampling) });
@@ -88,5 +88,17 @@ describe("visible whitespace", () => {
     // Whatever the text, the parts put back together are exactly it.
     const s = "  <|im_end|>\n\t😀 \r\n";
     expect(textParts(s).map((p) => p.text).join("")).toBe(s);
+  });
+});
+
+describe("token roles", () => {
+  it("scaffolding counted when the log has roles (null when not); content only hides scaffolding, never prompt", () => {
+    const prompt = tok({});
+    const content = tok({ sampled: true, role: "content" });
+    const scaffolding = tok({ sampled: true, role: "scaffolding" });
+    expect(summarise([prompt, content, scaffolding, scaffolding], 0.2).scaffolding).toBe(2);
+    expect(summarise([prompt, tok({ sampled: true })], 0.2).scaffolding).toBeNull();
+    expect([prompt, content, scaffolding].filter((t) => shown(t, true))).toEqual([prompt, content]);
+    expect([prompt, content, scaffolding].filter((t) => shown(t, false))).toHaveLength(3);
   });
 });

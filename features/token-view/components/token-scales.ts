@@ -4,6 +4,7 @@
  *   - sampling or trainer logprob: a heat scale, pale where the model was sure, red where it was surprised
  *   - ratio exp(trainer − sampling): diverging around 1 (blue below, red above), |log ratio| over a
  *     threshold outlined — the inference–training mismatch GRPO's importance ratio corrects for
+ * and, whatever the mode, a sampled token's role: scaffolding (tool-call markers, end of turn) or content.
  * Hand-written rather than d3-scale: four small mappings to CSS colours need no dependency.
  */
 import type { RolloutToken } from "@contracts";
@@ -93,6 +94,8 @@ export interface TokenSummary {
   flagged: number;
   /** Pearson correlation of sampling vs trainer probabilities over trained tokens: this rollout's probs_corr. */
   correlation: number | null;
+  /** Sampled tokens that were the tool format's scaffolding; null when the log has no roles (older runs). */
+  scaffolding: number | null;
 }
 
 /** Pearson correlation, as the engine's loss.pearson: 1 for identical constants, 0 when only one is constant. */
@@ -132,7 +135,13 @@ export function summarise(tokens: readonly RolloutToken[], threshold: number): T
       trained.map((t) => Math.exp(t.sampling_logprob!)),
       trained.map((t) => Math.exp(t.trainer_logprob!)),
     ),
+    scaffolding: tokens.some((t) => t.role !== null) ? tokens.filter((t) => t.role === "scaffolding").length : null,
   };
+}
+
+/** "Content only" hides the sampled tokens that were scaffolding; prompt tokens, which have no role, stay. */
+export function shown(token: RolloutToken, contentOnly: boolean): boolean {
+  return !(contentOnly && token.role === "scaffolding");
 }
 
 /** A piece of token text: literal characters, or a whitespace character shown by a visible mark. */

@@ -5,7 +5,9 @@
  * mismatch). Data: runs.rolloutTokens (the run's runner joins tokens.jsonl, train-logprobs.jsonl and the
  * engine's decoded texts). Every token is a React text node, never HTML. Whitespace is drawn as marks (·
  * space, → tab, ␍ CR, ↵ newline followed by a line break) so it can be seen and counted; the details line
- * shows a token's exact text JSON-escaped.
+ * shows a token's exact text JSON-escaped. A sampled token that was its tool format's scaffolding (a call's
+ * markers and envelope, the end of turn; the engine decides, from the call it parsed) has a dashed outline and
+ * muted text, and "Content only" hides those; runs recorded before roles show every token alike.
  */
 import { useQuery } from "@tanstack/react-query";
 import { Fragment, useMemo, useState } from "react";
@@ -13,7 +15,7 @@ import type { RolloutToken, RolloutTokens } from "@contracts";
 import { fmtInt, fmtNum, fmtSigned } from "@/components/ui/format";
 import { ErrorBox, Spinner } from "@/components/ui/primitives";
 import { useTRPC } from "@/components/trpc";
-import { HEAT_FLOOR_LOGPROB, TRAINED_COLOURS, heatColour, ratioColour, summarise, textParts, tokenStyle, type ColourMode } from "./token-scales";
+import { HEAT_FLOOR_LOGPROB, TRAINED_COLOURS, heatColour, ratioColour, shown, summarise, textParts, tokenStyle, type ColourMode } from "./token-scales";
 
 const MODES: { id: ColourMode; label: string; title: string }[] = [
   { id: "trained", label: "Trained on", title: "trained / sampled but not trained / prompt" },
@@ -44,6 +46,7 @@ export function TokenViewBody({ data }: { data: RolloutTokens }) {
   const [mode, setMode] = useState<ColourMode>("trained");
   const [threshold, setThreshold] = useState<number>(0.2);
   const [active, setActive] = useState<{ seq: number; index: number } | null>(null);
+  const [contentOnly, setContentOnly] = useState(false);
   const all = useMemo(() => data.sequences.flatMap((s) => s.tokens), [data]);
   const summary = useMemo(() => summarise(all, threshold), [all, threshold]);
   const activeToken = active ? data.sequences[active.seq]?.tokens[active.index] : undefined;
@@ -85,8 +88,14 @@ export function TokenViewBody({ data }: { data: RolloutTokens }) {
             </select>
           </label>
         )}
+        {summary.scaffolding !== null && (
+          <label className="ml-auto flex items-center gap-1 text-[12px] text-zinc-400" title="hide the sampled tokens that were tool-call scaffolding or an end of turn">
+            <input type="checkbox" data-testid="token-content-only" checked={contentOnly} onChange={(e) => setContentOnly(e.target.checked)} />
+            Content only
+          </label>
+        )}
       </div>
-      <Legend mode={mode} threshold={threshold} />
+      <Legend mode={mode} threshold={threshold} roles={summary.scaffolding !== null} />
       <Summary summary={summary} threshold={threshold} />
 
       <div className="relative mt-2 space-y-2">
@@ -100,17 +109,19 @@ export function TokenViewBody({ data }: { data: RolloutTokens }) {
               </div>
             )}
             <div data-testid="token-sequence" className="font-mono text-[12px] leading-[1.9] break-all whitespace-normal text-zinc-200">
-              {seq.tokens.map((t, i) => (
-                <TokenSpan
-                  key={i}
-                  token={t}
-                  mode={mode}
-                  threshold={threshold}
-                  active={active?.seq === q && active.index === i}
-                  onActivate={() => setActive({ seq: q, index: i })}
-                  onDeactivate={() => setActive((a) => (a?.seq === q && a.index === i ? null : a))}
-                />
-              ))}
+              {seq.tokens.map((t, i) =>
+                shown(t, contentOnly) ? (
+                  <TokenSpan
+                    key={i}
+                    token={t}
+                    mode={mode}
+                    threshold={threshold}
+                    active={active?.seq === q && active.index === i}
+                    onActivate={() => setActive({ seq: q, index: i })}
+                    onDeactivate={() => setActive((a) => (a?.seq === q && a.index === i ? null : a))}
+                  />
+                ) : null,
+              )}
             </div>
           </div>
         ))}
@@ -150,20 +161,22 @@ function TokenSpan({
   onDeactivate: () => void;
 }) {
   const style = tokenStyle(token, mode, threshold);
+  const scaffolding = token.role === "scaffolding";
   return (
     <span
       data-testid="token"
       data-trained={token.trained}
       data-sampled={token.sampled}
       data-flagged={style.flagged}
+      data-role={token.role ?? undefined}
       tabIndex={0}
-      aria-label={`token ${token.id}: ${JSON.stringify(token.text)}, ${style.label}`}
+      aria-label={`token ${token.id}: ${JSON.stringify(token.text)}, ${style.label}${scaffolding ? ", scaffolding" : ""}`}
       onMouseEnter={onActivate}
       onMouseLeave={onDeactivate}
       onFocus={onActivate}
       onBlur={onDeactivate}
       style={{ backgroundColor: style.background }}
-      className={`rounded-[2px] outline-none ${token.sampled ? "" : "text-zinc-500"} ${
+      className={`rounded-[2px] ${scaffolding ? SCAFFOLDING_CLASS : "outline-none"} ${token.sampled && !scaffolding ? "" : "text-zinc-500"} ${
         style.flagged ? "ring-2 ring-fuchsia-400 ring-inset" : ""
       } ${active ? "shadow-[0_0_0_1px_rgba(250,250,250,0.8)]" : "shadow-[inset_-1px_0_0_rgba(113,113,122,0.35)]"}`}
     >
@@ -197,6 +210,9 @@ function TokenText({ text }: { text: string }) {
   );
 }
 
+/** A dashed outline inside the token's box (so it does not shift the text), muted like the prompt's text. */
+const SCAFFOLDING_CLASS = "outline-1 outline-dashed -outline-offset-1 outline-zinc-500";
+
 function TokenDetails({ token }: { token: RolloutToken | undefined }) {
   return (
     <div data-testid="token-tooltip" role="status" aria-live="polite" className="sticky bottom-0 mt-2 min-h-[2.25rem] rounded bg-zinc-900/95 px-2 py-1 font-mono text-[11px] text-zinc-300 ring-1 ring-zinc-800">
@@ -207,6 +223,7 @@ function TokenDetails({ token }: { token: RolloutToken | undefined }) {
             text <span className="text-zinc-100">{JSON.stringify(token.text)}</span>
           </span>
           <span>{token.trained ? "trained" : token.sampled ? "sampled, not trained" : "prompt"}</span>
+          {token.role && <span data-testid="token-detail-role">{token.role}</span>}
           <span>sampling {fmtLp(token.sampling_logprob)}</span>
           <span>trainer {fmtLp(token.trainer_logprob)}</span>
           <span>ratio {token.ratio === null ? "—" : token.ratio.toFixed(4)}</span>
@@ -238,6 +255,11 @@ function Summary({ summary, threshold }: { summary: ReturnType<typeof summarise>
       <span title={`trained tokens with |log ratio| > ${threshold}`}>
         {fmtInt(summary.flagged)} over {threshold}
       </span>
+      {summary.scaffolding !== null && (
+        <span title="sampled tokens that were the tool format's markers and call envelope, or an end of turn">
+          <span data-testid="token-summary-scaffolding">{fmtInt(summary.scaffolding)}</span> scaffolding
+        </span>
+      )}
       <span title="Pearson correlation of sampling vs trainer probabilities over this rollout's trained tokens (the run-level probs_corr, for one rollout)">
         correlation <span data-testid="token-summary-corr">{fmtNum(summary.correlation, 4)}</span>
       </span>
@@ -245,7 +267,7 @@ function Summary({ summary, threshold }: { summary: ReturnType<typeof summarise>
   );
 }
 
-function Legend({ mode, threshold }: { mode: ColourMode; threshold: number }) {
+function Legend({ mode, threshold, roles }: { mode: ColourMode; threshold: number; roles: boolean }) {
   const swatch = (colour: string | undefined, label: string, extra = "") => (
     <span className="flex items-center gap-1">
       <span className={`inline-block h-3 w-4 rounded-[2px] ring-1 ring-zinc-700 ring-inset ${extra}`} style={{ backgroundColor: colour }} />
@@ -277,6 +299,12 @@ function Legend({ mode, threshold }: { mode: ColourMode; threshold: number }) {
           {swatch(ratioColour(Math.exp(2 * threshold), threshold), `≥ ${Math.exp(2 * threshold).toFixed(3)} (trainer surer)`)}
           {swatch(undefined, `|log ratio| > ${threshold}`, "ring-2 ring-fuchsia-400")}
         </>
+      )}
+      {roles && (
+        <span data-testid="token-legend-scaffolding" className="flex items-center gap-1">
+          <span className={`inline-block h-3 w-4 rounded-[2px] ${SCAFFOLDING_CLASS}`} />
+          scaffolding: tool-call markers and envelope, end of turn (the rest of what was sampled is content)
+        </span>
       )}
     </div>
   );

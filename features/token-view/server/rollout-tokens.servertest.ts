@@ -2,7 +2,9 @@
  * The token view's data end to end on real parts: the REAL runner (in this process) with its REAL engine
  * (SmolLM2-135M on CPU), one 1-step train run started through the web API whose two groups are a trained
  * one and a zero-variance one (reward.ts gives every rollout of the "flat" task 0.5), then runs.rolloutTokens
- * as a viewer: what comes back is what the runner recorded, the trainer computed and the engine decoded.
+ * as a viewer: what comes back is what the runner recorded, the trainer computed and the engine decoded. The
+ * flat task's replies are a forced tool call, so each sampled token's role (content or scaffolding, decided by
+ * the engine's tool format) is seen arriving in the view.
  *   npx vitest run --project server features/token-view/server/rollout-tokens.servertest.ts
  */
 import fs from "node:fs";
@@ -35,6 +37,26 @@ export default function reward({ task, output }: RewardInput<{ word: string; fla
 }
 `;
 
+// The flat task's reply is a call to `say` (a named tool_choice: the engine writes the call up to its arguments,
+// the model the rest under the schema's grammar); the other task's reply is prose.
+const SCENARIO = `import { tool, type ChatMessage, type RolloutContext } from "rollbook";
+const say = tool({
+  name: "say",
+  description: "Say a word",
+  parameters: { type: "object", properties: { word: { type: "string", enum: ["apple", "river"] } }, required: ["word"], additionalProperties: false },
+  execute: (args) => String(args.word),
+});
+export default async function rollout(ctx: RolloutContext<{ word: string; flat?: boolean }>): Promise<string> {
+  const messages: ChatMessage[] = [
+    { role: "system", content: "Answer with one word." },
+    { role: "user", content: \`Say the word \${ctx.task.word}.\` },
+  ];
+  if (!ctx.task.flat) return (await ctx.chat(messages)).content;
+  const reply = await ctx.chat(messages, { tools: [say], tool_choice: { type: "function", function: { name: "say" } }, max_tokens: 24 });
+  return reply.toolCalls[0]?.function.arguments ?? reply.content;
+}
+`;
+
 let tdb: TestDb;
 let testRunner: TestRunner | undefined;
 let runner: RunnerServer;
@@ -47,7 +69,12 @@ const collect = (runId: string) => collectRunEvents(runner.url, TOKEN, runId);
 describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine, one 1-step train run)", () => {
   let ws: string;
   let runId: string;
-  let rollouts: { id: string; task: { flat?: boolean }; tokens: { completion: number }; messages: { role: string; content: string | null }[] }[];
+  let rollouts: {
+    id: string;
+    task: { flat?: boolean };
+    tokens: { completion: number };
+    messages: { role: string; content: string | null; tool_calls?: { function: { name: string; arguments: string } }[] }[];
+  }[];
   const views = new Map<string, RolloutTokens>();
 
   beforeAll(async () => {
@@ -60,6 +87,7 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
     const { id: experimentId } = await ensureDefaultExperiment(db(), ws);
     const files = {
       ...templateFiles({ num_steps: 1, groups_per_step: 2, rollouts_per_group: 4, eval_every: 0, sampling: { temperature: 1.0, max_tokens: 12 }, limits: { rollout_timeout_ms: 400_000 } }),
+      "scenario.ts": SCENARIO,
       "reward.ts": REWARD,
       "tasks.jsonl": TASKS,
     };
@@ -116,6 +144,10 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
       else expect(pieces).toContain(reply);
       // The prompt's pieces are the chat template's text, special tokens included.
       expect(tokens[0]!.text).toBe("<|im_start|>");
+      // Each token's role reached the view: no tools were offered, so the reply is content, and only a sampled
+      // end of turn is scaffolding; prompt tokens have no role.
+      for (const t of sampled) expect(t.role).toBe(t.text === "<|im_end|>" ? "scaffolding" : "content");
+      expect(tokens.filter((t) => !t.sampled).every((t) => t.role === null)).toBe(true);
     }
     expect(Math.max(...logRatios)).toBeLessThan(MAX_ABS_LOG_RATIO);
   });
@@ -130,6 +162,15 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
       expect(tokens.filter((t) => t.sampled).length).toBe(r.tokens.completion);
       expect(tokens.every((t) => !t.trained && t.trainer_logprob === null && t.ratio === null)).toBe(true);
       expect(tokens.filter((t) => t.sampled).every((t) => typeof t.sampling_logprob === "number")).toBe(true);
+      // A forced call: the sampled tokens write its arguments (content), then the closing `}` of the envelope,
+      // `</tool_call>` and the end of turn (scaffolding). The prefill up to `"arguments":` is prompt.
+      const call = r.messages.at(-1)!.tool_calls?.[0];
+      expect(call?.function.name).toBe("say");
+      const sampled = tokens.filter((t) => t.sampled);
+      const text = (role: string) => sampled.filter((t) => t.role === role).map((t) => t.text).join("");
+      expect(text("content")).toContain(call!.function.arguments);
+      expect(text("scaffolding")).toMatch(/<\/tool_call>\s*<\|im_end\|>$/);
+      expect(text("content")).not.toContain("tool_call");
     }
   });
 

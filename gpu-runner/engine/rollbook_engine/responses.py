@@ -14,6 +14,8 @@ from .contracts.chat import (
     TokenLogprob, ToolCall, TopLogprob, Usage,
 )
 from .prompt import Prompt
+from .token_roles import Role, token_roles
+from .tool_formats.base import CallSpan
 from .vocab import Vocab
 
 
@@ -23,6 +25,7 @@ class FinalReply:
     finish_reason: FinishReason
     calls: list[ToolCall] = field(default_factory=list)
     malformed: list[MalformedToolCall] = field(default_factory=list)
+    spans: list[CallSpan] = field(default_factory=list)  # where the calls are in prefill + text (token_roles.py)
 
 
 def final_reply(prompt: Prompt, result: GenerationResult) -> FinalReply:
@@ -32,7 +35,13 @@ def final_reply(prompt: Prompt, result: GenerationResult) -> FinalReply:
     parsed = prompt.tool_format.parse(prompt.prefill + result.text, prompt.tool_names, prompt.tool_params)
     # "tool_calls" only for a reply that ended by itself: a cut one ("length") says so.
     finish = "tool_calls" if parsed.calls and result.finish_reason == "stop" else result.finish_reason
-    return FinalReply(parsed.content, finish, parsed.calls, parsed.malformed)
+    return FinalReply(parsed.content, finish, parsed.calls, parsed.malformed, parsed.spans)
+
+
+def reply_token_roles(prompt: Prompt, result: GenerationResult, reply: FinalReply, vocab: Vocab) -> list[Role]:
+    """Each sampled token's role, content or scaffolding (token_roles.py), from the calls the reply parsed."""
+    return token_roles(vocab.tokenizer, vocab.special_ids, list(result.token_ids), prompt.prefill + result.text,
+                       prompt.prefill, reply.spans)
 
 
 def logprob_entry(vocab: Vocab, token_id: int, logprob: float, top: list[tuple[int, float]],
@@ -75,6 +84,7 @@ def chat_response(req: ChatCompletionRequest, prompt: Prompt, results: list[Gene
             logprobs=ChoiceLogprobs(content=logprob_entries(vocab, r, bool(req.return_tokens_as_token_ids)))
             if req.logprobs else None,
             token_ids=list(r.token_ids) if req.return_token_ids else None,
+            token_roles=reply_token_roles(prompt, r, reply, vocab) if req.return_token_ids else None,
             malformed_tool_calls=reply.malformed or None,
         ))
     return ChatCompletionResponse(

@@ -39,6 +39,7 @@ from typing import Any
 from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
 from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta, FinishReason
 from .contracts.chat import NamedToolChoice, ToolCallDelta, ToolCallDeltaFunction
+from .incremental_decode import IncrementalDecoder
 from .prompt import Prompt
 from .responses import completion_id, final_reply, logprob_entry, usage
 from .tool_formats.base import openai_call_id
@@ -47,38 +48,13 @@ from .vocab import Vocab
 log = logging.getLogger(__name__)
 
 
-class _Decoder:
-    """Incremental detokenisation (skip special tokens, as the final text does)."""
-
-    def __init__(self, tokenizer) -> None:
-        self.backend = getattr(tokenizer, "backend_tokenizer", None)
-        self.tokenizer = tokenizer
-        if self.backend is not None:
-            from tokenizers.decoders import DecodeStream
-
-            self.stream = DecodeStream(skip_special_tokens=True)
-        self.ids: list[int] = []
-        self.text = ""
-
-    def step(self, token_id: int) -> str:
-        if self.backend is not None:
-            return self.stream.step(self.backend, token_id) or ""
-        # A slow tokenizer has no DecodeStream: decode everything again and send what is new and whole.
-        self.ids.append(token_id)
-        text = self.tokenizer.decode(self.ids, skip_special_tokens=True)
-        if text.endswith("\ufffd"):
-            return ""
-        new, self.text = text[len(self.text):], text
-        return new
-
-
 class ChoiceStream:
     """One choice's chunks: what can be sent after each token, and the end."""
 
     def __init__(self, index: int, req: ChatCompletionRequest, prompt: Prompt, vocab: Vocab, tokenizer,
                  stops: list[str]) -> None:
         self.index, self.req, self.prompt, self.vocab = index, req, prompt, vocab
-        self.decoder = _Decoder(tokenizer)
+        self.decoder = IncrementalDecoder(tokenizer)
         self.text = prompt.prefill  # everything the reply says so far; the prefill is held (it opens a call)
         self.sent = 0  # characters of self.text already sent
         self.stops = stops

@@ -34,6 +34,9 @@ class Vocab:
                 except KeyError:  # not a byte-level piece after all
                     self._bytes.append(piece.encode("utf-8"))
         self.longest_token_bytes = max(1, max(len(b) for b in self._bytes))
+        # The ids decoding skips (skip_special_tokens): end of turn, and markers that are control tokens.
+        self.special_ids = special | {i for i, t in (getattr(tokenizer, "added_tokens_decoder", {}) or {}).items()
+                                      if getattr(t, "special", False)}
 
     def token_bytes(self, token_id: int) -> list[int]:
         return list(self._bytes[token_id]) if 0 <= token_id < self.size else []

@@ -54,6 +54,14 @@ describe("rollout tokens (runner files → token view shape)", () => {
     expect(evalRollout.training.status).toBe("no_record");
   });
 
+  it("a sampled token's role comes from the log's scaffolding marks; prompt tokens and a log without them have none", async () => {
+    appendTokenLine(dir, "run1", { trajectory_id: "tool-1", sequences: [{ ...seq([5, 6, 7, 8], [0, 1, 1, 1], [0, -1, -1, -1]), scaffolding: [0, 1, 0, 1] }] }, fail);
+    const r = await rolloutTokens(dir, "run1", "tool-1", detok);
+    expect(r.sequences[0]!.tokens.map((t) => t.role)).toEqual([null, "scaffolding", "content", "scaffolding"]);
+    const old = await rolloutTokens(dir, "run1", "s1-1-0", detok);
+    expect(old.sequences[0]!.tokens.map((t) => t.role)).toEqual([null, null]);
+  });
+
   it("a rollout without a token record is not found (not an empty view); the id must match exactly", async () => {
     await expect(rolloutTokens(dir, "run1", "s1-0", detok)).rejects.toBeInstanceOf(RolloutTokensNotFound);
     await expect(rolloutTokens(dir, "no-such-run", "s1-0-0", detok)).rejects.toBeInstanceOf(RolloutTokensNotFound);

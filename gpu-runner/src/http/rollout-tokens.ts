@@ -59,6 +59,7 @@ export function assembleRolloutTokens(
           const samplingLp = sampled && !retokenized ? seq.logprobs[i]! : null;
           const trainerLp = sampled && trainerLps ? (trainerLps[k] ?? null) : null;
           if (sampled) k++;
+          const scaffolding = seq.scaffolding?.[i];
           return {
             id,
             text: textOf(id),
@@ -67,6 +68,8 @@ export function assembleRolloutTokens(
             sampling_logprob: samplingLp,
             trainer_logprob: trainerLp,
             ratio: trainerLp !== null && samplingLp !== null ? Math.exp(trainerLp - samplingLp) : null,
+            // Older logs have no roles: null, and the view draws every token alike.
+            role: sampled && scaffolding !== undefined ? (scaffolding === 1 ? "scaffolding" : "content") : null,
           };
         }),
       };

@@ -257,6 +257,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       promptTokenIds: promptIds,
       completionTokenIds: completionIds,
       completionLogprobs: choice.logprobs?.content ? choice.logprobs.content.map((l) => l.logprob) : null,
+      completionRoles: choice.token_roles ?? null,
       modelMs,
       finishReason: choice.finish_reason,
       requestMessages: messages,

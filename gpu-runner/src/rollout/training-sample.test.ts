@@ -46,6 +46,20 @@ describe("buildSequences", () => {
     expect(seqs[1]!.logprobs).toEqual([0, 0, 0, 0, -2, 0, -3]);
   });
 
+  it("carries each sampled token's role as scaffolding 1/0, prompt tokens 0; a turn without roles leaves its sequence without", () => {
+    const turns: SampledTurn[] = [
+      { promptTokenIds: [1, 2], completionTokenIds: [10, 11, 12], completionLogprobs: [-1, -1, -1], completionRoles: ["scaffolding", "content", "scaffolding"] },
+      { promptTokenIds: [1, 2, 10, 11, 12, 20], completionTokenIds: [13, 14], completionLogprobs: [-1, -1], completionRoles: ["content", "scaffolding"] },
+    ];
+    const [s] = buildSequences(turns);
+    expect(s!.scaffolding).toEqual([0, 0, 1, 0, 1, 0, 0, 1]);
+    expect(TrainSample.safeParse({ trajectory_id: "t", reward: 1, sequences: [s] }).success).toBe(true);
+    // An older engine (no token_roles), or roles that do not match the ids: unknown, not guessed.
+    const older = buildSequences([turns[0]!, { ...turns[1]!, completionRoles: undefined }]);
+    expect(older[0]).not.toHaveProperty("scaffolding");
+    expect(buildSequences([{ ...turns[0]!, completionRoles: ["content"] }])[0]).not.toHaveProperty("scaffolding");
+  });
+
   it("refuses missing or mismatched logprobs instead of silently training REINFORCE", () => {
     expect(() =>
       buildSequences([{ promptTokenIds: [1], completionTokenIds: [2], completionLogprobs: null }]),

@@ -5,7 +5,7 @@
  * completion token ids + logprobs; consecutive turns are stitched into one sequence when the next prompt
  * starts with everything seen so far, else (the chat template rewrote history) a new sequence starts.
  */
-import { type TokenSequence, type TrainSample } from "../../../contracts";
+import { type TokenRole, type TokenSequence, type TrainSample } from "../../../contracts";
 
 /** One model call of a rollout, as the engine returned it. */
 export interface SampledTurn {
@@ -13,6 +13,8 @@ export interface SampledTurn {
   completionTokenIds: number[];
   /** Sampling logprob of each completion token; must be the same length as completionTokenIds. */
   completionLogprobs: number[] | null;
+  /** Each completion token's role (the engine's token_roles); absent where unknown (an older engine, a reply sampled elsewhere). */
+  completionRoles?: TokenRole[] | null;
 }
 
 export class TrainingSampleError extends Error {
@@ -32,6 +34,8 @@ interface Building {
   tokens: number[];
   mask: (0 | 1)[];
   logprobs: number[];
+  /** null once a turn of the sequence came without roles: the whole sequence's are then unknown. */
+  scaffolding: (0 | 1)[] | null;
 }
 
 function pushPrompt(seq: Building, ids: readonly number[]): void {
@@ -39,14 +43,18 @@ function pushPrompt(seq: Building, ids: readonly number[]): void {
     seq.tokens.push(id);
     seq.mask.push(0);
     seq.logprobs.push(0);
+    seq.scaffolding?.push(0);
   }
 }
 
-function pushCompletion(seq: Building, ids: readonly number[], logprobs: readonly number[]): void {
+function pushCompletion(seq: Building, ids: readonly number[], logprobs: readonly number[], roles: readonly TokenRole[] | null | undefined): void {
+  const known = roles && roles.length === ids.length ? roles : null;
+  if (!known) seq.scaffolding = null;
   ids.forEach((id, i) => {
     seq.tokens.push(id);
     seq.mask.push(1);
     seq.logprobs.push(logprobs[i] as number);
+    seq.scaffolding?.push(known?.[i] === "scaffolding" ? 1 : 0);
   });
 }
 
@@ -75,13 +83,13 @@ export function buildSequences(turns: readonly SampledTurn[]): TokenSequence[] {
       pushPrompt(current, prompt.slice(current.tokens.length));
     } else {
       // First turn, or the template rewrote history (e.g. stripped earlier <think> blocks): new sequence.
-      current = { tokens: [], mask: [], logprobs: [] };
+      current = { tokens: [], mask: [], logprobs: [], scaffolding: [] };
       sequences.push(current);
       pushPrompt(current, prompt);
     }
-    pushCompletion(current, completion, logprobs);
+    pushCompletion(current, completion, logprobs, turn.completionRoles);
   });
-  return sequences.map((s) => ({ tokens: s.tokens, mask: s.mask, logprobs: s.logprobs }));
+  return sequences.map((s) => ({ tokens: s.tokens, mask: s.mask, logprobs: s.logprobs, ...(s.scaffolding ? { scaffolding: s.scaffolding } : {}) }));
 }
 
 export function buildTrainSample(trajectoryId: string, reward: number, turns: readonly SampledTurn[]): TrainSample {

@@ -192,6 +192,9 @@ class ChatChoice(_Model):
     finish_reason: FinishReason | None
     logprobs: ChoiceLogprobs | None = None
     token_ids: list[int] | None = None
+    # With return_token_ids: one per token id, what it wrote (token_roles.py). Not streamed: a stream's calls are
+    # parsed only when it ends.
+    token_roles: list[Literal["content", "scaffolding"]] | None = None
     malformed_tool_calls: list[MalformedToolCall] | None = None
 
 

@@ -81,11 +81,16 @@ class TokenSequence(BaseModel):
     # True: sampling logprobs unknown (a reply sampled elsewhere, re-tokenised); `logprobs` all 0 and the trainer
     # uses the current policy's, detached (ratio 1). None = false. trainer/batch.py checks the zeros, naming the index.
     recomputed_logprobs: bool | None = None
+    # 1 where a sampled token was tool-format scaffolding (token_roles.py), for the token view: not trained on
+    # differently, so the trainer never reads it. None: unknown.
+    scaffolding: list[Literal[0, 1]] | None = None
 
     @model_validator(mode="after")
     def _same_length(self) -> TokenSequence:
         if len(self.mask) != len(self.tokens) or len(self.logprobs) != len(self.tokens):
             raise ValueError("tokens, mask and logprobs must have the same length")
+        if self.scaffolding is not None and len(self.scaffolding) != len(self.tokens):
+            raise ValueError("scaffolding must have one entry per token")
         return self
 
 

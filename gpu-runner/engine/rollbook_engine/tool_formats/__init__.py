@@ -8,6 +8,10 @@ Detection reads the template text for what only that family's template writes:
   (hermes.py), the engine's convention before formats were per family.
 A template that does not mention tools at all renders tools in the Hermes text form (chat_format.py), so its
 replies are read as Hermes whatever else it contains.
+
+Each format also says where every call it parsed lies in the reply and which parts of it are the call's name
+and arguments (ParsedReply.spans): token_roles.py marks the rest of the call, the format's scaffolding, token
+by token for the token view.
 """
 
 from __future__ import annotations

@@ -19,11 +19,25 @@ from typing import Any, Literal
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
 
 
+Span = tuple[int, int]  # [start, end) character offsets in the text a format parsed
+
+
+@dataclass
+class CallSpan:
+    """Where one parsed call is in the reply's text: `whole` is all of it, the format's markers and the call
+    envelope included (scaffolding); `content` are the parts that are the call itself — its name and its
+    arguments (or, for qwen3_coder, each parameter's name and value) as docs/sdk.md's table says."""
+
+    whole: Span
+    content: list[Span] = field(default_factory=list)
+
+
 @dataclass
 class ParsedReply:
     content: str | None
     calls: list[ToolCall] = field(default_factory=list)
     malformed: list[MalformedToolCall] = field(default_factory=list)
+    spans: list[CallSpan] = field(default_factory=list)  # one per valid call, offsets in the parsed text
 
 
 def openai_call_id() -> str:
@@ -65,14 +79,91 @@ def raw_arguments(text: str, key: str, args: Any) -> str | None:
     return None
 
 
+def object_members(text: str, pos: int) -> dict[str, Span] | None:
+    """The top-level members of the JSON object starting at text[pos] (`{`): each key's value span, so a
+    call's name and arguments are found in the envelope itself, never inside the arguments. None when the
+    text there is not an object that closes."""
+    spans: dict[str, Span] = {}
+    if not text.startswith("{", pos):
+        return None
+    at = _skip_ws(text, pos + 1)
+    if text.startswith("}", at):
+        return spans
+    while True:
+        try:
+            key, at = _DECODER.raw_decode(text, at)
+            at = _skip_ws(text, at)
+            if not text.startswith(":", at) or not isinstance(key, str):
+                return None
+            start = _skip_ws(text, at + 1)
+            _, at = _DECODER.raw_decode(text, start)
+        except ValueError:
+            return None
+        spans.setdefault(key, (start, at))
+        at = _skip_ws(text, at)
+        if text.startswith("}", at):
+            return spans
+        if not text.startswith(",", at):
+            return None
+        at = _skip_ws(text, at + 1)
+
+
+def array_items(text: str, pos: int) -> list[Span] | None:
+    """Each item's span in the JSON array starting at text[pos] (`[`), or None when it is not one."""
+    if not text.startswith("[", pos):
+        return None
+    spans: list[Span] = []
+    at = _skip_ws(text, pos + 1)
+    if text.startswith("]", at):
+        return spans
+    while True:
+        try:
+            _, end = _DECODER.raw_decode(text, at)
+        except ValueError:
+            return None
+        spans.append((at, end))
+        at = _skip_ws(text, end)
+        if text.startswith("]", at):
+            return spans
+        if not text.startswith(",", at):
+            return None
+        at = _skip_ws(text, at + 1)
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\n\r":
+        pos += 1
+    return pos
+
+
+def json_call_content(text: str, pos: int, args_keys: tuple[str, ...]) -> list[Span]:
+    """The content of a JSON call `{"name": "<name>", "<args key>": {…}}` starting at text[pos]: the name
+    inside its quotes and the arguments object whole; the keys, quotes, colons, commas and braces of the
+    envelope are scaffolding."""
+    members = object_members(text, pos) or {}
+    out: list[Span] = []
+    if (name := members.get("name")) is not None and name[1] - name[0] >= 2:
+        out.append((name[0] + 1, name[1] - 1))
+    if (args := next((members[k] for k in args_keys if k in members), None)) is not None:
+        out.append(args)
+    return out
+
+
+def shifted(spans: list[Span], by: int) -> list[Span]:
+    return [(a + by, b + by) for a, b in spans]
+
+
 def parse_wrapped(text: str, open_tag: str, close_tag: str,
-                  read_call: Callable[[str], tuple[ToolCall | None, str]]) -> ParsedReply:
+                  read_call: Callable[[str], tuple[ToolCall | None, str]],
+                  content_of: Callable[[str], list[Span]]) -> ParsedReply:
     """Split the `open_tag … close_tag` blocks out of a reply (the formats that wrap each call, hermes and
-    qwen3_coder), reading each block's inside with `read_call`. Content keeps everything that is not a valid
-    call; a block never closed, or one `read_call` refuses, stays in the content and is reported malformed."""
+    qwen3_coder), reading each block's inside with `read_call` (and where its name and arguments are with
+    `content_of`, offsets in the inside). Content keeps everything that is not a valid call; a block never
+    closed, or one `read_call` refuses, stays in the content and is reported malformed."""
     kept: list[str] = []
     calls: list[ToolCall] = []
     malformed: list[MalformedToolCall] = []
+    spans: list[CallSpan] = []
     pos = 0
     while (start := text.find(open_tag, pos)) != -1:
         kept.append(text[pos:start])
@@ -83,24 +174,27 @@ def parse_wrapped(text: str, open_tag: str, close_tag: str,
             pos = len(text)
             break
         block = text[start:end + len(close_tag)]
-        call, error = read_call(text[start + len(open_tag):end])
+        inner_at = start + len(open_tag)
+        call, error = read_call(text[inner_at:end])
         if call is None:
             kept.append(block)
             malformed.append(MalformedToolCall(text=block, error=error))
         else:
             calls.append(call)
+            spans.append(CallSpan((start, end + len(close_tag)), shifted(content_of(text[inner_at:end]), inner_at)))
         pos = end + len(close_tag)
     kept.append(text[pos:])
-    return finish(kept, calls, malformed)
+    return finish(kept, calls, malformed, spans)
 
 
-def finish(kept: list[str], calls: list[ToolCall], malformed: list[MalformedToolCall]) -> ParsedReply:
+def finish(kept: list[str], calls: list[ToolCall], malformed: list[MalformedToolCall],
+           spans: list[CallSpan] | None = None) -> ParsedReply:
     """Content is everything that was not a valid call; with calls taken out its trailing whitespace goes and an
     empty content is null (OpenAI's shape for a reply that is only calls)."""
     content = "".join(kept)
     if calls:
         content = content.rstrip()
-        return ParsedReply(content or None, calls, malformed)
+        return ParsedReply(content or None, calls, malformed, spans or [])
     return ParsedReply(content, calls, malformed)
 
 

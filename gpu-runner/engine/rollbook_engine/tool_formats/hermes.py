@@ -26,7 +26,9 @@ from typing import Any
 
 from ..contracts.chat import ChatMessage, NamedToolChoice, ToolCall, ToolSpec
 from .grammar import json_call_grammar
-from .base import ParsedReply, ToolFormat, checked_call, hold_from_marker, json_or_text, parse_wrapped, raw_arguments
+from .base import (
+    ParsedReply, ToolFormat, checked_call, hold_from_marker, json_call_content, json_or_text, parse_wrapped, raw_arguments,
+)
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 
@@ -92,7 +94,8 @@ def prefill(tool_choice: str | NamedToolChoice | None) -> str:
 def parse(text: str, tool_names: list[str]) -> ParsedReply:
     """Split the `<tool_call>` blocks out of a reply. Content keeps everything that is not a valid call, with
     trailing whitespace dropped when calls were taken out (null when nothing else remains)."""
-    return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call_from_json(inner, tool_names))
+    return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call_from_json(inner, tool_names),
+                         lambda inner: json_call_content(inner, len(inner) - len(inner.lstrip()), ("arguments",)))
 
 
 def _call_from_json(inner: str, tool_names: list[str]) -> tuple[ToolCall | None, str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall
 from ..contracts.chat import ToolSpec
-from .base import ParsedReply, ToolFormat, checked_call, finish, raw_arguments
+from .base import CallSpan, ParsedReply, ToolFormat, checked_call, finish, json_call_content, raw_arguments, shifted
 from .grammar import json_call_grammar
 
 TAG = "<|python_tag|>"
@@ -36,6 +36,8 @@ class Llama3JsonFormat(ToolFormat):
         kept: list[str] = []
         calls: list[ToolCall] = []
         malformed: list[MalformedToolCall] = []
+        spans: list[CallSpan] = []
+        base = len(text) - len(body)  # body's offset in text, for the call spans
         pos = 0
         while pos < len(body) and body[pos] == "{":
             try:
@@ -46,16 +48,20 @@ class Llama3JsonFormat(ToolFormat):
                 pos = len(body)
                 break
             call, error = _call(obj, tool_names, body[pos:end])
+            after = _after_separator(body, end)
             if call is None:
                 kept.append(body[pos:end])
                 malformed.append(MalformedToolCall(text=body[pos:end], error=error))
             else:
                 calls.append(call)
-            pos = _after_separator(body, end)
+                # The first call's span starts the reply (the tag before it); each ends past its `;`.
+                spans.append(CallSpan((0 if pos == 0 else base + pos, base + after),
+                                      shifted(json_call_content(body, pos, ("parameters", "arguments")), base)))
+            pos = after
         if not calls:
             return ParsedReply(text, [], malformed)
         kept.append(body[pos:].lstrip())
-        return finish(kept, calls, malformed)
+        return finish(kept, calls, malformed, spans)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
         # No space after the last colon: the template writes `"parameters": {` and the tokenizers these

@@ -19,7 +19,10 @@ import json
 from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
-from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker, raw_arguments
+from .base import (
+    CallSpan, ParsedReply, Span, ToolFormat, alnum_id, array_items, checked_call, finish, hold_from_marker,
+    json_call_content, raw_arguments,
+)
 from .grammar import json_call_grammar
 
 MARK = "[TOOL_CALLS]"
@@ -38,9 +41,12 @@ class MistralFormat(ToolFormat):
         as_sampled = text
         if self.marker_is_special and MARK not in text and text.lstrip().startswith("["):
             text = MARK + text.lstrip()
+        # Offsets in `text` less this are offsets in the text as sampled (a marker put back is not in it).
+        shift = len(text) - len(as_sampled)
         kept: list[str] = []
         calls: list[ToolCall] = []
         malformed: list[MalformedToolCall] = []
+        spans: list[CallSpan] = []
         pos = 0
         while (start := text.find(MARK, pos)) != -1:
             kept.append(text[pos:start])
@@ -54,6 +60,8 @@ class MistralFormat(ToolFormat):
                 break
             found = [(item, *_call(item, tool_names, text[at:end]))
                      for item in (items if isinstance(items, list) else [items])]
+            if any(call is not None for _, call, _ in found):
+                spans.append(_span(text, start, at, end, [call is not None for _, call, _ in found], shift))
             calls += [call for _, call, _ in found if call is not None]
             bad = [(json.dumps(item, ensure_ascii=False), error) for item, call, error in found if call is None]
             malformed += [MalformedToolCall(text=spelled, error=error) for spelled, error in bad]
@@ -65,7 +73,7 @@ class MistralFormat(ToolFormat):
         kept.append(text[pos:])
         if not calls:  # the content is the text as decoded, without a marker put back for parsing
             return ParsedReply(as_sampled, [], malformed)
-        return finish(kept, calls, malformed)
+        return finish(kept, calls, malformed, spans)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
         opening = MARK + (" [" if self.space else "[")
@@ -82,6 +90,17 @@ class MistralFormat(ToolFormat):
         if self.marker_is_special and (not text.strip() or text.lstrip().startswith("[")):
             return 0  # the marker may have been sampled and dropped from the text
         return hold_from_marker(text, MARK)
+
+
+def _span(text: str, start: int, at: int, end: int, valid: list[bool], shift: int) -> CallSpan:
+    """The list from `[TOOL_CALLS]` (start) to its `]` (end), in the sampled text's offsets: each valid call's
+    name and arguments are content, an item that is not a call stays content whole (it is in the reply's
+    content), the marker and the list's `[`, `,`, `]` and the envelopes are scaffolding."""
+    items = array_items(text, at) or [(at, end)]
+    content: list[Span] = []
+    for (a, b), ok in zip(items, valid):
+        content += json_call_content(text, a, ("arguments",)) if ok else [(a, b)]
+    return CallSpan((max(0, start - shift), end - shift), [(max(0, a - shift), b - shift) for a, b in content])
 
 
 def _call(item: Any, tool_names: list[str], text: str) -> tuple[ToolCall | None, str]:

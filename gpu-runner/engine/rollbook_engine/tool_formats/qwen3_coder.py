@@ -27,7 +27,7 @@ import re
 from typing import Any
 
 from ..contracts.chat import NamedToolChoice, ToolCall
-from .base import ParsedReply, ToolFormat, checked_call, hold_from_marker, parse_wrapped
+from .base import ParsedReply, Span, ToolFormat, checked_call, hold_from_marker, parse_wrapped
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
@@ -38,7 +38,7 @@ class Qwen3CoderFormat(ToolFormat):
     name = "qwen3_coder"
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
-        return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call(inner, tool_names, params or {}))
+        return parse_wrapped(text, OPEN, CLOSE, lambda inner: _call(inner, tool_names, params or {}), _content)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
         # Each ends where the template's call has a token boundary: after `<function=` the name starts; after
@@ -78,6 +78,31 @@ def _call(inner: str, tool_names: list[str], params: dict[str, Any]) -> tuple[To
     if body[pos:].strip():
         return None, f"text outside <parameter=…>: {body[pos:].strip()[:40]!r}"
     return checked_call(name, args, tool_names)
+
+
+def _content(inner: str) -> list[Span]:
+    """A valid call's content inside its `<tool_call>` block: the function's name, each parameter's name and
+    its value (less the template's newlines around it); the tags, `>` and the layout newlines are scaffolding."""
+    m = _FUNCTION.fullmatch(inner)
+    if m is None:
+        return []
+    out = [_stripped(inner, m.start(1), m.end(1))]
+    body_at = m.start(2)
+    for p in _PARAMETER.finditer(m.group(2)):
+        out.append(_stripped(inner, body_at + p.start(1), body_at + p.end(1)))
+        start, end = body_at + p.start(2), body_at + p.end(2)
+        if inner.startswith("\n", start):
+            start += 1
+        if end > start and inner[end - 1] == "\n":
+            end -= 1
+        if end > start:
+            out.append((start, end))
+    return out
+
+
+def _stripped(text: str, start: int, end: int) -> Span:
+    piece = text[start:end]
+    return start + len(piece) - len(piece.lstrip()), end - (len(piece) - len(piece.rstrip()))
 
 
 def _value(key: str, raw: str, schema: Any) -> tuple[Any, str]:
