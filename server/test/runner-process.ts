@@ -39,7 +39,7 @@ export async function startRunnerProcess(db: Db, name: string, env: Record<strin
   // The shared runs folder is the broker's to remove, with the engine.
   const runsDir = shared?.runsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${name}-`));
   const token = `${name}-token-0123456789abcdef`;
-  const engineEnv = shared ? { ENGINE_URL: shared.url, ENGINE_TOKEN: shared.token } : { ENGINE_URL: "", ENGINE_PORT: String(await freePort()) };
+  const engineEnv: Record<string, string> = shared ? { ENGINE_URL: shared.url, ENGINE_TOKEN: shared.token } : { ENGINE_URL: "", ENGINE_PORT: String(await freePort()) };
   const child = await spawnTs(
     "gpu-runner/src/server.ts",
     { RUNNER_PORT: "0", RUNNER_TOKEN: token, RUNNER_NAME: name, ROLLBOOK_RUNS_DIR: runsDir, ...engineEnv, ...env },
