@@ -36,6 +36,8 @@ export default defineConfig({
           testTimeout: 120_000,
           hookTimeout: 180_000,
           fileParallelism: false,
+          // A migrated template database to copy per file, and one engine shared by the files that can share it.
+          globalSetup: ["server/test/global-setup.ts"],
         },
       },
     ],

@@ -72,7 +72,7 @@ describe.skipIf(!engineAvailable)("runner server (real engine, real sandbox)", (
 
   beforeAll(async () => {
     // Its MCP http server listens on 127.0.0.1, which the egress policy refuses unless the operator allows it.
-    testRunner = await startTestRunner({ name: "servertest", token: TOKEN, env: { EGRESS_ALLOW: "127.0.0.1" } });
+    testRunner = await startTestRunner({ name: "servertest", token: TOKEN, env: { EGRESS_ALLOW: "127.0.0.1" }, engine: "shared" });
     ({ server: runner, client, runsDir } = testRunner);
   }, 600_000);
 

@@ -15,7 +15,7 @@ const TOKEN = "empty-steps-token-0123456789abcdef";
 let runner: TestRunner;
 
 beforeAll(async () => {
-  runner = await startTestRunner({ name: "empty-steps", token: TOKEN });
+  runner = await startTestRunner({ name: "empty-steps", token: TOKEN, engine: "shared" });
 }, 600_000);
 afterAll(async () => {
   await runner?.close();

@@ -33,7 +33,7 @@ const db = () => tdb.handle.prisma;
 
 beforeAll(async () => {
   tdb = await createTestDb();
-  runner = await startRunnerProcess(db(), "chaos-resume");
+  runner = await startRunnerProcess(db(), "chaos-resume", {}, { engine: "shared" }); // it pauses the runner, never the engine
   ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 500, lostAfterMs: LOST_AFTER_MS, maxBackoffMs: 2_000, log: () => {} });
   await ingest.start();
   monitor = new RunnerHeartbeat(db(), { heartbeatMs: 500, lostAfterMs: LOST_AFTER_MS, log: () => {} });

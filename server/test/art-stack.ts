@@ -1,6 +1,6 @@
 /**
  * What the ART tests and bench/art-learning.ts stand up: a fresh Postgres database, the REAL runner (in this
- * process) with its REAL engine, registered as the configured runner (an ART model's first job binds the
+ * process) with its REAL engine (the server tests' shared one in vitest, its own in the bench), registered as the configured runner (an ART model's first job binds the
  * runner that serves its base model: this one), /api/art/v1 (and /api/v1/models) served by the route
  * handlers on a node HTTP server, and a workspace with an owner's API token. Not for production code.
  */
@@ -29,7 +29,7 @@ export interface ArtStack {
 export async function startArtStack(opts: { name: string; runnerToken: string }): Promise<ArtStack> {
   const tdb = await createTestDb();
   const db = tdb.handle.prisma;
-  const runner = await startTestRunner({ name: opts.name, token: opts.runnerToken });
+  const runner = await startTestRunner({ name: opts.name, token: opts.runnerToken, engine: "shared" });
   await registerRunner(db, { name: env().RUNNER_NAME, url: runner.server.url, token: opts.runnerToken });
   const workspaceId = await newWorkspace(db);
   const apiKey = (await createApiToken(db, { userId: (await userWithRole(db, workspaceId, "owner")).id, workspaceId, name: opts.name })).token;

@@ -14,6 +14,7 @@ import { createCaller } from "../routers/_app";
 import { createContext } from "../trpc";
 import type { Role } from "@contracts/roles";
 import type { SessionUser } from "../auth/principal";
+import { copyTemplateDb, TEMPLATE_ENV } from "./template-db";
 
 const adminUrl = process.env.TEST_DATABASE_URL || "postgresql://postgres@127.0.0.1:5432/postgres";
 
@@ -21,9 +22,11 @@ export type TestDb = { handle: DbHandle; url: string; drop: () => Promise<void> 
 
 export async function createTestDb(): Promise<TestDb> {
   const name = `rollbook_test_${process.pid}_${randomUUID().slice(0, 8)}`;
-  const url = await createPgDatabase(adminUrl, name);
+  // A copy of the run's migrated template where the server project's globalSetup made one (template-db.ts).
+  const template = process.env[TEMPLATE_ENV];
+  const url = template ? await copyTemplateDb(adminUrl, template, name) : await createPgDatabase(adminUrl, name);
   const handle = await openDatabase({ kind: "postgres", url });
-  await handle.migrate();
+  if (!template) await handle.migrate();
   return {
     handle,
     url,

@@ -1,13 +1,15 @@
 /**
- * The REAL runner (gpu-runner/src/server.ts) as a child process with its REAL engine, for the chaos tests:
- * a process can be paused (SIGSTOP), resumed and killed like a real box, which the in-process runner of the
- * other tests cannot. Its runs folder is a temp dir (its events.jsonl files are what the tests compare the
- * database with); it is registered with the test database under `name`.
+ * The REAL runner (gpu-runner/src/server.ts) as a child process with its REAL engine (its own, or the server
+ * tests' shared one), for the chaos tests: a process can be paused (SIGSTOP), resumed and killed like a real
+ * box, which the in-process runner of the other tests cannot. Its runs folder is a temp dir, or the shared
+ * engine's (its events.jsonl files are what the tests compare the database with); it is registered with the
+ * test database under `name`.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "@/gpu-runner/src/test-support/net";
+import { sharedEngine } from "@/gpu-runner/src/test-support/shared-engine";
 import { registerRunner } from "../runner-client";
 import type { Db } from "../db-types";
 import { spawnTs, stopChild, type Child } from "./child-process";
@@ -28,12 +30,19 @@ export interface RunnerProcess {
 /** Loading the model can take minutes on a busy 2-core machine. */
 const READY_MS = 540_000;
 
-export async function startRunnerProcess(db: Db, name: string, env: Record<string, string> = {}): Promise<RunnerProcess> {
-  const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${name}-`));
+/**
+ * `engine: "shared"`: on the server tests' shared engine and its runs folder (test-support/shared-engine.ts;
+ * its own engine where no broker runs), for a test that pauses or kills the runner but not the engine.
+ */
+export async function startRunnerProcess(db: Db, name: string, env: Record<string, string> = {}, opts: { engine?: "own" | "shared" } = {}): Promise<RunnerProcess> {
+  const shared = opts.engine === "shared" ? await sharedEngine() : null;
+  // The shared runs folder is the broker's to remove, with the engine.
+  const runsDir = shared?.runsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${name}-`));
   const token = `${name}-token-0123456789abcdef`;
+  const engineEnv: Record<string, string> = shared ? { ENGINE_URL: shared.url, ENGINE_TOKEN: shared.token } : { ENGINE_URL: "", ENGINE_PORT: String(await freePort()) };
   const child = await spawnTs(
     "gpu-runner/src/server.ts",
-    { RUNNER_PORT: "0", RUNNER_TOKEN: token, RUNNER_NAME: name, ROLLBOOK_RUNS_DIR: runsDir, ENGINE_URL: "", ENGINE_PORT: String(await freePort()), ...env },
+    { RUNNER_PORT: "0", RUNNER_TOKEN: token, RUNNER_NAME: name, ROLLBOOK_RUNS_DIR: runsDir, ...engineEnv, ...env },
     /^RUNNER READY \d+$/,
     READY_MS,
   );
@@ -78,7 +87,7 @@ export async function startRunnerProcess(db: Db, name: string, env: Record<strin
         // gone already
       }
       await stopChild(child);
-      fs.rmSync(runsDir, { recursive: true, force: true });
+      if (!shared) fs.rmSync(runsDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
- * The parts the security suites attack, all real: a fresh Postgres, the REAL runner (in this process) with
- * its REAL engine, registered with the web's services, the web's tRPC routers (through the real
- * authorization), and hostile HTTP endpoints that record what reaches them. Each suite starts one stack.
+ * The parts the security suites attack, all real: a fresh Postgres, the REAL runner (in this process) on the
+ * server tests' shared REAL engine (no suite here changes engine settings), registered with the web's
+ * services, the web's tRPC routers (through the real authorization), and hostile HTTP endpoints that record
+ * what reaches them. Each suite starts one stack.
  */
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -42,7 +43,7 @@ export async function startSecurityStack(name: string, runnerEnv: Record<string,
   const token = `${name}-token-${randomUUID()}`;
   let runner: TestRunner;
   try {
-    runner = await startTestRunner({ name, token, env: runnerEnv });
+    runner = await startTestRunner({ name, token, env: runnerEnv, engine: "shared" });
   } catch (e) {
     await tdb.drop();
     throw e;

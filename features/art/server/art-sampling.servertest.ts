@@ -92,7 +92,7 @@ describe.skipIf(!engineAvailable)("sampling through /api/art/v1 (real runner, re
 
   beforeAll(async () => {
     tdb = await createTestDb();
-    testRunner = await startTestRunner({ name: "art-sampling-servertest", token: TOKEN });
+    testRunner = await startTestRunner({ name: "art-sampling-servertest", token: TOKEN, engine: "shared" });
     // An ART run has no runner: its base model is served by the configured one (RUNNER_NAME).
     await registerRunner(db(), { name: env().RUNNER_NAME, url: testRunner.server.url, token: TOKEN });
     ws = await newWorkspace(db());

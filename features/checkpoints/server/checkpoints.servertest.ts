@@ -71,8 +71,9 @@ describe.skipIf(!engineAvailable)("checkpoints (real runner, real engine, one 1-
 
   beforeAll(async () => {
     tdb = await createTestDb();
-    // Its own engine (never ENGINE_URL's): it must write checkpoints into the runner's runs folder.
-    testRunner = await startTestRunner({ name: "checkpoints-servertest", token: TOKEN });
+    // Never ENGINE_URL's engine: it must write checkpoints into the runner's runs folder (the shared engine's
+    // runs folder is its runners' too).
+    testRunner = await startTestRunner({ name: "checkpoints-servertest", token: TOKEN, engine: "shared" });
     runner = testRunner.server;
 
     ws = await newWorkspace(db());

@@ -1,7 +1,8 @@
 /**
  * A runner killed mid-step, its run resumed on ANOTHER runner from the newest checkpoint — on real parts:
  * runner 1 a child process (the real runner with its real SmolLM2-135M engine on CPU), runner 2 the real
- * runner in this process with its own engine, both with ROLLBOOK_SHARED_CHECKPOINT_DIR set to one folder,
+ * runner in this process on the server tests' shared engine (its own where none runs; runner 1's engine is
+ * its own: it dies with runner 1), both with ROLLBOOK_SHARED_CHECKPOINT_DIR set to one folder,
  * a fresh Postgres, and the real ingestion (IngestService) following the run.
  *
  *   train run (2 steps) on runner 1 -> checkpoint 1 recorded, step 2 sampling -> SIGKILL runner 1 (its
@@ -23,6 +24,7 @@ import type { RunEvent } from "@contracts";
 import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
 import { startRunnerServer, type RunnerServer } from "@/gpu-runner/src/server";
 import { registerRunner, resolveRunner, runnerById } from "@/server/runner-client";
+import { sharedEngine } from "@/gpu-runner/src/test-support/shared-engine";
 import { spawnTs, stopChild, type Child } from "@/server/test/child-process";
 import { callerFor, createTestDb, templateFiles, newWorkspace, type TestDb } from "@/server/test/harness";
 import { IngestService, ingestEvents } from "./ingest";
@@ -83,19 +85,23 @@ describe.skipIf(!engineAvailable)("a run whose runner is killed mid-step resumes
   beforeAll(async () => {
     tdb = await createTestDb();
     runsDir1 = mkdtemp("r1");
-    runsDir2 = mkdtemp("r2");
     sharedDir = mkdtemp("shared");
     const common = { ROLLBOOK_SHARED_CHECKPOINT_DIR: sharedDir, ENGINE_URL: "", ENGINE_TOKEN: "" };
-    // Both engines load at once (minutes on a busy machine).
+    // Runner 1's engine and runner 2's load at once (minutes on a busy machine; the shared one may be up already).
     const [child, server] = await Promise.all([
       spawnTs(
         "gpu-runner/src/server.ts",
         { ...common, RUNNER_PORT: String(PORTS.runner1), ENGINE_PORT: String(PORTS.engine1), RUNNER_TOKEN: TOKEN1, ROLLBOOK_RUNS_DIR: runsDir1, RUNNER_NAME: "move-1" },
         /RUNNER READY/,
       ),
-      startRunnerServer({
-        env: loadRunnerEnv({ ...process.env, ...common, RUNNER_PORT: String(PORTS.runner2), ENGINE_PORT: String(PORTS.engine2), RUNNER_TOKEN: TOKEN2, ROLLBOOK_RUNS_DIR: runsDir2, RUNNER_NAME: "move-2" }),
-        onEngineLog: (l) => logs.push(l),
+      sharedEngine().then((shared) => {
+        // Runner 2 on the shared engine reads and writes that engine's runs folder (the broker removes it).
+        runsDir2 = shared?.runsDir ?? mkdtemp("r2");
+        const engine2 = shared ? { ENGINE_URL: shared.url, ENGINE_TOKEN: shared.token } : { ENGINE_PORT: String(PORTS.engine2) };
+        return startRunnerServer({
+          env: loadRunnerEnv({ ...process.env, ...common, ...engine2, RUNNER_PORT: String(PORTS.runner2), RUNNER_TOKEN: TOKEN2, ROLLBOOK_RUNS_DIR: runsDir2, RUNNER_NAME: "move-2" }),
+          onEngineLog: (l) => logs.push(l),
+        });
       }),
     ]);
     runner1 = child;

@@ -54,7 +54,7 @@ async function waitFinished(runId: string, timeoutMs = 300_000) {
 describe.skipIf(!engineAvailable)("fork and re-run (real runner, engine and ingestion)", () => {
   beforeAll(async () => {
     tdb = await createTestDb();
-    runner = await startTestRunner({ name: RUNNER_NAME, token: TOKEN });
+    runner = await startTestRunner({ name: RUNNER_NAME, token: TOKEN, engine: "shared" });
     await registerRunner(db(), { name: RUNNER_NAME, url: runner.server.url, token: TOKEN });
     ingest = new IngestService(db(), { runnerFor: (id) => runnerById(db(), id), scanMs: 60_000, log: () => {} });
     await ingest.start();

@@ -79,7 +79,7 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
 
   beforeAll(async () => {
     tdb = await createTestDb();
-    testRunner = await startTestRunner({ name: "rollout-tokens-servertest", token: TOKEN });
+    testRunner = await startTestRunner({ name: "rollout-tokens-servertest", token: TOKEN, engine: "shared" });
     ({ server: runner, runsDir, engineLogs } = testRunner);
     ws = await newWorkspace(db());
     const runnerName = `tokens-${ws}`;

@@ -5,11 +5,13 @@
  * must also satisfy the shared zod contract. The Python client runs the same checks in
  * gpu-runner/engine/tests/test_openai_conformance.py.
  *   npx vitest run --project server gpu-runner/src/engine/openai-conformance.servertest.ts
- * Set ENGINE_URL (and its ENGINE_TOKEN) to use an engine that is already running. The engine's token is
- * the client's API key, as it would be for any OpenAI user.
+ * Set ENGINE_URL (and its ENGINE_TOKEN) to use an engine that is already running; in the server project it
+ * uses the tests' shared engine (test-support/shared-engine.ts). The engine's token is the client's API key,
+ * as it would be for any OpenAI user.
  */
 import fs from "node:fs";
 import { freePort } from "../test-support/net";
+import { sharedEngine } from "../test-support/shared-engine";
 import path from "node:path";
 import OpenAI from "openai";
 import type { ChatCompletionChunk as OpenAIChunk } from "openai/resources/chat/completions";
@@ -86,6 +88,9 @@ describe.skipIf(!engineAvailable)("OpenAI conformance of the engine (npm openai 
   beforeAll(async () => {
     let url = env0.ENGINE_URL;
     let token = env0.ENGINE_TOKEN as string; // loadEnv demands one with ENGINE_URL
+    // Else the server tests' shared engine where it runs (it answers as any engine does), else one of its own.
+    const shared = url ? null : await sharedEngine();
+    if (shared) ({ url, token } = shared);
     if (!url) {
       token = randomToken();
       const port = await freePort();

@@ -11,6 +11,7 @@ import { createRunnerClient, type RunnerClient } from "../client";
 import { loadEnv } from "../env";
 import { startRunnerServer, type RunnerServer } from "../server";
 import { freePort } from "./net";
+import { sharedEngine } from "./shared-engine";
 
 /** Loading the model can take minutes on a busy 2-core machine. */
 export const ENGINE_READY_MS = 540_000;
@@ -20,7 +21,7 @@ export interface TestRunner {
   /** A client with the runner's token. */
   client: RunnerClient;
   runsDir: string;
-  /** Every line the engine wrote. */
+  /** Every line the engine wrote (none on the shared engine, whose lines its broker keeps). */
   engineLogs: string[];
   /** Stops the runner (and its engine) and removes the runs folder. */
   close(): Promise<void>;
@@ -31,13 +32,22 @@ export async function startTestRunner(options: {
   token: string;
   /** More runner environment (the test's process environment is the base; the engine inherits it). */
   env?: Record<string, string>;
+  /**
+   * "shared": the server tests' one shared engine (shared-engine.ts) and its runs folder, for a file whose
+   * run ids no other sharing file uses and that needs no engine settings of its own; where no broker runs
+   * (outside the server project) its own engine after all. Default "own": an engine of its own, writing into
+   * a runs folder of its own.
+   */
+  engine?: "own" | "shared";
 }): Promise<TestRunner> {
-  const runsDir = fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${options.name}-`));
+  const shared = options.engine === "shared" ? await sharedEngine() : null;
+  // The shared runs folder is the broker's to remove, with the engine.
+  const runsDir = shared?.runsDir ?? fs.mkdtempSync(path.join(os.tmpdir(), `rollbook-${options.name}-`));
   const engineLogs: string[] = [];
   let server: RunnerServer | undefined;
   const close = async () => {
     await server?.close();
-    fs.rmSync(runsDir, { recursive: true, force: true });
+    if (!shared) fs.rmSync(runsDir, { recursive: true, force: true });
   };
   try {
     server = await startRunnerServer({
@@ -45,8 +55,8 @@ export async function startTestRunner(options: {
         ...process.env,
         RUNNER_PORT: "0",
         RUNNER_TOKEN: options.token,
-        ENGINE_URL: "", // always its own engine, writing into runsDir
-        ENGINE_PORT: String(await freePort()),
+        // Its own engine, writing into runsDir, or the shared one, whose runs folder runsDir is.
+        ...(shared ? { ENGINE_URL: shared.url, ENGINE_TOKEN: shared.token } : { ENGINE_URL: "", ENGINE_PORT: String(await freePort()) }),
         ROLLBOOK_RUNS_DIR: runsDir,
         RUNNER_NAME: options.name,
         ...options.env,

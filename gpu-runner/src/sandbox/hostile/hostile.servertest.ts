@@ -141,7 +141,7 @@ describe.skipIf(!engineAvailable)("the runner under the hostile corpus (real run
   };
 
   beforeAll(async () => {
-    testRunner = await startTestRunner({ name: "hostile", token: TOKEN });
+    testRunner = await startTestRunner({ name: "hostile", token: TOKEN, engine: "shared" });
     ({ server: runner, client } = testRunner);
   }, 600_000);
 
