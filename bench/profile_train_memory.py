@@ -26,6 +26,8 @@ def main() -> None:
     ap.add_argument("--case", default="calculator", choices=list(tm.CASES))
     ap.add_argument("--rows", type=int, default=8, help="rows of the batch to train on (one micro-batch of 8)")
     ap.add_argument("--top", type=int, default=15)
+    ap.add_argument("--no-profiler", action="store_true",
+                    help="only the RSS figures (the profiler's own bookkeeping costs memory and time)")
     args = ap.parse_args()
 
     import psutil
@@ -34,9 +36,7 @@ def main() -> None:
     from rollbook_engine.trainer.trainer import train_step_sync
     from torch.profiler import ProfilerActivity, profile
 
-    path = Path(tempfile.gettempdir()) / f"rollbook-profile-{args.case}.json"
-    if not path.is_file():
-        tm.build_batch(args.case, path)
+    path = tm.batch_file(args.case)
     batch = json.loads(path.read_text())
     rows = [r for g in batch["groups"] for r in g][: args.rows]
     # One group of `rows` with rewards that vary, so every row trains.
@@ -48,14 +48,17 @@ def main() -> None:
     cuda = store.device.type == "cuda"
     before = psutil.Process().memory_info().rss
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with profile(activities=acts, profile_memory=True, record_shapes=True) as prof:
+    if args.no_profiler:
         train_step_sync(store, req)
+    else:
+        with profile(activities=acts, profile_memory=True, record_shapes=True) as prof:
+            train_step_sync(store, req)
+        key = "self_cuda_memory_usage" if cuda else "self_cpu_memory_usage"
+        print(prof.key_averages().table(sort_by=key, row_limit=args.top))
+        sdpa = sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key or "attention" in e.key.lower()})
+        print("attention kernels that ran:", sdpa)
     after = psutil.Process().memory_info().rss
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    key = "self_cuda_memory_usage" if cuda else "self_cpu_memory_usage"
-    print(prof.key_averages().table(sort_by=key, row_limit=args.top))
-    sdpa = sorted({e.key for e in prof.key_averages() if "scaled_dot_product" in e.key or "attention" in e.key.lower()})
-    print("attention kernels that ran:", sdpa)
     print(f"RSS before {before / 1e9:.2f} GB, peak (ru_maxrss) {peak / 1e9:.2f} GB, after {after / 1e9:.2f} GB")
 
 

@@ -143,6 +143,19 @@ def build_batch(case: str, path: Path) -> None:
     path.write_text(json.dumps({"case": case, **spec, "groups": groups}))
 
 
+def batch_file(case: str) -> Path:
+    """The batch of `case`, built once: it depends only on the code that builds it, so later invocations
+    (and bench/profile_train_memory.py) reuse the file."""
+    import inspect
+
+    source = "".join(inspect.getsource(f) for f in (calculator_rows, single_rows, build_batch)) + repr(CASES) + SYSTEM
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"rollbook-train-memory-{case}-{digest}.json"
+    if not path.is_file():
+        build_batch(case, path)
+    return path
+
+
 # --- the two sides, each run in a child process --------------------------------------------------------------
 
 
@@ -316,15 +329,8 @@ def main() -> None:
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     print(f"device={device} torch_threads={torch.get_num_threads()} load {' '.join(load_before)}", flush=True)
     results: dict[str, dict[str, list[dict]]] = {}
-    # The batch depends only on the code that builds it: built once, then reused by later invocations.
-    import inspect
-
-    source = "".join(inspect.getsource(f) for f in (calculator_rows, single_rows, build_batch)) + repr(CASES) + SYSTEM
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     for case in args.case.split(","):
-        path = Path(tempfile.gettempdir()) / f"rollbook-train-memory-{case}-{digest}.json"
-        if not path.is_file():
-            build_batch(case, path)
+        path = batch_file(case)
         batch = json.loads(path.read_text())
         rows = [r for g in batch["groups"] for r in g]
         print(f"{case}: {len(batch['groups'])} groups x {batch['group_size']}, micro-batch {batch['micro_batch']}, "
