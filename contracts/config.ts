@@ -197,8 +197,28 @@ export const TrainerConfig = z
       .max(256)
       .default(8)
       .describe(
-        "Sequences per forward/backward pass, 1–256. Gradients accumulate across micro-batches into one update, so this trades " +
-          "memory for speed and does not change the update. Default 8.",
+        "Most sequences per forward/backward pass, 1–256 (micro_batch_tokens may make a micro-batch smaller). Gradients " +
+          "accumulate across micro-batches into one update, so this trades memory for speed and does not change the update. Default 8.",
+      ),
+    micro_batch_tokens: z
+      .number()
+      .int()
+      .min(16)
+      .max(1_048_576)
+      .default(4096)
+      .describe(
+        "Most padded tokens (sequences × the longest one's length) per forward/backward pass, 16–1 048 576: micro-batches are " +
+          "sized by tokens, so long multi-turn sequences train in smaller micro-batches than short ones and memory stays flat; " +
+          "a sequence longer than this trains alone. Like micro_batch_size it does not change the update. Default 4096 " +
+          "(8 rollouts of the calculator template's ~400 tokens in one micro-batch).",
+      ),
+    gradient_checkpointing: z
+      .boolean()
+      .default(true)
+      .describe(
+        "true (default): keep only each decoder layer's input during the forward pass and recompute the layer in the backward " +
+          "pass (non-reentrant activation checkpointing, as TRL's GRPOConfig defaults to): the step's activations shrink by about " +
+          "the number of layers for about one more forward pass of compute. The update is the same either way.",
       ),
   })
   .strict();

@@ -65,6 +65,14 @@ class EngineSettings(BaseModel):
                     "on their next step. Unset: as many bytes as the base model's weights.",
     )
 
+    train_memory_gb: float | None = Field(
+        default=None, gt=0,
+        description="ROLLBOOK_TRAIN_MEMORY_GB: the most memory one training step may add on top of the loaded "
+                    "model (activations, logits; trainer/memory.py estimates it from the step's micro-batches). A "
+                    "step over it is refused with an error naming this setting instead of being OOM-killed. "
+                    "Unset: the memory free when the step starts (CPU: MemAvailable; CUDA: free device memory).",
+    )
+
     # --- process and HTTP ------------------------------------------------------------------------------
     engine_host: str = Field(default="127.0.0.1", description="ROLLBOOK_ENGINE_HOST: --host's default.")
     engine_port: int = Field(default=8100, description="ROLLBOOK_ENGINE_PORT: --port's default.")
@@ -166,6 +174,7 @@ _ENV_NAMES = {
     "vllm_gpu_memory": "ROLLBOOK_VLLM_GPU_MEMORY",
     "vllm_max_lora_rank": "ROLLBOOK_VLLM_MAX_LORA_RANK",
     "adapter_memory_mb": "ROLLBOOK_ADAPTER_MEMORY_MB",
+    "train_memory_gb": "ROLLBOOK_TRAIN_MEMORY_GB",
     "engine_host": "ROLLBOOK_ENGINE_HOST",
     "engine_port": "ROLLBOOK_ENGINE_PORT",
     "model": "ROLLBOOK_MODEL",

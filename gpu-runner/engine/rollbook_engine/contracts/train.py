@@ -66,7 +66,19 @@ class TrainerConfig(BaseModel):
     )
     mini_epochs: int = Field(1, ge=1, le=16, description="Optimiser passes over the step's batch; 1 = strictly on-policy.")
     micro_batch_size: int = Field(
-        8, ge=1, le=256, description="Sequences per forward/backward; gradients accumulate across micro-batches."
+        8, ge=1, le=256,
+        description="Most sequences per forward/backward (micro_batch_tokens may make it fewer); gradients accumulate "
+        "across micro-batches.",
+    )
+    micro_batch_tokens: int = Field(
+        4096, ge=16, le=1_048_576,
+        description="Most padded tokens (rows × longest row) per forward/backward, so memory stays flat however long "
+        "the sequences; a longer sequence trains alone. 4096 holds 8 calculator rollouts (~400 tokens) in one.",
+    )
+    gradient_checkpointing: bool = Field(
+        True,
+        description="Recompute each decoder layer in backward instead of keeping its activations (non-reentrant): "
+        "activations shrink ~layers-fold for ~one more forward pass. Same update either way.",
     )
 
 

@@ -127,12 +127,26 @@ class MicroBatch:
     row_tokens: list[int] = field(default_factory=list)
 
 
-def micro_batches(rows: list[Row], size: int, pad_id: int, device) -> list[MicroBatch]:
-    """Sort rows by length (longest first, stable) so each micro-batch pads little, then chunk them."""
-    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].tokens))
+def chunk_rows(lengths: list[int], size: int, max_tokens: int | None) -> list[list[int]]:
+    """Row indices per micro-batch: longest first (stable), so each micro-batch pads little; at most `size` rows
+    and at most `max_tokens` padded tokens (rows × the first, longest row's length) each. Memory follows the
+    padded tokens, not the rows: a micro-batch of 8 rows of 1,500 tokens holds ~4× what 8 of 400 do. A row
+    longer than `max_tokens` goes alone (it cannot be split: its tokens attend to each other)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    chunks: list[list[int]] = []
+    for i in order:
+        last = chunks[-1] if chunks else None
+        if last and len(last) < size and (max_tokens is None or (len(last) + 1) * lengths[last[0]] <= max_tokens):
+            last.append(i)
+        else:
+            chunks.append([i])
+    return chunks
+
+
+def micro_batches(rows: list[Row], size: int, pad_id: int, device, max_tokens: int | None = None) -> list[MicroBatch]:
+    """Pad and stack the rows of each chunk_rows chunk (right padding, flat per-trained-token tensors)."""
     out = []
-    for start in range(0, len(order), size):
-        ids_in_chunk = order[start : start + size]
+    for ids_in_chunk in chunk_rows([len(r.tokens) for r in rows], size, max_tokens):
         chunk = [rows[i] for i in ids_in_chunk]
         width = max(len(r.tokens) for r in chunk)
         ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)

@@ -38,6 +38,7 @@ from .batch import MicroBatch, Row, build_rows, micro_batches
 from .distributed import announce, data_parallel, micro_batch_seed
 from .errors import TrainFailure
 from .loss import grpo_loss, pearson, token_logprobs
+from .memory import check_fits, checkpointing, release
 from .step_checks import check_request
 
 # Model families whose logits are exactly lm_head(last hidden state): for these the trainer projects only
@@ -58,15 +59,19 @@ def step_seed(seed: int, step: int) -> int:
 
 
 def _selected_logits(model, mb: MicroBatch) -> torch.Tensor:
-    """Logits [N, V] of the positions that predict trained tokens (row-major order, as MicroBatch's flat tensors)."""
+    """Logits [N, V] of the positions that predict trained tokens (row-major order, as MicroBatch's flat tensors).
+
+    No attention mask: micro-batches are right-padded, so under the causal mask a real token never sees the
+    padding after it, and the positions are 0..n-1 either way. Without a mask SDPA runs its flash kernel
+    (is_causal, O(T) memory); with a padding mask it takes a [B, heads, T, T] mask and, on CUDA, a kernel
+    that materialises more. The padding's own outputs are garbage and never selected.
+    """
     inner = model.get_base_model()
     sel = mb.mask[:, 1:]
     if getattr(inner.config, "model_type", None) in _PLAIN_LM_HEAD:
-        hidden = inner.get_decoder()(
-            input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False
-        ).last_hidden_state
+        hidden = inner.get_decoder()(input_ids=mb.input_ids, use_cache=False).last_hidden_state
         return inner.get_output_embeddings()(hidden[:, :-1][sel])
-    logits = model(input_ids=mb.input_ids, attention_mask=mb.attention_mask, use_cache=False).logits
+    logits = model(input_ids=mb.input_ids, use_cache=False).logits
     return logits[:, :-1][sel]
 
 
@@ -251,8 +256,12 @@ def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = N
     # which run this same function on it; a no-op in a single process.
     announce(req)
     lock = getattr(store, "_model_lock", None)
-    with lock if lock is not None else contextlib.nullcontext():
-        result = _train_step_locked(store, req, on_progress)
+    try:
+        with lock if lock is not None else contextlib.nullcontext():
+            result = _train_step_locked(store, req, on_progress)
+    finally:
+        # Here, once the step's tensors are out of scope, so what it freed can go back to the system.
+        release(torch.device(store.device))
     # Outside the model lock: invalidate_run flushes stale inference adapters only when it can take it.
     store.invalidate_run(req.run_id)
     return result
@@ -268,6 +277,13 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
     torch.manual_seed(seed)
 
     model = store.model
+    # Batches first: a step its memory budget cannot hold is refused before the run's adapter is touched.
+    adv = compute_advantages([[s.reward for s in g.samples] for g in req.groups], req.config.scale_rewards)
+    rows = build_rows(req, adv)
+    device = torch.device(store.device)
+    mbs = micro_batches(rows, req.config.micro_batch_size, store.tokenizer.pad_token_id or 0, device,
+                        req.config.micro_batch_tokens)
+    check_fits(model, mbs, req.config.gradient_checkpointing, store.dtype, device)
     prev_active, prev_training = model.active_adapter, model.training
     prev_grad = {n: p.requires_grad for n, p in model.named_parameters()}
     try:
@@ -278,16 +294,14 @@ def _train_step_locked(store, req: TrainRequest, on_progress: ProgressFn | None)
         for n, p in model.named_parameters():
             p.requires_grad_(n in mine)
 
-        adv = compute_advantages([[s.reward for s in g.samples] for g in req.groups], req.config.scale_rewards)
-        rows = build_rows(req, adv)
-        mbs = micro_batches(rows, req.config.micro_batch_size, store.tokenizer.pad_token_id or 0, torch.device(store.device))
         trained_tokens = sum(mb.num_tokens for mb in mbs)
         token_lps: dict[str, TrainedTokens] = {}
         if trained_tokens == 0:
             metrics = _zero_metrics(adv.groups_submitted, adv.groups_trainable, started)
         else:
             model.train()
-            first_pass, parts = _optimise(store, req, state, mbs, on_progress)
+            with checkpointing(model, req.config.gradient_checkpointing):
+                first_pass, parts = _optimise(store, req, state, mbs, on_progress)
             advantages = {
                 req.groups[g].samples[s].trajectory_id: a for g, s, a in adv.trainable()
             }

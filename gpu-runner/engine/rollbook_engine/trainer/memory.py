@@ -1,0 +1,145 @@
+"""The training step's memory: activation checkpointing on the decoder layers, an estimate of what a step adds
+(checked against a budget before it runs), and memory handed back to the system after it.
+
+Measured with bench/train_memory.py and bench/profile_train_memory.py (docs/benchmarks.md, "Trainer: peak
+memory of one step"): without checkpointing the saved activations of every decoder layer dominate (the
+untrained prompt included, once per rollout): ~10 GB for the calculator template's 16 rollouts of ~400 tokens
+on a 135M model. With it only each layer's input is kept, plus one layer's activations while the backward
+pass recomputes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from ..settings import engine_settings
+from .batch import BadRequest, MicroBatch
+
+GB = 1024**3
+
+
+@contextlib.contextmanager
+def checkpointing(model, on: bool) -> Iterator[None]:
+    """Per-decoder-layer activation checkpointing on the base model for the step, off again after (the model
+    is shared with inference, which never needs it). Non-reentrant: no need for inputs that require grad,
+    and the recompute restores the RNG state, so LoRA dropout draws the same mask twice."""
+    inner = model.get_base_model()
+    if not on or not getattr(inner, "supports_gradient_checkpointing", False):
+        yield
+        return
+    inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        yield
+    finally:
+        inner.activation_checkpointing_disable()
+
+
+def release(device: torch.device) -> None:
+    """Hand the step's freed memory back: Python cycles, the CUDA caching allocator's free blocks, and glibc's
+    free heap pages. Without malloc_trim glibc keeps the freed activations mapped (the engine's RSS stayed at
+    its step peak between steps, measured), and the next rollouts' decode competes with that for RAM."""
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The estimate.
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the estimate needs from the model's config."""
+
+    layers: int
+    hidden: int
+    intermediate: int
+    vocab: int
+
+    @staticmethod
+    def of(model) -> Shape:
+        cfg = model.get_base_model().config
+        cfg = getattr(cfg, "text_config", None) or cfg
+        hidden = int(cfg.hidden_size)
+        return Shape(int(cfg.num_hidden_layers), hidden, int(getattr(cfg, "intermediate_size", 4 * hidden)),
+                     int(cfg.vocab_size))
+
+
+# Saved activations per token per decoder layer, in units of one hidden vector plus one MLP-wide vector:
+# attention (norm, q/k/v/o inputs and outputs, LoRA's rank-r intermediates, SDPA's output) ~ 12 hidden-wide
+# tensors, the gated MLP (gate, up, activation, product, down's input) ~ 5 intermediate-wide ones. Fitted
+# to the profile of SmolLM2-135M (docs/benchmarks.md) with headroom, so the estimate errs high.
+_HIDDEN_PER_LAYER = 14
+_MLP_PER_LAYER = 6
+# Logits of the trained positions in float32: the projection, log_softmax, and their gradients.
+_LOGIT_COPIES = 4
+
+
+def step_bytes(shape: Shape, mb: MicroBatch, checkpointing: bool, dtype: torch.dtype) -> int:
+    """Memory the forward/backward of one micro-batch holds at its peak, from its shapes."""
+    tokens = int(mb.input_ids.numel())  # padded: the model runs on the padding too
+    item = torch.finfo(dtype).bits // 8
+    per_layer = tokens * (_HIDDEN_PER_LAYER * shape.hidden + _MLP_PER_LAYER * shape.intermediate) * item
+    # With checkpointing each layer's input is kept, and one layer at a time is recomputed whole during backward
+    # (twice the one layer: its recomputed activations and their gradients).
+    ckpt = shape.layers * tokens * shape.hidden * item + 2 * per_layer
+    acts = ckpt if checkpointing else shape.layers * per_layer
+    logits = _LOGIT_COPIES * mb.num_tokens * shape.vocab * 4
+    return acts + logits
+
+
+def budget_bytes(device: torch.device) -> tuple[int, str]:
+    """(bytes a step may add, where that figure comes from): ROLLBOOK_TRAIN_MEMORY_GB when set, otherwise what
+    the device has free right now (CUDA: free + the caching allocator's unused blocks; CPU: MemAvailable)."""
+    setting = engine_settings().train_memory_gb
+    if setting is not None:
+        return int(setting * GB), f"ROLLBOOK_TRAIN_MEMORY_GB={setting:g}"
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        return free, "the GPU's free memory (set ROLLBOOK_TRAIN_MEMORY_GB to fix a budget)"
+    available = _mem_available()
+    if available is None:
+        return sys.maxsize, "no limit (MemAvailable unreadable; set ROLLBOOK_TRAIN_MEMORY_GB)"
+    return available, "the machine's available memory (set ROLLBOOK_TRAIN_MEMORY_GB to fix a budget)"
+
+
+def _mem_available() -> int | None:
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/meminfo") as f:
+            line = next(ln for ln in f if ln.startswith("MemAvailable:"))
+        return int(line.split()[1]) * 1024
+    return None
+
+
+def check_fits(model, mbs: list[MicroBatch], checkpointing: bool, dtype: torch.dtype, device: torch.device) -> None:
+    """Refuse (BadRequest, HTTP 413) a step whose largest micro-batch the budget cannot hold, naming the
+    setting, instead of starting it and being killed by the OOM killer halfway."""
+    if not mbs:
+        return
+    shape = Shape.of(model)
+    worst = max(mbs, key=lambda mb: step_bytes(shape, mb, checkpointing, dtype))
+    need = step_bytes(shape, worst, checkpointing, dtype)
+    budget, source = budget_bytes(device)
+    if need <= budget:
+        return
+    rows, width = worst.input_ids.shape
+    hint = "lower config.micro_batch_tokens" + ("" if checkpointing else ", turn config.gradient_checkpointing on")
+    raise BadRequest(
+        "config.micro_batch_tokens",
+        f"this step needs about {need / GB:.1f} GB for its largest micro-batch ({rows} sequences × {width} tokens) "
+        f"but the training memory budget is {budget / GB:.1f} GB ({source}): {hint}, shorten the sequences, or "
+        "raise ROLLBOOK_TRAIN_MEMORY_GB where the machine has the memory",
+        413,
+    )
+
