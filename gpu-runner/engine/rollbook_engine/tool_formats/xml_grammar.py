@@ -77,7 +77,7 @@ def _parameters(i: int, schema: dict[str, Any], rules: list[str]) -> str:
     if not isinstance(properties, dict):
         return ""
     required = set(schema.get("required") or [])
-    defs = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
+    defs: dict[str, Any] = {k: schema[k] for k in ("$defs", "definitions") if k in schema}
     parts = []
     for j, (key, sub) in enumerate(properties.items()):
         if not _writable(key):
