@@ -263,6 +263,8 @@ def test_string_keywords_and_names_the_tags_cannot_hold():
     with pytest.raises(RequestError):  # no call to it can be written: a 400 naming tools, not a broken call
         fmt.call_grammar("required", tool({}, name="a>b"))
     with pytest.raises(RequestError):
+        fmt.call_grammar(_named("a>b"), tool({}, name="a>b"))
+    with pytest.raises(RequestError):
         fmt.call_grammar("required", tool({"x>y": {"type": "string"}}, ["x>y"]))
     assert fmt.call_grammar("auto", _specs()) is None and fmt.call_grammar(None, _specs()) is None
 

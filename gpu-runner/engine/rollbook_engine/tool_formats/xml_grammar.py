@@ -54,6 +54,9 @@ def xml_call_grammar(tool_choice: str | NamedToolChoice | None, tools: list[Tool
                                "<function=NAME> calls ('>' or a newline in every name)", "tools")
     elif isinstance(tool_choice, NamedToolChoice) and tool_choice.function.name in by_name:
         names = [tool_choice.function.name]
+        if not _writable(names[0]):
+            raise RequestError(f"invalid request: tools: {names[0]!r} cannot be written in this model's "
+                               "<function=NAME> calls ('>' or a newline in it)", "tools")
     else:
         return None
     rules: list[str] = []
