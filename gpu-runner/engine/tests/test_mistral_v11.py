@@ -162,6 +162,34 @@ def test_the_grammar_takes_an_offered_call_with_valid_arguments_only(special_mar
     assert fmt.call_grammar("auto", specs) is None
 
 
+@pytest.mark.parametrize("special_markers", [False, True])
+def test_random_walks_through_the_grammar_parse_into_valid_calls_as_decoded(special_markers):
+    """Any token sequence the grammar allows parses, from the text the engine decodes (special markers dropped),
+    into a call to an offered tool with arguments in range: 60 walks uniform among the allowed tokens."""
+    import random
+
+    import numpy as np
+
+    t = tokenizer(special_markers)
+    fmt = tool_formats.for_tokenizer(t)
+    specs = [ToolSpec.model_validate(x) for x in TOOLS]
+    eos = end_id(t)
+    for choice in ("required", NamedToolChoice.model_validate({"type": "function", "function": {"name": "mul"}})):
+        lark = fmt.call_grammar(choice, specs) or ""
+        for seed in range(30):
+            rng = random.Random(seed)
+            m = llguidance.LLMatcher(ll_tokenizer(t, {eos}), llguidance.LLMatcher.grammar_from_lark(lark))
+            ids: list[int] = []
+            while (token := rng.choice(np.nonzero(np.unpackbits(np.frombuffer(
+                    m.compute_bitmask(), dtype=np.uint8), bitorder="little")[:len(t)])[0].tolist())) != eos:
+                ids.append(token)
+                assert m.consume_token(token) and len(ids) < 200
+            text = fmt.prefill(choice) + t.decode(ids, skip_special_tokens=True)
+            [call] = fmt.parse(text, ["add", "mul"]).calls
+            args = json.loads(call.function.arguments)
+            assert set(args) == {"a", "b"} and all(-99 <= v <= 99 for v in args.values()), (seed, text)
+
+
 @pytest.fixture(scope="module")
 def v11(served):
     """The served engine with the v11 test template (restored after this module)."""
