@@ -57,7 +57,8 @@ def for_tokenizer(tokenizer) -> ToolFormat:
     name = detect(template)
     fmt: ToolFormat
     if name == "mistral" and MISTRAL_ARGS in template:
-        fmt = MistralV11Format(special={m: i for m in MISTRAL_V11_MARKERS if (i := _special_token_id(tokenizer, m)) is not None})
+        special = {m: _special_token_id(tokenizer, m) for m in MISTRAL_V11_MARKERS}
+        fmt = MistralV11Format(special={m: i for m, i in special.items() if i is not None})
     elif name == "mistral":
         fmt = MistralFormat(space=MISTRAL_MARK + " [" in template,
                             marker_is_special=_is_special_token(tokenizer, MISTRAL_MARK))
