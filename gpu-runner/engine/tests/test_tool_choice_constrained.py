@@ -1,6 +1,7 @@
 """tool_choice "required" / a named function on the real engine (SmolLM2-135M, Hermes format): constrained
 decoding (constrained.py) makes every reply a call to an offered tool with arguments matching its schema, a
-call cut by max_tokens says "length" and is not returned as a call, and the grammar text per format."""
+call cut by max_tokens says "length" and is not returned as a call, and the grammar text per JSON format
+(qwen3_coder's XML calls: test_tool_choice_qwen3_coder.py; Mistral's v11 spelling: test_mistral_v11.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import llguidance
 import pytest
 
 from rollbook_engine.contracts.chat import NamedToolChoice, ToolSpec
-from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat, Qwen3CoderFormat
+from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat
 
 MODEL = "SmolLM2-135M-Instruct"
 WEATHER = {"type": "function", "function": {"name": "weather", "description": "Weather in a city", "parameters": {
@@ -172,10 +173,6 @@ def test_each_json_format_grammar_accepts_its_own_call_and_refuses_an_unoffered_
     rest = fmt.prefill("required")
     assert not _matches(fmt.call_grammar("required", tools) or "", call.replace("add", "sub")[len(rest):])
     assert fmt.call_grammar("auto", tools) is None and fmt.call_grammar(None, tools) is None
-
-
-def test_qwen3_coder_is_not_constrained():
-    assert Qwen3CoderFormat().call_grammar("required", _tools()) is None
 
 
 @functools.cache

@@ -56,3 +56,23 @@ def test_a_forced_calls_grammar_reaches_vllms_guided_decoding_in_either_api():
     with pytest.raises(RuntimeError, match="tool_choice"):
         guided_decoding_kwargs(lark, None, None)
     assert "vllm" not in sys.modules
+
+
+def test_the_xml_and_mistral_v11_grammars_reach_vllm_as_they_are():
+    """qwen3_coder's and Mistral v11's forced-call grammars (regex `&`/`~`, `<[id]>` tokens, `%json`: llguidance's
+    Lark, which vLLM's "guidance" backend runs) are handed to vLLM unchanged, and llguidance compiles them."""
+    import llguidance
+
+    from rollbook_engine.contracts.chat import ToolSpec
+    from rollbook_engine.tool_formats import MistralV11Format, Qwen3CoderFormat
+
+    tools = [ToolSpec.model_validate({"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 20}, "days": {"type": "integer"}},
+        "required": ["city"]}}})]
+    for lark in (Qwen3CoderFormat().call_grammar("required", tools),
+                 MistralV11Format(special={"[ARGS]": 32}).call_grammar("required", tools)):
+        assert lark is not None
+        kwargs = guided_decoding_kwargs(lark, _Params, None)
+        assert kwargs["structured_outputs"].kw == {"grammar": lark}
+        assert llguidance.LLMatcher.validate_grammar(llguidance.LLMatcher.grammar_from_lark(lark), None) == ""
+    assert "vllm" not in sys.modules

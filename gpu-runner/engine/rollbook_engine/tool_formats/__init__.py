@@ -1,7 +1,8 @@
 """Tool-call formats per model family, chosen from the model's chat template (never per run).
 
 Detection reads the template text for what only that family's template writes:
-- `[TOOL_CALLS]` → mistral (mistral.py);
+- `[TOOL_CALLS]` → mistral: with `[ARGS]`, the per-call spelling of tokenizers v11 on (mistral_v11.py), else
+  the JSON list of v3 to v7 (mistral.py);
 - `<function=` or `<parameter=` → qwen3_coder, Qwen3-Coder / Qwen3.5's XML calls (qwen3_coder.py);
 - `<|python_tag|>`, or `"parameters"` with the `ipython` role → llama3_json (llama3.py);
 - anything else, `<tool_call>` (Qwen2.5, Qwen3, Hermes) and templates without tools (SmolLM2) → hermes
@@ -23,9 +24,12 @@ from .hermes import HermesFormat
 from .llama3 import Llama3JsonFormat
 from .mistral import MARK as MISTRAL_MARK
 from .mistral import MistralFormat
+from .mistral_v11 import ARGS as MISTRAL_ARGS
+from .mistral_v11 import MARKERS as MISTRAL_V11_MARKERS
+from .mistral_v11 import MistralV11Format
 from .qwen3_coder import Qwen3CoderFormat
 
-__all__ = ["NAMES", "HermesFormat", "Llama3JsonFormat", "MistralFormat", "ParsedReply", "Qwen3CoderFormat", "ToolFormat", "detect", "for_tokenizer", "template_text"]
+__all__ = ["NAMES", "HermesFormat", "Llama3JsonFormat", "MistralFormat", "MistralV11Format", "ParsedReply", "Qwen3CoderFormat", "ToolFormat", "detect", "for_tokenizer", "template_text"]
 
 NAMES: tuple[FormatName, ...] = get_args(FormatName)
 
@@ -55,16 +59,37 @@ def detect(template: str) -> FormatName:
 def for_tokenizer(tokenizer) -> ToolFormat:
     template = template_text(tokenizer)
     name = detect(template)
-    if name == "mistral":
-        return MistralFormat(space=MISTRAL_MARK + " [" in template,
-                             marker_is_special=_is_special_token(tokenizer, MISTRAL_MARK))
-    if name == "qwen3_coder":
-        return Qwen3CoderFormat()
-    if name == "llama3_json":
-        return Llama3JsonFormat()
-    return HermesFormat()
+    fmt: ToolFormat
+    if name == "mistral" and MISTRAL_ARGS in template:
+        special = {m: _special_token_id(tokenizer, m) for m in MISTRAL_V11_MARKERS}
+        fmt = MistralV11Format(special={m: i for m, i in special.items() if i is not None})
+    elif name == "mistral":
+        fmt = MistralFormat(space=MISTRAL_MARK + " [" in template,
+                            marker_is_special=_is_special_token(tokenizer, MISTRAL_MARK))
+    elif name == "qwen3_coder":
+        fmt = Qwen3CoderFormat()
+    elif name == "llama3_json":
+        fmt = Llama3JsonFormat()
+    else:
+        fmt = HermesFormat()
+    fmt.tokens = kept_added_tokens(tokenizer)
+    return fmt
+
+
+def kept_added_tokens(tokenizer) -> dict[str, int]:
+    """The added tokens that decoding keeps in the text (not special: Qwen's `<tool_call>`, `</tool_call>`), text
+    → id: a grammar writes a marker that is one of them as that token (grammar.spelled). A special one is
+    dropped from the decoded text the reply is parsed from, so its marker stays text in the grammar."""
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    return {t.content: i for i, t in added.items()
+            if getattr(t, "content", None) and not getattr(t, "special", False)}
 
 
 def _is_special_token(tokenizer, text: str) -> bool:
+    return _special_token_id(tokenizer, text) is not None
+
+
+def _special_token_id(tokenizer, text: str) -> int | None:
     added = getattr(tokenizer, "added_tokens_decoder", None) or {}
-    return any(getattr(t, "content", None) == text and getattr(t, "special", False) for t in added.values())
+    return next((i for i, t in added.items() if getattr(t, "content", None) == text and getattr(t, "special", False)),
+                None)

@@ -13,7 +13,8 @@ import re
 import secrets
 import string
 from dataclasses import dataclass, field
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolCallFunction, ToolSpec
@@ -224,6 +225,9 @@ class ToolFormat:
     # and the rest is ` <arguments><call_close>`), which streaming.py reads to stream the arguments as they come.
     args_key: str = "arguments"
     call_close: str | None = None
+    # The tokenizer's added tokens, text → id (for_tokenizer sets them): a call_grammar writes a marker that is
+    # one of them as that token (grammar.spelled). Empty: every marker is plain text.
+    tokens: Mapping[str, int] = MappingProxyType({})
 
     def parse(self, text: str, tool_names: list[str], params: dict[str, Any] | None = None) -> ParsedReply:
         """Calls out of a reply (`params`: each offered tool's parameters schema, for formats whose values are

@@ -123,4 +123,4 @@ class HermesFormat(ToolFormat):
         return hold_from_marker(text, OPEN)
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
-        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close, self.tokens)

@@ -73,7 +73,7 @@ class Llama3JsonFormat(ToolFormat):
         return ""
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
-        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close, self.tokens)
 
     def hold_from(self, text: str) -> int:
         body = text.lstrip()

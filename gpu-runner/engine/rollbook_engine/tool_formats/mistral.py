@@ -5,7 +5,7 @@ v0.3, Mixtral-8x22B, Mistral-Nemo, Mistral-Small-2501):
 
 all of a turn's calls in one list (v3's templates write a space after the marker, later ones none; both are
 read, and the prefill copies the template's). v11's per-call `[TOOL_CALLS]name[ARGS]{…}` spelling (Mistral
-Small 3.1+, Magistral, Devstral) is not this format; those templates are not detected as mistral.
+Small 3.1+, Magistral, Devstral) is mistral_v11.py, chosen for a template that writes `[ARGS]`.
 
 Call ids are 9 alphanumeric characters, as Mistral's templates require of the ids sent back in the history
 (they raise on any other). `[TOOL_CALLS]` is a special token in Mistral's own tokenizers, and the sampled text
@@ -84,7 +84,7 @@ class MistralFormat(ToolFormat):
         return ""
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
-        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close)
+        return json_call_grammar(tool_choice, tools, self.args_key, self.call_close, self.tokens)
 
     def hold_from(self, text: str) -> int:
         if self.marker_is_special and (not text.strip() or text.lstrip().startswith("[")):

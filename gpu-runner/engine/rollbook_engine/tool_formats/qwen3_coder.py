@@ -13,10 +13,11 @@ string as is, a number or boolean with jinja's `| string`, an object or list as 
 type the tool's parameters schema gives the parameter, as vLLM's qwen3_coder parser does (a parameter the
 schema does not describe stays a string); a value that is not of its declared type makes the call malformed.
 
-`tool_choice` here is the prefill alone, NOT constrained decoding (no call_grammar): untyped values between
-tags, whose end is a closing tag, do not map onto a JSON schema the way the JSON formats' arguments do. After
-the prefill the model runs free, and a reply that is not a valid call comes back as content with
-`malformed_tool_calls`, as before.
+`tool_choice` ("required" / named) pre-writes the start of a call and the model continues it under
+call_grammar (xml_grammar.py): an offered name, the tool's parameters by its schema (raw strings, typed values
+as JSON), the closing tags, then only the end of the turn. Unlike the JSON formats' forced calls, it streams as
+an unconstrained call does (held, sent whole in the last chunk): its arguments are built from the parameters,
+not written by the model as one JSON text that could be sent in fragments.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import math
 import re
 from typing import Any
 
-from ..contracts.chat import NamedToolChoice, ToolCall
+from ..contracts.chat import NamedToolChoice, ToolCall, ToolSpec
 from .base import ParsedReply, Span, ToolFormat, checked_call, hold_from_marker, parse_wrapped
+from .xml_grammar import xml_call_grammar
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
@@ -51,6 +53,9 @@ class Qwen3CoderFormat(ToolFormat):
 
     def hold_from(self, text: str) -> int:
         return hold_from_marker(text, OPEN)
+
+    def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
+        return xml_call_grammar(tool_choice, tools, self.tokens)
 
 
 def _call(inner: str, tool_names: list[str], params: dict[str, Any]) -> tuple[ToolCall | None, str]:
