@@ -218,3 +218,16 @@ def test_forced_calls_on_the_real_model_are_offered_tools_with_valid_arguments(v
     cut = v11.client.post("/v1/chat/completions", json={"model": MODEL, "messages": FIRST, "tools": TOOLS,
                                                         "tool_choice": "required", "max_tokens": 3}).json()["choices"][0]
     assert cut["finish_reason"] == "length" and not cut["message"].get("tool_calls")
+
+
+def test_token_roles_see_each_calls_name_and_arguments_as_content_and_the_markers_as_scaffolding():
+    from rollbook_engine.token_roles import content_chars
+    from rollbook_engine.tool_formats.mistral_v11 import MistralV11Format
+
+    text = "Sure.\n" + TWO
+    parsed = MistralV11Format().parse(text, ["add", "mul"])
+    assert [c.function.name for c in parsed.calls] == ["add", "mul"]
+    roles = content_chars(text, parsed.spans)
+    content = "".join(ch if is_content else "_" for ch, is_content in zip(text, roles))
+    assert content == 'Sure.' + "_" * (1 + len("[TOOL_CALLS]")) + 'add' + "_" * len("[ARGS]") + '{"a": 2, "b": 3}' \
+        + "_" * len("[TOOL_CALLS]") + 'mul' + "_" * len("[ARGS]") + '{"a": 4, "b": 5}'

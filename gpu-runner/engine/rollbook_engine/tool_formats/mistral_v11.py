@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
-from .base import ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
+from .base import CallSpan, ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
 from .grammar import _lit, arguments_schema, spelled
 
 MARK, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
@@ -56,6 +56,7 @@ class MistralV11Format(ToolFormat):
         kept = [text[:start]]
         calls: list[ToolCall] = []
         malformed: list[MalformedToolCall] = []
+        spans: list[CallSpan] = []  # for token roles: the name and the arguments are content, the markers not
         pos = start
         while pos < len(text):
             at = pos
@@ -64,7 +65,7 @@ class MistralV11Format(ToolFormat):
                 break
             if not marked:  # the next call's dropped marker may follow whitespace
                 pos = len(text) - len(text[pos:].lstrip())
-            call, error, end = _one_call(text, pos + len(MARK) if marked else pos, tool_names)
+            call, error, end, content = _one_call(text, pos + len(MARK) if marked else pos, tool_names)
             if call is None:
                 if not marked:  # not a call whose marker was dropped: the rest is content
                     pos = at
@@ -73,11 +74,12 @@ class MistralV11Format(ToolFormat):
                 malformed.append(MalformedToolCall(text=text[at:end], error=error))
             else:
                 calls.append(call)
+                spans.append(CallSpan((at, end), content))
             pos = end
         kept.append(text[pos:])
         if not calls:
             return ParsedReply(text, [], malformed)
-        return finish(kept, calls, malformed)
+        return finish(kept, calls, malformed, spans)
 
     def prefill(self, tool_choice: str | NamedToolChoice | None) -> str:
         if tool_choice == "required":
@@ -110,14 +112,15 @@ class MistralV11Format(ToolFormat):
         return "\n".join([start, *rules])
 
 
-def _one_call(text: str, pos: int, tool_names: list[str]) -> tuple[ToolCall | None, str, int]:
+def _one_call(text: str, pos: int, tool_names: list[str]) -> tuple[ToolCall | None, str, int, list[tuple[int, int]]]:
     """The call spelled from `pos` (after its `[TOOL_CALLS]`, or where a dropped one was): the name, an optional
-    `[CALL_ID]id`, `[ARGS]` (absent where it was dropped), the arguments object. (call, "", end) or (None, why,
-    where what was read ends)."""
+    `[CALL_ID]id`, `[ARGS]` (absent where it was dropped), the arguments object. (call, "", end, [name span,
+    arguments span]) or (None, why, where what was read ends, [])."""
     m = _NAME.match(text, pos)
     if m is None:
-        return None, f"no function name after {MARK}", pos
+        return None, f"no function name after {MARK}", pos, []
     name, pos = m.group(), m.end()
+    name_span = (m.start(), m.end())
     if text.startswith(CALL_ID, pos):
         pos = _ID.match(text, pos + len(CALL_ID)).end()  # type: ignore[union-attr]  # matches the empty string
     if text.startswith(ARGS, pos):
@@ -126,6 +129,6 @@ def _one_call(text: str, pos: int, tool_names: list[str]) -> tuple[ToolCall | No
         args, end = _DECODER.raw_decode(text, pos)
     except ValueError as err:
         nxt = text.find(MARK, pos)
-        return None, f"invalid JSON arguments for '{name}': {err}", len(text) if nxt == -1 else nxt
+        return None, f"invalid JSON arguments for '{name}': {err}", len(text) if nxt == -1 else nxt, []
     call, error = checked_call(name, args, tool_names, call_id=alnum_id(9), raw=text[pos:end])
-    return call, error, end
+    return call, error, end, [name_span, (pos, end)]
