@@ -73,7 +73,10 @@ TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down
 CONFIG = dict(learning_rate=2e-4, adam_beta1=0.9, adam_beta2=0.99, weight_decay=0.1, max_grad_norm=1.0,
               lora_rank=8, lora_alpha=16, lora_dropout=0.0, lora_target_modules=TARGETS, loss="ppo",
               epsilon=0.2, epsilon_high=0.28, importance_sampling_level="token", scale_rewards=False, beta=0.0,
-              mini_epochs=1, micro_batch_size=8)
+              mini_epochs=1, micro_batch_size=8,
+              # TRL's gradient checkpointing is turned off below, so Rollbook's (on by default) is too: the same
+              # work on both sides; and micro-batches of 8 rows exactly as TRL makes them (no token cap).
+              gradient_checkpointing=False, micro_batch_tokens=1_048_576)
 # Step 1 must agree (see the docstring for what is left to differ). Measured on CPU fp32 (docs/benchmarks.md):
 # |loss diff| 4.3e-7, grad_norm rel diff 5.6e-6; the bounds leave ~100x room. Not yet measured on CUDA, where
 # bf16 widens the sampler/trainer mismatch: a guess, to be set from the first GPU run. The old config (std
