@@ -62,21 +62,32 @@ def arguments_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
     return schema
 
 
+def forced_tools(tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> dict[str, ToolSpec] | None:
+    """The tools a forced call may name, by name in the offered order: all of them ("required"), the named one
+    (when offered), or None when tool_choice forces no call."""
+    by_name = {t.function.name: t for t in tools}
+    if tool_choice == "required":
+        return by_name
+    if isinstance(tool_choice, NamedToolChoice) and tool_choice.function.name in by_name:
+        return {tool_choice.function.name: by_name[tool_choice.function.name]}
+    return None
+
+
+def json_args_rules(forced: Mapping[str, ToolSpec]) -> list[str]:
+    """One `args_<i>` rule per forced tool: its arguments as JSON matching its parameters' schema."""
+    return [f"args_{i}: %json{json.dumps(arguments_schema(t.function.parameters))}" for i, t in enumerate(forced.values())]
+
+
 def json_call_grammar(tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec], args_key: str,
                       close: str, tokens: Mapping[str, int] | None = None) -> str | None:
     """The Lark grammar of a JSON-style call after its prefill (hermes, llama3_json and mistral spell a call
     `{"name": "<name>", "<args_key>": {...}` + `close`); their prefills end after `"name": "` ("required") or
     after `"<args_key>":` (named). None when tool_choice does not force a call."""
-    by_name = {t.function.name: t for t in tools}
-    if tool_choice == "required":
-        names = list(by_name)
-    elif isinstance(tool_choice, NamedToolChoice) and tool_choice.function.name in by_name:
-        names = [tool_choice.function.name]
-    else:
+    forced = forced_tools(tool_choice, tools)
+    if forced is None:
         return None
-    rules = []
-    for i, name in enumerate(names):
-        rules.append(f"args_{i}: %json{json.dumps(arguments_schema(by_name[name].function.parameters))}")
+    names = list(forced)
+    rules = json_args_rules(forced)
     if tool_choice == "required":
         head = " | ".join(f"{_lit(json.dumps(n, ensure_ascii=False)[1:] + ', ' + json.dumps(args_key) + ': ')} args_{i}"
                           for i, n in enumerate(names))

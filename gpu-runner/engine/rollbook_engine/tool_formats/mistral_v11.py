@@ -27,7 +27,7 @@ from typing import Any
 
 from ..contracts.chat import MalformedToolCall, NamedToolChoice, ToolCall, ToolSpec
 from .base import CallSpan, ParsedReply, ToolFormat, alnum_id, checked_call, finish, hold_from_marker
-from .grammar import _lit, arguments_schema, spelled
+from .grammar import _lit, forced_tools, json_args_rules, spelled
 
 MARK, ARGS, CALL_ID = "[TOOL_CALLS]", "[ARGS]", "[CALL_ID]"
 MARKERS = (MARK, ARGS, CALL_ID)
@@ -95,15 +95,11 @@ class MistralV11Format(ToolFormat):
         return hold_from_marker(text, MARK)
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
-        by_name = {t.function.name: t for t in tools}
-        if tool_choice == "required":
-            names = list(by_name)
-        elif isinstance(tool_choice, NamedToolChoice) and tool_choice.function.name in by_name:
-            names = [tool_choice.function.name]
-        else:
+        forced = forced_tools(tool_choice, tools)
+        if forced is None:
             return None
-        rules = [f"args_{i}: %json{json.dumps(arguments_schema(by_name[n].function.parameters))}"
-                 for i, n in enumerate(names)]
+        names = list(forced)
+        rules = json_args_rules(forced)
         args = spelled(ARGS, {**self.tokens, **self.special})
         if tool_choice == "required":
             start = "start: " + " | ".join(f"{_lit(n)} {args} args_{i}" for i, n in enumerate(names))
