@@ -115,10 +115,16 @@ def test_the_engine_serves_the_qwen3_coder_format(coder):
 
 
 def test_required_always_calls_an_offered_tool_with_schema_valid_parameters(coder):
+    from concurrent.futures import ThreadPoolExecutor
+
     seen_names, seen_keys = set(), set()
-    for seed in range(20):
-        c = chat(coder, tool_choice="required", max_tokens=160, temperature=1.0, seed=seed)["choices"][0]
-        name, args = assert_valid_call(c, {"weather", "add", "tag"})
+    # The 20 seeds at once: the engine batches concurrent requests (each keeps its own seed), ~4x faster than
+    # one after another on CPU.
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        replies = list(pool.map(lambda seed: chat(coder, tool_choice="required", max_tokens=160, temperature=1.0,
+                                                  seed=seed), range(20)))
+    for r in replies:
+        name, args = assert_valid_call(r["choices"][0], {"weather", "add", "tag"})
         seen_names.add(name)
         seen_keys |= {f"{name}.{k}" for k in args}
     # Sampled at temperature 1 by a model that never saw this format: the grammar, not luck, holds each seed.
