@@ -34,21 +34,23 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 
 MODEL = "SmolLM2-135M-Instruct"
 MARKER = ".rollbook-converted-v1"  # model_loader._CACHE_MARKER: a cache entry the loader trusts
+RANDOM = ".rollbook-random-weights"  # written beside MARKER when the weights are random (the table says so)
 
 
 def model_source(model_dir: str | None) -> str:
     """'cached' when the converted model is in the cache; else builds a same-shape random model from model_dir."""
     cache = Path(os.environ.get("ROLLBOOK_MODEL_CACHE") or Path.home() / ".cache" / "rollbook" / "models")
     if (cache / MODEL / MARKER).exists():
-        return "cached weights"
+        return "random weights (same shape)" if (cache / MODEL / RANDOM).exists() else "cached weights"
     if not model_dir:
         sys.exit(f"no {MODEL} in the model cache ({cache}) and no --model-dir with its config and tokenizer")
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    tmp = Path(tempfile.mkdtemp(prefix="rollbook-gpu-model-"))
+    # Built into ROLLBOOK_MODEL_CACHE when it is set (so a second script can reuse it), else a temporary folder.
+    tmp = Path(os.environ["ROLLBOOK_MODEL_CACHE"]) if os.environ.get("ROLLBOOK_MODEL_CACHE") else Path(tempfile.mkdtemp(prefix="rollbook-gpu-model-"))
     dest = tmp / MODEL
-    dest.mkdir()
+    dest.mkdir(parents=True, exist_ok=True)
     for f in Path(model_dir).iterdir():
         if f.is_file() and not f.name.endswith((".safetensors", ".bin", ".gguf")):
             shutil.copy(f, dest / f.name)
@@ -56,6 +58,7 @@ def model_source(model_dir: str | None) -> str:
     torch.manual_seed(0)
     AutoModelForCausalLM.from_config(config).save_pretrained(dest, safe_serialization=True)
     (dest / MARKER).write_text("ok\n")
+    (dest / RANDOM).write_text("config and tokenizer of SmolLM2, weights from torch.manual_seed(0)\n")
     os.environ["ROLLBOOK_MODEL_CACHE"] = str(tmp)
     return "random weights (same shape)"
 
@@ -89,8 +92,14 @@ def main() -> None:
     ap.add_argument("--model-dir")
     ap.add_argument("--cpu", action="store_true", help="run on the CPU (to check the script without a GPU)")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--prepare-model", action="store_true",
+                    help="only make sure a model is in a cache (building the random same-shape one when needed) and "
+                         "print that cache folder: scripts/gpu-check.sh points the GPU tests at it")
     args = ap.parse_args()
     source = model_source(args.model_dir)
+    if args.prepare_model:
+        print(os.environ.get("ROLLBOOK_MODEL_CACHE") or Path.home() / ".cache" / "rollbook" / "models")
+        return
 
     import torch
 
@@ -118,10 +127,10 @@ def main() -> None:
         return torch.cuda.max_memory_allocated() / 2**30 if cuda else None
 
     peak_reset()
-    walls, _cpus, _saves = bench_rollbook(store, batch, args.steps)
+    walls, _cpus, _saves, first, init_lora = bench_rollbook(store, batch, args.steps)
     ours_peak = peak_gib()
     ours = statistics.median(walls)
-    rows.append(("GRPO step, Rollbook (4×4 rollouts, LoRA r=8, median of %d)" % args.steps, f"{ours:.3f} s"))
+    rows.append((f"GRPO step, Rollbook (4×4 rollouts, LoRA r=8, median of {args.steps})", f"{ours:.3f} s"))
     rows.append(("peak GPU memory, Rollbook step", f"{ours_peak:.2f} GiB" if ours_peak is not None else "n/a (cpu)"))
     figures.update(rollbook_step_s=ours, rollbook_peak_gib=ours_peak)
     probs = first_step_probs_corr(store, batch)
@@ -129,14 +138,17 @@ def main() -> None:
     figures["probs_corr"] = probs
 
     try:
-        import trl  # noqa: F401
+        import trl
 
         peak_reset()
-        trl_walls, _ = bench_trl(store, batch, args.steps, device)
+        trl_walls, _, (trl_loss, trl_norm) = bench_trl(store, batch, args.steps, device, init_lora)
         trl_peak = peak_gib()
         rows.append((f"GRPO step, TRL {trl.__version__} (same batch)", f"{statistics.median(trl_walls):.3f} s"))
         rows.append(("peak GPU memory, TRL step", f"{trl_peak:.2f} GiB" if trl_peak is not None else "n/a (cpu)"))
-        figures.update(trl_step_s=statistics.median(trl_walls), trl_peak_gib=trl_peak)
+        rows.append(("step 1 loss / grad_norm, Rollbook vs TRL (same adapter, same batch)",
+                     f"{first.loss:+.5f} / {first.grad_norm:.4f} vs {trl_loss:+.5f} / {trl_norm:.4f}"))
+        figures.update(trl_step_s=statistics.median(trl_walls), trl_peak_gib=trl_peak, rollbook_step1_loss=first.loss,
+                       trl_step1_loss=trl_loss, rollbook_step1_grad_norm=first.grad_norm, trl_step1_grad_norm=trl_norm)
     except ImportError:
         rows.append(("GRPO step, TRL", "not installed on this machine (pip install -r bench/requirements-bench.txt)"))
 

@@ -65,6 +65,13 @@ class ModelStore:
         self.device = device or default_device()
         # bf16 on CUDA (halves memory, native on tensor cores); fp32 on CPU where bf16 matmuls are slow.
         self.dtype = torch.bfloat16 if self.device.type == "cuda" else torch.float32
+        if self.device.type == "cuda":
+            # PyTorch picks cuDNN's attention on Hopper, and cuDNN builds an execution graph for every new sequence
+            # length: each decode step (the KV cache grows by one) and each train micro-batch (a new padded length)
+            # pays it on the CPU. Measured on an H200 (docs/benchmarks.md "GPU"): 1.8 ms of CPU per attention call,
+            # 13 tok/s for one stream of a 135M model whose GPU work is 2.3 ms a token. Flash / memory-efficient
+            # attention have no per-shape setup; SDPA falls back to them.
+            torch.backends.cuda.enable_cudnn_sdp(False)
         settings = engine_settings()
         self.runs_dir = Path(runs_dir or settings.runs_dir or _REPO_ROOT / "runs")
         self.max_loaded_adapters = max_loaded_adapters or settings.max_loaded_adapters

@@ -242,6 +242,7 @@ def test_exclusive_waits_for_batches_and_blocks_new_ones(engine):
 def test_cuda_store_uses_bf16_and_generates():
     store = ModelStore(device=torch.device("cuda"))
     assert store.dtype == torch.bfloat16
+    assert not torch.backends.cuda.cudnn_sdp_enabled()  # per-shape graph builds: see ModelStore.__init__
     from rollbook_engine.backends.base import GenerationRequest
     from rollbook_engine.backends.transformers_backend import TransformersBackend
 

@@ -458,7 +458,8 @@ def _draw(probs: torch.Tensor, gen: torch.Generator) -> int:
     tokens, against 0.06 ms for this (at 16 rows that was 16 ms of a 50 ms decode step); the distribution is
     the same. right=True: a token with no mass (nucleus-dropped) is never chosen, even at u = 0."""
     cum = probs.cumsum(-1)
-    at = torch.rand(1, generator=gen, dtype=cum.dtype) * cum[-1]
+    # device=: a CUDA generator draws on CUDA (torch.rand's default device is the CPU, which a CUDA generator refuses).
+    at = torch.rand(1, generator=gen, dtype=cum.dtype, device=cum.device) * cum[-1]
     i = int(torch.searchsorted(cum, at, right=True)[0])
     if i >= probs.shape[-1]:  # u·total rounded up to the total: the last token with mass
         i = int((probs > 0).nonzero()[-1, 0])
