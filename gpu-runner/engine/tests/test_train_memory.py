@@ -8,6 +8,9 @@ step whose estimate exceeds ROLLBOOK_TRAIN_MEMORY_GB is answered with an error n
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -146,3 +149,47 @@ def test_step_over_the_memory_budget_is_refused_naming_the_setting(store, groups
     monkeypatch.setattr(memory, "engine_settings", lambda: EngineSettings(train_memory_gb=8))
     assert not train_step_sync(store, req).metrics.skipped
     assert store.checkpoint_dir("over-budget", 1).is_dir()
+
+
+_MAPPED_PROBE = """
+import ctypes, json, torch
+from rollbook_engine.trainer import memory
+libc = memory._glibc()
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc.mallinfo2.restype = MallInfo2
+mapped = lambda: libc.mallinfo2().hblkhd
+size = 8 << 20
+libc.mallopt(memory._M_MMAP_THRESHOLD, 32 << 20)  # where glibc's sliding threshold ends up in a busy engine
+out = []
+for inside in (False, True, False):
+    with memory.large_blocks_mapped(torch.device("cpu")) if inside else memory.contextlib.nullcontext():
+        before = mapped()
+        t = torch.empty(size // 4)
+        grew = mapped() - before
+        del t
+        out.append([grew >= size, mapped() - before < size])
+print(json.dumps(out))
+"""
+
+
+def test_a_cpu_step_maps_its_large_blocks_so_freeing_them_returns_the_memory():
+    """Inside large_blocks_mapped an 8 MiB tensor gets its own mapping (glibc's mallinfo2().hblkhd grows by it
+    and shrinks back when it is freed: back to the system without malloc_trim), even once glibc's sliding
+    threshold has risen to 32 MiB; before and after, that tensor comes from the heap. In a fresh process: in
+    this one, earlier tests leave free heap blocks that malloc reuses whatever the threshold."""
+    import subprocess
+    import sys
+
+    if memory._glibc() is None:
+        pytest.skip("needs glibc")
+    probe = subprocess.run([sys.executable, "-c", _MAPPED_PROBE], capture_output=True, text=True, timeout=120,
+                           cwd=str(Path(memory.__file__).resolve().parents[2]))
+    if "mallinfo2" in probe.stderr:
+        pytest.skip("needs glibc >= 2.33 (mallinfo2)")
+    assert probe.returncode == 0, probe.stderr[-2000:]
+    outside, inside, after = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert outside == [False, True], "outside a step an 8 MiB block comes from the heap"
+    assert inside == [True, True], "inside a step it is mapped, and unmapped when freed"
+    assert after == [False, True], "the threshold is restored after the step (decode allocates from the heap)"

@@ -41,6 +41,45 @@ def checkpointing(model, on: bool) -> Iterator[None]:
         inner.activation_checkpointing_disable()
 
 
+# glibc's mallopt parameter and the values used around a step (malloc.h: M_MMAP_THRESHOLD = -3; 32 MiB is
+# DEFAULT_MMAP_THRESHOLD_MAX on 64-bit, where glibc's own sliding threshold ends up once large blocks are freed).
+_M_MMAP_THRESHOLD = -3
+_STEP_MMAP_THRESHOLD = 4 << 20  # see large_blocks_mapped
+_IDLE_MMAP_THRESHOLD = 32 << 20
+
+
+@contextlib.contextmanager
+def large_blocks_mapped(device: torch.device) -> Iterator[None]:
+    """During a CPU step, every allocation of 4 MiB or more gets its own mapping, unmapped when freed. glibc
+    otherwise raises its mmap threshold to 32 MiB as soon as a large block is freed, so the step's activations
+    (a few MiB to ~20 MiB each) are carved from the heap and fragment it: the calculator step peaked at 5.2 GB,
+    4.2 GB of it freed blocks that the heap kept. Measured (bench/train_memory.py, medians of 3 — 16 MiB one run —, load ~1.8;
+    docs/benchmarks.md "Trainer: peak memory"), peak / step time: glibc's default 5.21 GB / 48 s; 16 MiB 3.8 GB /
+    50 s; 4 MiB 1.80 GB / 57 s; 1 MiB 1.45 GB / 67 s — a mapping is zeroed page by page when first touched, so
+    each smaller threshold trades time for memory; 4 MiB is the first under the 3 GB target. Why mallopt and
+    not MALLOC_MMAP_THRESHOLD_ in the engine's environment: that would hold for decode too. Not on CUDA (the
+    caching allocator holds GPU memory) nor off glibc."""
+    libc = _glibc() if device.type == "cpu" else None
+    if libc is None:
+        yield
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, _STEP_MMAP_THRESHOLD)
+    try:
+        yield
+    finally:
+        libc.mallopt(_M_MMAP_THRESHOLD, _IDLE_MMAP_THRESHOLD)
+
+
+def _glibc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        return libc if hasattr(libc, "mallopt") and hasattr(libc, "gnu_get_libc_version") else None
+    except OSError:
+        return None
+
+
 def release(device: torch.device) -> None:
     """Hand the step's freed memory back: Python cycles, the CUDA caching allocator's free blocks, and glibc's
     free heap pages. Without malloc_trim glibc keeps the freed activations mapped (the engine's RSS stayed at
@@ -48,9 +87,8 @@ def release(device: torch.device) -> None:
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if (libc := _glibc()) is not None:
+        libc.malloc_trim(0)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from .batch import MicroBatch, Row, build_rows, micro_batches
 from .distributed import announce, data_parallel, micro_batch_seed
 from .errors import TrainFailure
 from .loss import grpo_loss, pearson, token_logprobs
-from .memory import check_fits, checkpointing, release
+from .memory import check_fits, checkpointing, large_blocks_mapped, release
 from .step_checks import check_request
 
 # Model families whose logits are exactly lm_head(last hidden state): for these the trainer projects only
@@ -257,7 +257,7 @@ def train_step_sync(store, req: TrainRequest, on_progress: ProgressFn | None = N
     announce(req)
     lock = getattr(store, "_model_lock", None)
     try:
-        with lock if lock is not None else contextlib.nullcontext():
+        with lock if lock is not None else contextlib.nullcontext(), large_blocks_mapped(torch.device(store.device)):
             result = _train_step_locked(store, req, on_progress)
     finally:
         # Here, once the step's tensors are out of scope, so what it freed can go back to the system.
