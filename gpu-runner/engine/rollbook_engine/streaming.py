@@ -19,8 +19,10 @@ plain response's content:
   reply does not make.
 - A FORCED call (tool_choice "required" / named, in a format with a grammar: prompt.grammar) cannot turn out
   malformed, so it streams as OpenAI's does: a first `tool_calls` delta with index, id, type and name as soon
-  as the name is complete, then `arguments` fragments as the tokens write them (held back only where the text
-  could be the format's closing text), their concatenation equal to the reply's arguments. Cut by max_tokens,
+  as the name is complete, then `arguments` fragments as the tokens write them, their concatenation equal to
+  the reply's arguments (ToolFormat.forced_call_so_far: the JSON formats and Mistral v11 send the JSON as
+  written, holding back only a tail that could be closing text; qwen3_coder sends its parameters converted to
+  JSON — a string value character by character, a typed one whole when its `</parameter>` closes). Cut by max_tokens,
   the stream ends with finish_reason "length" and `malformed_tool_calls` (the plain reply then returns the
   text as content, no call; the stream does not send it again as content).
 Logprobs and token ids travel in their token's chunk, so a client assembling the chunks gets exactly the plain
@@ -38,7 +40,7 @@ from typing import Any
 
 from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
 from .contracts.chat import ChatCompletionChunk, ChatCompletionRequest, ChoiceLogprobs, ChunkChoice, ChunkDelta, FinishReason
-from .contracts.chat import NamedToolChoice, ToolCallDelta, ToolCallDeltaFunction
+from .contracts.chat import ToolCallDelta, ToolCallDeltaFunction
 from .incremental_decode import IncrementalDecoder
 from .prompt import Prompt
 from .responses import completion_id, final_reply, logprob_entry, usage
@@ -62,10 +64,8 @@ class ChoiceStream:
         self.parse_tools = prompt.tool_names is not None
         self.logprobs: list[Any] = []  # not yet sent, with the ids below
         self.ids: list[int] = []
-        fmt = prompt.tool_format
         # A forced, grammar-constrained call: streamed as it is written (_ForcedCall).
-        self.forced = _ForcedCall(req.tool_choice, fmt.args_key, fmt.call_close, len(prompt.prefill)) \
-            if prompt.grammar is not None and fmt.call_close is not None else None
+        self.forced = _ForcedCall(req.tool_choice, prompt) if prompt.grammar is not None else None
 
     def _safe_end(self) -> int:
         end = len(self.text) - self.hold_for_stop
@@ -127,41 +127,25 @@ class ChoiceStream:
 
 
 class _ForcedCall:
-    """The one call of a grammar-constrained reply, as OpenAI streams one: its text after the prefill is exactly
-    `<name>", "<args_key>": <arguments><close>` ("required") or ` <arguments><close>` (named; see
-    ToolFormat.args_key), so the name is known once its closing quote is written and the arguments are the text
-    after it, less a tail that could still be `close`."""
+    """The one call of a grammar-constrained reply, as OpenAI streams one: a first delta with the call's id and
+    name once the name is written, then the arguments as the tokens write them. Where the text after the prefill
+    stands in the call is the format's to say (ToolFormat.forced_call_so_far: the JSON formats hold back a tail
+    that could still be their closing text; qwen3_coder converts its parameters to JSON as they close; Mistral
+    v11 writes JSON after the name)."""
 
-    def __init__(self, tool_choice: Any, args_key: str, close: str, prefill_len: int) -> None:
-        self.named = isinstance(tool_choice, NamedToolChoice)
-        self.name: str | None = tool_choice.function.name if self.named else None
-        self.after_name = '", ' + json.dumps(args_key) + ": "
-        self.close = close
-        self.prefill_len = prefill_len
+    def __init__(self, tool_choice: Any, prompt: Prompt) -> None:
+        self.tool_choice = tool_choice
+        self.prompt = prompt
         self.id = openai_call_id()
         self.announced = False
         self.args_sent = ""
 
-    def _arguments(self, text: str) -> str | None:
-        rest = text[self.prefill_len:]
-        if self.named:
-            return rest[1:] if rest.startswith(" ") else None
-        at = rest.find(self.after_name)
-        if at == -1:
-            return None
-        try:
-            self.name = json.loads('"' + rest[:at] + '"')
-        except ValueError:
-            return None
-        return rest[at + len(self.after_name):]
-
     def delta(self, text: str) -> ToolCallDelta | None:
         """What the text so far adds to the call: its header once the name is known, then new arguments."""
-        args = self._arguments(text)
-        if args is None or self.name is None:
+        fmt, prefill = self.prompt.tool_format, self.prompt.prefill
+        name, safe = fmt.forced_call_so_far(text[len(prefill):], self.tool_choice, self.prompt.tool_params)
+        if name is None:
             return None
-        held = next((j for j in range(min(len(self.close), len(args)), 0, -1) if args.endswith(self.close[:j])), 0)
-        safe = args[:len(args) - held]
         new = safe[len(self.args_sent):] if safe.startswith(self.args_sent) else ""
         if self.announced and not new:
             return None
@@ -170,7 +154,7 @@ class _ForcedCall:
             return ToolCallDelta(index=0, function=ToolCallDeltaFunction(arguments=new))
         self.announced = True
         return ToolCallDelta(index=0, id=self.id, type="function",
-                             function=ToolCallDeltaFunction(name=self.name, arguments=new))
+                             function=ToolCallDeltaFunction(name=name, arguments=new))
 
     def rest(self, final_arguments: str) -> list[ToolCallDelta]:
         """The arguments' last fragment (the tail held back as possibly closing text), from the parsed call."""

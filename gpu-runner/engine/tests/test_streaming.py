@@ -15,7 +15,7 @@ from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 from rollbook_engine.prompt import Prompt
 from rollbook_engine.responses import chat_response, final_reply
 from rollbook_engine.streaming import ChoiceStream
-from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat
+from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat, MistralV11Format, Qwen3CoderFormat
 from rollbook_engine.vocab import Vocab
 
 
@@ -30,13 +30,13 @@ def vocab(tok):
 
 
 def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=True, fmt=None, grammar=None,
-        finish="stop", request_tools=None, **req_extra):
+        finish="stop", request_tools=None, params=None, **req_extra):
     """Feed `text`'s tokens one at a time as the backend would (ending the row where a stop string appears),
     and return (chunk choices, the final reply, the result). `grammar`: the prompt's (a forced call)."""
     req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
                                                 "top_logprobs": 1, "return_token_ids": True, **req_extra,
                                                 **({"tools": request_tools} if request_tools else {})})
-    prompt = Prompt([1], prefill, tools, fmt or HermesFormat(), {}, grammar)
+    prompt = Prompt([1], prefill, tools, fmt or HermesFormat(), params or {}, grammar)
     stream = ChoiceStream(0, req, prompt, vocab, tok, list(stops))
     ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if end_token else [])
     chunks, sampled, cut = [], [], None
@@ -113,6 +113,54 @@ def test_a_forced_call_streams_its_name_then_argument_fragments_one_chunk_per_to
     assert "".join(d.function.arguments or "" for d in deltas) == call.function.arguments == WEATHER_ARGS
     assert all(not c.delta.content for c in chunks)
     assert chunks[-1].finish_reason == "tool_calls"
+
+
+# The formats whose forced call is not one JSON text as written: qwen3_coder's parameters (converted to the JSON
+# parse() builds), Mistral v11's `name[ARGS]{json}`.
+QWEN_PARAMS = {"weather": {"type": "object", "properties": {
+    "city": {"type": "string"}, "days": {"type": "integer"}, "more": {"type": "object"}, "note": {}}}}
+QWEN_TEXT = ('weather>\n<parameter=city>\nParís "x"\n  line 2 </para\n</parameter>\n<parameter=days>\n10\n</parameter>\n'
+             '<parameter=more>\n{"a": [1, {"b": 2}]}\n</parameter>\n<parameter=note>\n\\ end\n</parameter>\n'
+             '</function>\n</tool_call>')
+XML_AND_V11 = [
+    (Qwen3CoderFormat(), "<tool_call>\n<function=", QWEN_TEXT,
+     json.dumps({"city": 'París "x"\n  line 2 </para', "days": 10, "more": {"a": [1, {"b": 2}]}, "note": "\\ end"},
+                ensure_ascii=False)),
+    (Qwen3CoderFormat(), "<tool_call>\n<function=", "weather>\n</function>\n</tool_call>", "{}"),
+    (MistralV11Format(), "[TOOL_CALLS]", "weather[ARGS]" + WEATHER_ARGS, WEATHER_ARGS),
+]
+
+
+@pytest.mark.parametrize("fmt,prefill,text,arguments", XML_AND_V11)
+def test_xml_and_mistral_v11_forced_calls_stream_their_arguments_as_written(tok, vocab, fmt, prefill, text, arguments):
+    chunks, reply, result = run(tok, vocab, text, tools=TOOLS, prefill=prefill, fmt=fmt, grammar="(a forced call)",
+                                params=QWEN_PARAMS)
+    assert len(chunks) == len(result.token_ids) + 1
+    [call] = reply.calls
+    assert call.function.name == "weather" and call.function.arguments == arguments
+    deltas = [tc for c in chunks for tc in (c.delta.tool_calls or [])]
+    assert deltas[0].id and deltas[0].function.name == "weather"
+    assert all(d.index == 0 and d.id is None and d.function.name is None for d in deltas[1:])
+    # Fragments add up to the parsed call's arguments, and arrive while it is written (not in the last chunk).
+    assert "".join(d.function.arguments or "" for d in deltas) == arguments
+    if len(arguments) > 2:
+        assert len(deltas) > 5
+        last = chunks[-1].delta.tool_calls
+        assert not last or len(last[0].function.arguments or "") <= 1
+    assert all(not c.delta.content for c in chunks)
+    assert chunks[-1].finish_reason == "tool_calls"
+
+
+def test_a_named_qwen3_coder_call_streams_from_its_first_parameter(tok, vocab):
+    text = "<parameter=a>\n7\n</parameter>\n<parameter=b>\nhello world\n</parameter>\n</function>\n</tool_call>"
+    params = {"add": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}}}
+    chunks, reply, _ = run(tok, vocab, text, tools=TOOLS, prefill="<tool_call>\n<function=add>\n", fmt=Qwen3CoderFormat(),
+                           grammar="(a forced call)", params=params,
+                           request_tools=[{"type": "function", "function": {"name": "add"}}],
+                           tool_choice={"type": "function", "function": {"name": "add"}})
+    deltas = [tc for c in chunks for tc in (c.delta.tool_calls or [])]
+    assert chunks[0].delta.tool_calls and deltas[0].function.name == "add"
+    assert "".join(d.function.arguments or "" for d in deltas) == reply.calls[0].function.arguments == '{"a": 7, "b": "hello world"}'
 
 
 def test_a_named_forced_call_streams_from_the_first_argument_token(tok, vocab):

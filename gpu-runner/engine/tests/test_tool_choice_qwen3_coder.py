@@ -153,7 +153,7 @@ def test_max_tokens_inside_a_forced_call_says_length_and_returns_no_call(coder):
         assert [ch["finish_reason"] for e in events for ch in e["choices"] if ch.get("finish_reason")] == ["length"]
 
 
-def test_a_forced_stream_sends_one_chunk_per_token_and_the_call_at_the_end(coder):
+def test_a_forced_stream_sends_one_chunk_per_token_and_the_call_as_it_is_written(coder):
     body = {"tool_choice": "required", "max_tokens": 160, "temperature": 1.0, "seed": 5}
     plain = chat(coder, **body)["choices"][0]
     r = coder.client.post("/v1/chat/completions", json={"model": MODEL, "messages": ASK, "tools": TOOLS, **body,
@@ -162,9 +162,11 @@ def test_a_forced_stream_sends_one_chunk_per_token_and_the_call_at_the_end(coder
     choices = [e["choices"][0] for e in events[:-1]]
     assert len(choices) == events[-1]["usage"]["completion_tokens"] + 2  # role, one per token, finish
     assert "".join(ch["delta"].get("content") or "" for ch in choices) == ""  # no call text leaks as content
-    [call] = [d for ch in choices for d in ch["delta"].get("tool_calls") or []]
+    deltas = [d for ch in choices for d in ch["delta"].get("tool_calls") or []]
     mine = plain["message"]["tool_calls"][0]["function"]
-    assert (call["function"]["name"], call["function"]["arguments"]) == (mine["name"], mine["arguments"])
+    assert deltas[0]["function"]["name"] == mine["name"] and all("name" not in d["function"] for d in deltas[1:])
+    assert "".join(d["function"].get("arguments") or "" for d in deltas) == mine["arguments"]
+    assert len(deltas) > 2  # the header, then the arguments in fragments as the parameters are written
     assert choices[-1]["finish_reason"] == "tool_calls"
 
 

@@ -208,6 +208,11 @@ def hold_from_marker(text: str, marker: str) -> int:
     return next((len(text) - j for j in range(len(marker) - 1, 0, -1) if text.endswith(marker[:j])), len(text))
 
 
+def held_suffix(text: str, closing: str) -> int:
+    """How many trailing characters of `text` could still be the start of `closing` (0: none)."""
+    return next((j for j in range(min(len(closing), len(text)), 0, -1) if text.endswith(closing[:j])), 0)
+
+
 def alnum_id(length: int) -> str:
     alphabet = string.ascii_letters + string.digits
     return "".join(secrets.choice(alphabet) for _ in range(length))
@@ -246,6 +251,31 @@ class ToolFormat:
         """The Lark grammar (tool_formats/grammar.py) of the rest of a forced call after prefill(tool_choice),
         or None: the model continues the prefill unconstrained (a format that does not write one)."""
         return None
+
+    def forced_call_so_far(self, written: str, tool_choice: str | NamedToolChoice,
+                           params: dict[str, Any]) -> tuple[str | None, str]:
+        """A grammar-forced call being written (`written`: the reply after the prefill so far): (the called
+        name once it is complete, the arguments text that can no longer change — a prefix of the parsed call's
+        `function.arguments`). streaming.py sends the name and then these fragments as OpenAI streams a call.
+        This default reads the JSON formats' spelling (args_key, call_close above); (None, "") where unknown."""
+        if self.call_close is None:
+            return None, ""
+        if isinstance(tool_choice, NamedToolChoice):
+            name: str | None = tool_choice.function.name
+            if not written.startswith(" "):
+                return None, ""
+            args = written[1:]
+        else:
+            after_name = '", ' + json.dumps(self.args_key) + ": "
+            at = written.find(after_name)
+            if at == -1:
+                return None, ""
+            try:
+                name = json.loads('"' + written[:at] + '"')
+            except ValueError:
+                return None, ""
+            args = written[at + len(after_name):]
+        return name, args[:len(args) - held_suffix(args, self.call_close)]
 
 
 def json_or_text(arguments: str) -> Any:

@@ -15,7 +15,8 @@ any other way is content. Call ids are 9 letters and digits, as the templates re
 tool_choice: the prefill is `[TOOL_CALLS]` ("required") or `[TOOL_CALLS]name` (named), and the model
 continues under call_grammar: an offered name ("required"), `[ARGS]` (as its token where it is one:
 grammar.spelled), the arguments as JSON matching the schema, then only the end of the turn. The grammar writes no `[CALL_ID]`: the
-models write the ids only in the history the template renders. A forced call streams whole in the last chunk.
+models write the ids only in the history the template renders. A forced call streams as the JSON formats' do:
+the name once it is written, then the arguments as the tokens write them (forced_call_so_far).
 """
 
 from __future__ import annotations
@@ -93,6 +94,24 @@ class MistralV11Format(ToolFormat):
         if self.special and re.fullmatch(r"\s*[A-Za-z0-9_.\-]*(\{.*)?", text, re.DOTALL):
             return 0  # may be a call whose markers were dropped from the text
         return hold_from_marker(text, MARK)
+
+    def forced_call_so_far(self, written: str, tool_choice: str | NamedToolChoice,
+                           params: dict[str, Any]) -> tuple[str | None, str]:
+        """`written` follows the prefill: `NAME[ARGS]{…}` ("required") or `[ARGS]{…}` (named), `[ARGS]` absent
+        where it is a special token the decoded text drops. The arguments are the JSON as written, which is what
+        parse() keeps; nothing follows them but the end of the turn."""
+        if isinstance(tool_choice, NamedToolChoice):
+            name, rest = tool_choice.function.name, written
+        else:
+            m = _NAME.match(written)
+            if m is None or m.end() == len(written):  # the name may still go on
+                return None, ""
+            name, rest = m.group(), written[m.end():]
+        if rest.startswith(ARGS):
+            rest = rest[len(ARGS):]
+        elif ARGS.startswith(rest):  # `[ARGS]` being written (or nothing yet)
+            return name, ""
+        return name, rest if rest.startswith("{") else ""
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
         forced = forced_tools(tool_choice, tools)

@@ -15,9 +15,9 @@ schema does not describe stays a string); a value that is not of its declared ty
 
 `tool_choice` ("required" / named) pre-writes the start of a call and the model continues it under
 call_grammar (xml_grammar.py): an offered name, the tool's parameters by its schema (raw strings, typed values
-as JSON), the closing tags, then only the end of the turn. Unlike the JSON formats' forced calls, it streams as
-an unconstrained call does (held, sent whole in the last chunk): its arguments are built from the parameters,
-not written by the model as one JSON text that could be sent in fragments.
+as JSON), the closing tags, then only the end of the turn. Its arguments are built from the parameters,
+not written by the model as one JSON text: a stream sends them converted as the parameters are written
+(forced_call_so_far: a string value character by character, a typed value whole once its tag closes).
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ import re
 from typing import Any
 
 from ..contracts.chat import NamedToolChoice, ToolCall, ToolSpec
-from .base import ParsedReply, Span, ToolFormat, checked_call, hold_from_marker, parse_wrapped
+from .base import ParsedReply, Span, ToolFormat, checked_call, held_suffix, hold_from_marker, parse_wrapped
 from .xml_grammar import xml_call_grammar
 
 OPEN, CLOSE = "<tool_call>", "</tool_call>"
 _FUNCTION = re.compile(r"\s*<function=([^>\n]+)>(.*?)</function>\s*", re.DOTALL)
 _PARAMETER = re.compile(r"<parameter=([^>\n]+)>(.*?)</parameter>", re.DOTALL)
+_OPEN_PARAMETER = re.compile(r"<parameter=([^>\n]+)>\n")  # as call_grammar writes one
+_CLOSE_PARAMETER = "\n</parameter>"
 
 
 class Qwen3CoderFormat(ToolFormat):
@@ -56,6 +58,47 @@ class Qwen3CoderFormat(ToolFormat):
 
     def call_grammar(self, tool_choice: str | NamedToolChoice | None, tools: list[ToolSpec]) -> str | None:
         return xml_call_grammar(tool_choice, tools, self.tokens)
+
+    def forced_call_so_far(self, written: str, tool_choice: str | NamedToolChoice,
+                           params: dict[str, Any]) -> tuple[str | None, str]:
+        """The arguments JSON that parse() will build (json.dumps of the parameters in order), as far as the
+        parameters written so far fix it. `written` follows the prefill and is laid out as call_grammar
+        writes it: `NAME>\n` ("required"), then `<parameter=KEY>\nVALUE\n</parameter>\n` each, `</function>`."""
+        if isinstance(tool_choice, NamedToolChoice):
+            name, body = tool_choice.function.name, written
+        else:
+            end = written.find(">\n")
+            if end == -1:
+                return None, ""
+            name, body = written[:end], written[end + 2:]
+        schema = params.get(name)
+        properties = schema.get("properties") if isinstance(schema, dict) else None
+        if not isinstance(properties, dict):
+            properties = {}
+        out, pos, first = "", 0, True
+        while (m := _OPEN_PARAMETER.match(body, pos)) is not None:
+            key = m.group(1).strip()
+            before = out
+            out += ("{" if first else ", ") + json.dumps(key, ensure_ascii=False) + ": "
+            first = False
+            close = body.find(_CLOSE_PARAMETER, m.end())
+            if close == -1:  # the value is being written: a string's characters so far, a typed value not yet
+                if _kind(properties.get(key)) not in (None, "string"):
+                    return name, out
+                raw = body[m.end():]
+                raw = raw[:len(raw) - held_suffix(raw, _CLOSE_PARAMETER)]
+                return name, out + json.dumps(raw, ensure_ascii=False)[:-1]
+            value, error = _value(key, "\n" + body[m.end():close] + "\n", properties.get(key))
+            if error:  # cannot happen under the grammar; the parsed reply decides
+                return name, before
+            out += json.dumps(value, ensure_ascii=False)
+            pos = close + len(_CLOSE_PARAMETER)
+            if not body.startswith("\n", pos):
+                return name, out
+            pos += 1
+        if body.startswith("</function>", pos):
+            return name, out + ("{}" if first else "}")
+        return name, out
 
 
 def _call(inner: str, tool_names: list[str], params: dict[str, Any]) -> tuple[ToolCall | None, str]:
@@ -116,9 +159,7 @@ def _value(key: str, raw: str, schema: Any) -> tuple[Any, str]:
         raw = raw[1:]
     if raw.endswith("\n"):
         raw = raw[:-1]
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    if isinstance(kind, list):  # ["integer", "null"]: the first non-null type
-        kind = next((k for k in kind if k != "null"), None)
+    kind = _kind(schema)
     if kind is None or kind == "string":
         return raw, ""
     text = raw.strip()
@@ -145,3 +186,11 @@ def _value(key: str, raw: str, schema: Any) -> tuple[Any, str]:
         return json.loads(text), ""
     except ValueError:
         return None, f"parameter '{key}': {text[:40]!r} is not JSON (its type is {kind})"
+
+
+def _kind(schema: Any) -> str | None:
+    """The type a parameter's value is read as: its schema's `type`, the first that is not "null" of a list."""
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(kind, list):  # ["integer", "null"]: the first non-null type
+        kind = next((k for k in kind if k != "null"), None)
+    return kind if isinstance(kind, str) else None
