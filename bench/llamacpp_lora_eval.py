@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,23 +35,16 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "gpu-runner" / "engine"))
+sys.path.insert(0, str(ROOT / "bench"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from cpu_decode_vs_llamacpp import free_ports  # noqa: E402  (bench/ on the path first)
+from rollbook_engine.trainer.loss import pearson  # noqa: E402  (the trainer's own probs_corr)
 CACHE = Path.home() / ".cache" / "rollbook"
 WORK = CACHE / "llama.cpp"
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 TOPICS = ["the sea", "a cat", "mountains", "coffee", "rain", "the moon", "trains", "a library",
           "winter", "bees", "a lighthouse", "bread", "the desert", "a violin", "autumn", "robots"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def pearson(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a - a.mean(), b - b.mean()
-    return float((a * b).sum() / (a.norm() * b.norm() + 1e-12))
 
 
 def make_adapter(model, out: Path, b_std: float, seed: int):
@@ -122,7 +114,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--b-std", type=float, default=0.02)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--port", type=int, default=int(os.environ.get("BENCH_LLAMA_PORT") or 0) or free_port())
+    ap.add_argument("--port", type=int, default=int(os.environ.get("BENCH_LLAMA_PORT") or 0) or free_ports(1)[0])
     ap.add_argument("--llama-server", type=Path, default=WORK / "build" / "bin" / "llama-server")
     ap.add_argument("--gguf", type=Path, default=WORK / "SmolLM2-135M-Instruct-f32.gguf")
     ap.add_argument("--json", type=Path)

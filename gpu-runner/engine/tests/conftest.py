@@ -30,6 +30,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@contextlib.contextmanager
+def template_swapped(served, template: str):
+    """The served engine answering with `template` as its chat template (a format's test template), the
+    tokenizer's own restored after: for a module-scoped fixture over the shared `served` engine."""
+    tok = served.store.tokenizer
+    before = tok.chat_template
+    tok.chat_template = template
+    try:
+        yield served
+    finally:
+        tok.chat_template = before
+
+
 @dataclass
 class Served:
     url: str

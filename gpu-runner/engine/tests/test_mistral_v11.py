@@ -22,6 +22,7 @@ from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 from rollbook_engine.prompt import build_prompt
 from rollbook_engine.responses import final_reply
 from rollbook_engine.vocab import Vocab
+from conftest import template_swapped
 
 MODEL = "SmolLM2-135M-Instruct"
 TEMPLATE = (Path(__file__).with_name("fixtures") / "tool_templates" / "mistral_v11.jinja").read_text()
@@ -193,13 +194,8 @@ def test_random_walks_through_the_grammar_parse_into_valid_calls_as_decoded(spec
 @pytest.fixture(scope="module")
 def v11(served):
     """The served engine with the v11 test template (restored after this module)."""
-    t = served.store.tokenizer
-    before = t.chat_template
-    t.chat_template = TEMPLATE
-    try:
+    with template_swapped(served, TEMPLATE):
         yield served
-    finally:
-        t.chat_template = before
 
 
 def test_forced_calls_on_the_real_model_are_offered_tools_with_valid_arguments(v11):

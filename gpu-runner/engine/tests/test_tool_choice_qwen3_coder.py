@@ -21,6 +21,7 @@ from rollbook_engine.errors import RequestError
 from rollbook_engine.model_loader import DEFAULT_MODEL, ensure_local
 from rollbook_engine.prompt import build_prompt
 from rollbook_engine.vocab import Vocab
+from conftest import template_swapped
 
 MODEL = "SmolLM2-135M-Instruct"
 TEMPLATE = (Path(__file__).with_name("fixtures") / "tool_templates" / "qwen3_coder.jinja").read_text()
@@ -83,13 +84,8 @@ def schema_errors(schema: dict, value, path: str = "$") -> list[str]:
 @pytest.fixture(scope="module")
 def coder(served):
     """The served engine with the Qwen3-Coder test template (restored after this module)."""
-    tok = served.store.tokenizer
-    before = tok.chat_template
-    tok.chat_template = TEMPLATE
-    try:
+    with template_swapped(served, TEMPLATE):
         yield served
-    finally:
-        tok.chat_template = before
 
 
 def chat(served, **body):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import sys
 from collections.abc import Iterator
@@ -70,7 +71,9 @@ def large_blocks_mapped(device: torch.device) -> Iterator[None]:
         libc.mallopt(_M_MMAP_THRESHOLD, _IDLE_MMAP_THRESHOLD)
 
 
+@functools.cache
 def _glibc():
+    """glibc through ctypes, loaded once (release() and every CPU step ask), or None off glibc."""
     if not sys.platform.startswith("linux"):
         return None
     try:
