@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { LimitsConfig } from "../../../contracts";
 import { type CompiledExperiment, compileExperiment } from "../experiment/compile";
-import { addressSpaceMb } from "./pool";
+import { addressSpaceMb, sandboxPool } from "./pool";
 import { type RolloutHost, runRollout } from "./run-rollout";
 
 const LIMITS = LimitsConfig.parse({ rollout_timeout_ms: 1_000, cpu_timeout_ms: 300, memory_mb: 48 });
@@ -39,6 +39,28 @@ const alive = (pid: number) => {
     return false;
   }
 };
+
+/**
+ * glibc malloc arenas besides the main heap in /proc/PID/maps: each is a 64 MiB-aligned anonymous mapping, its
+ * used part read-write and the rest of its 64 MiB reserved (---p).
+ */
+function mallocArenas(pid: number): number {
+  const ARENA = 64n << 20n;
+  const rows = readFileSync(`/proc/${pid}/maps`, "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => {
+      const [range, perms, , , , name] = line.split(/\s+/);
+      const [from, to] = range!.split("-").map((h) => BigInt(`0x${h}`));
+      return { from: from!, to: to!, perms: perms!, anonymous: !name };
+    });
+  return rows.filter((r, i) => {
+    if (!r.anonymous || r.perms !== "rw-p" || r.from % ARENA !== 0n) return false;
+    const next = rows[i + 1];
+    const end = next && next.anonymous && next.perms === "---p" && next.from === r.to ? next.to : r.to;
+    return end - r.from === ARENA;
+  }).length;
+}
 
 function host(onChat?: () => void): RolloutHost {
   return {
@@ -82,14 +104,41 @@ describe.skipIf(process.platform !== "linux")("sandbox processes", () => {
       const o = await run(compiled, h);
       expect(o.error).toMatchObject({ kind: "timeout" }); // the chat never answers
       const names = seen!.environ.split("\0").filter(Boolean).map((kv) => kv.split("=")[0]);
-      // PATH and NODE_ENV, plus what Node's IPC and the shell that applies the ulimit add.
-      expect(names.sort()).toEqual(["NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE", "NODE_ENV", "PATH", "PWD"]);
+      // PATH, NODE_ENV and glibc's arena cap, plus what Node's IPC and the shell that applies the ulimit add.
+      expect(names.sort()).toEqual(["MALLOC_ARENA_MAX", "NODE_CHANNEL_FD", "NODE_CHANNEL_SERIALIZATION_MODE", "NODE_ENV", "PATH", "PWD"]);
       expect(seen!.environ).not.toContain("do-not-leak");
       const bytes = addressSpaceMb(LIMITS.memory_mb) * 1024 * 1024;
       expect(seen!.limits).toMatch(new RegExp(`Max address space\\s+${bytes}\\s+${bytes}\\s+bytes`));
     } finally {
       delete process.env.ROLLBOOK_TEST_SECRET;
     }
+  });
+
+  it("reserve at most two malloc arenas, however many threads allocate", async () => {
+    // glibc reserves 64 MiB of address space per arena and makes one per allocating thread under contention
+    // (up to 8 per core): V8's, libuv's and isolated-vm's threads took 13–15 within a few hundred rollouts,
+    // until a new thread no longer fitted under the address-space limit and the process aborted mid-rollout.
+    const compiled = await compile(`const a = []; for (let i = 0; i < 20000; i++) a.push({ i, s: "x".repeat(20) });\nawait ctx.chat([{ role: "user", content: "hi" }]);\nreturn a.length;`);
+    const answering: RolloutHost = {
+      ...host(),
+      chat: async () => {
+        await new Promise((r) => setTimeout(r, 20 + Math.random() * 80));
+        return { content: "ok", finishReason: "stop", toolCalls: [], malformedToolCalls: [], message: { role: "assistant", content: "ok" }, usage: { promptTokens: 1, completionTokens: 1 } };
+      },
+    };
+    const limits = LimitsConfig.parse({ rollout_timeout_ms: 30_000, cpu_timeout_ms: 5_000, memory_mb: 48 });
+    const once = (i: number) =>
+      runRollout({ compiled, task: {}, split: "train", step: 1, group: 0, rolloutIndex: i, limits, host: answering, mcpServers: [], getMessages: () => [] });
+    for (let round = 0; round < 3; round++) {
+      const outcomes = await Promise.all(Array.from({ length: 8 }, (_, i) => once(i)));
+      expect(outcomes.map((o) => o.error)).toEqual(outcomes.map(() => null));
+    }
+    const pids = sandboxPids();
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) expect(mallocArenas(pid)).toBeLessThanOrEqual(2);
+    // The other tests expect one sandbox process at a time: end these idle ones.
+    sandboxPool.closeAll();
+    await expect.poll(() => pids.some(alive)).toBe(false);
   });
 
   it("one that stops answering is killed by the runner's backstop at the wall clock plus a grace", async () => {

@@ -176,8 +176,13 @@ class SandboxPool {
     const node = [process.execPath, "--no-node-snapshot", "--input-type=module", "-"];
     const options: SpawnOptions = {
       stdio: ["pipe", "ignore", "pipe", "ipc"],
-      // Nothing of the runner's environment (tokens, API keys) is the sandbox's business.
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_ENV: "production" },
+      // Nothing of the runner's environment (tokens, API keys) is the sandbox's business. MALLOC_ARENA_MAX:
+      // glibc gives each thread that allocates under contention an arena reserving 64 MiB of address space,
+      // up to 8 per core; V8's, libuv's and isolated-vm's threads reached 13–15 of them (~0.9 GiB) within a
+      // few hundred rollouts, so the next thread or isolate no longer fitted under the address-space limit
+      // and the process aborted mid-rollout ("std::system_error: Resource temporarily unavailable"). One
+      // rollout runs per process at a time: two arenas leave no contention worth paying a gigabyte for.
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", NODE_ENV: "production", MALLOC_ARENA_MAX: "2" },
     };
     const child: ChildProcess =
       process.platform === "linux"
