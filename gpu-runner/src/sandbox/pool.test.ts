@@ -115,9 +115,7 @@ describe.skipIf(process.platform !== "linux")("sandbox processes", () => {
   });
 
   it("reserve at most two malloc arenas, however many threads allocate", async () => {
-    // glibc reserves 64 MiB of address space per arena and makes one per allocating thread under contention
-    // (up to 8 per core): V8's, libuv's and isolated-vm's threads took 13–15 within a few hundred rollouts,
-    // until a new thread no longer fitted under the address-space limit and the process aborted mid-rollout.
+    // Why the cap matters (arenas of 64 MiB against the address-space limit): the comment where pool.ts sets it.
     const compiled = await compile(`const a = []; for (let i = 0; i < 20000; i++) a.push({ i, s: "x".repeat(20) });\nawait ctx.chat([{ role: "user", content: "hi" }]);\nreturn a.length;`);
     const answering: RolloutHost = {
       ...host(),
