@@ -6,6 +6,10 @@
  * engine's tests compare its models with this file's JSON Schema (z.toJSONSchema).
  */
 import { z } from "zod";
+import { identifierRegExp, identifierRule } from "./identifiers";
+
+/** A tool's name as offered to the model or forced by tool_choice: the shared grammar (identifiers.json). */
+const ToolName = z.string().regex(identifierRegExp("tool_name"), `a tool name is ${identifierRule("tool_name")}`);
 
 export const ToolCall = z.object({
   id: z.string(),
@@ -29,7 +33,7 @@ export type ChatMessage = z.infer<typeof ChatMessage>;
 export const ToolSpec = z.object({
   type: z.literal("function"),
   function: z.object({
-    name: z.string(),
+    name: ToolName,
     description: z.string().optional(),
     parameters: z.record(z.string(), z.unknown()).optional(),
   }),
@@ -39,7 +43,7 @@ export type ToolSpec = z.infer<typeof ToolSpec>;
 export const ToolChoice = z
   .union([
     z.enum(["none", "auto", "required"]),
-    z.object({ type: z.literal("function"), function: z.object({ name: z.string() }) }),
+    z.object({ type: z.literal("function"), function: z.object({ name: ToolName }) }),
   ])
   .describe(
     '"none": tools are neither shown to the model nor parsed. "auto" (the default with tools): shown, and ' +

@@ -12,7 +12,7 @@
  */
 import { z } from "zod";
 import { McpConfig, SecretName } from "./mcp";
-import { parseCheckpointModel } from "./model-ref";
+import { classifyModelName } from "./model-ref";
 
 export const DEFAULT_MODEL = "SmolLM2-135M-Instruct";
 
@@ -392,6 +392,14 @@ export const JudgeConfig = z
   .refine((j) => j.base_url !== null || j.api_key_secret === null, {
     message: "judge.api_key_secret is only sent to judge.base_url; the runner's own engine needs no key",
     path: ["api_key_secret"],
+  })
+  // On the runner's own engine the name is a model the runner parses: a base model or `<run>@<step>` in the
+  // shared grammar (identifiers.json), never a spelling one side reads as the other. An endpoint of the
+  // user's choosing (base_url) names its models as it likes.
+  .superRefine((j, ctx) => {
+    if (j.base_url !== null || j.model === null) return;
+    const name = classifyModelName(j.model);
+    if (name.kind === "invalid") ctx.addIssue({ code: "custom", path: ["model"], message: `model ${JSON.stringify(j.model)} ${name.reason}` });
   });
 
 export const RunConfig = z
@@ -401,7 +409,12 @@ export const RunConfig = z
       .min(1)
       .max(300)
       // A checkpoint of some run is not a base model: starting from one is a fork, which checks that the run is this workspace's.
-      .refine((m) => parseCheckpointModel(m) === null, { message: "a checkpoint '<run>@<step>' is not a base model: fork that run from its checkpoint instead (run page → Fork)" })
+      .refine((m) => classifyModelName(m).kind !== "checkpoint", { message: "a checkpoint '<run>@<step>' is not a base model: fork that run from its checkpoint instead (run page → Fork)" })
+      // Nor is a name of neither form (the shared grammar, contracts/identifiers.json: `<run>@２`, a newline…).
+      .superRefine((m, ctx) => {
+        const name = classifyModelName(m);
+        if (name.kind === "invalid") ctx.addIssue({ code: "custom", message: `model ${JSON.stringify(m)} ${name.reason}` });
+      })
       .default(DEFAULT_MODEL)
       .describe(
         `The base model the run trains a LoRA adapter on: one a runner serves (its ENGINE_MODEL); the run waits for a runner that ` +

@@ -14,14 +14,15 @@
  * runner fills them in when it connects. The runner's own environment is never reachable by reference.
  */
 import { z } from "zod";
+import { identifierRegExp, identifierSource } from "./identifiers";
 
-/** `${NAME}` inside an env or header value; NAME is a workspace secret's name. */
-export const SECRET_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g;
+/** `${NAME}` inside an env or header value; NAME is a workspace secret's name (the shared grammar). */
+export const SECRET_REF = new RegExp(`\\$\\{(${identifierSource("secret_name")})\\}`, "g");
 
 /** A workspace secret's name: what `${NAME}` and `judge.api_key_secret` refer to. */
 export const SecretName = z
   .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "secret names are letters, digits and _, not starting with a digit, at most 64");
+  .regex(identifierRegExp("secret_name"), "secret names are letters, digits and _, not starting with a digit, at most 64");
 
 /** Every `${NAME}` a value refers to, in order of first use. */
 export function secretRefs(values: Iterable<string>): string[] {
@@ -33,7 +34,7 @@ export function secretRefs(values: Iterable<string>): string[] {
 /** Server names become part of tool names and of `ctx.mcp.<name>`, so they are identifiers. */
 export const McpServerName = z
   .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, "server names are identifiers: letters, digits and _, not starting with a digit, at most 64")
+  .regex(identifierRegExp("mcp_server_name"), "server names are identifiers: letters, digits and _, not starting with a digit, at most 64")
   .describe("The server's name in this experiment (an identifier); the scenario reaches its tools through ctx.mcp by this name.");
 
 const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment variable names are letters, digits and _, not starting with a digit");

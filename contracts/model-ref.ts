@@ -1,21 +1,45 @@
 /**
- * Model names that point at a run's LoRA checkpoint: `<run>@<step>`. The runner and the engine use the
- * runner's run id (`cm3…@3`); the web's OpenAI-compatible endpoint also takes the run's per-workspace number
- * (`12@3`), which it resolves to the run id before anything leaves the web server. Anything else is a base
- * model name.
+ * Model names: a base model a runner serves, or `<run>@<step>`, a run's LoRA checkpoint. The runner and the
+ * engine use the runner's run id (`r3f…@3`); the web's OpenAI-compatible endpoint also takes the run's
+ * per-workspace number (`12@3`), which it resolves to the run id before anything leaves the web server.
+ *
+ * The grammar is identifiers.json's, the one the engine parses with too: a name with an `@` is a checkpoint
+ * reference and nothing else, so a spelling one side reads as a base model and the other as a checkpoint
+ * (`<run>@２`, `<run>@2\n`, `<run>@02`) is no model at all on both: refused, never "a base model name".
  */
+import { identifierRule, isIdentifier } from "./identifiers";
+
 export interface CheckpointRef {
   /** A run id, or a run's per-workspace number as digits. */
   run: string;
   step: number;
 }
 
-const CHECKPOINT_MODEL = /^(?<run>[^@\s]+)@(?<step>\d{1,9})$/;
+export type ModelName =
+  | { kind: "checkpoint"; run: string; step: number }
+  | { kind: "base"; name: string }
+  | { kind: "invalid"; reason: string };
 
 export const checkpointModelName = (run: string | number, step: number): string => `${run}@${step}`;
 
-/** `<run>@<step>` → its parts; null for anything else (a base model name). */
+/** `<run>@<step>`, a base model name, or why it is neither (the reason reads after "model 'x' "). */
+export function classifyModelName(model: string): ModelName {
+  if (isIdentifier("checkpoint_model", model)) {
+    const at = model.lastIndexOf("@");
+    return { kind: "checkpoint", run: model.slice(0, at), step: Number(model.slice(at + 1)) };
+  }
+  if (model.includes("@")) return { kind: "invalid", reason: `is not a checkpoint '<run>@<step>': ${identifierRule("checkpoint_model")}; the step is ${identifierRule("step")}` };
+  if (isIdentifier("base_model", model)) return { kind: "base", name: model };
+  return { kind: "invalid", reason: `is not a model name: ${identifierRule("base_model")}` };
+}
+
+/** `<run>@<step>` → its parts; null for anything else (a base model name, or no model name at all). */
 export function parseCheckpointModel(model: string): CheckpointRef | null {
-  const m = CHECKPOINT_MODEL.exec(model);
-  return m?.groups ? { run: m.groups.run!, step: Number(m.groups.step) } : null;
+  const m = classifyModelName(model);
+  return m.kind === "checkpoint" ? { run: m.run, step: m.step } : null;
+}
+
+/** A run named by its per-workspace number (`12` in `12@3`), or null when `run` is a run id. */
+export function runNumberOf(run: string): number | null {
+  return isIdentifier("run_number", run) ? Number(run) : null;
 }

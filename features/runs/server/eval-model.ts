@@ -1,5 +1,5 @@
 /** The model an eval run evaluates: the base model, or a checkpoint of a run of the workspace. */
-import { checkpointModelName, parseCheckpointModel } from "@contracts";
+import { checkpointModelName, classifyModelName, runNumberOf } from "@contracts";
 import { AppError } from "@/server/errors";
 import type { DbOrTx } from "@/server/db-types";
 
@@ -16,11 +16,11 @@ export async function resolveEvalModel(
   baseModel: string,
 ): Promise<{ model: string; runnerId: string | null }> {
   if (evalModel === baseModel) return { model: evalModel, runnerId: null };
-  const ref = parseCheckpointModel(evalModel);
-  if (!ref) {
-    throw new AppError("BAD_INPUT", `evalModel: '${evalModel}' is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
+  const ref = classifyModelName(evalModel);
+  if (ref.kind !== "checkpoint") {
+    throw new AppError("BAD_INPUT", `evalModel: ${JSON.stringify(evalModel)} is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
   }
-  const byNumber = /^\d{1,9}$/.test(ref.run) ? Number(ref.run) : null;
+  const byNumber = runNumberOf(ref.run);
   const run = await db.run.findFirst({
     where: { workspaceId, OR: [{ id: ref.run }, ...(byNumber !== null ? [{ number: byNumber }] : [])] },
     select: { id: true, number: true, runnerId: true, checkpoints: { select: { step: true }, orderBy: { step: "asc" } } },

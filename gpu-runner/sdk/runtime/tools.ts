@@ -6,8 +6,7 @@
  */
 import * as z from "zod";
 import type * as Sdk from "../../../contracts/sdk/rollbook";
-
-const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+import { identifierRule, isIdentifier } from "../../../contracts/identifiers";
 
 function isZodSchema(value: unknown): value is z.ZodType {
   return typeof value === "object" && value !== null && "_zod" in value;
@@ -57,8 +56,8 @@ export function parseToolArguments<T>(json: string, schema: z.ZodType | null): {
 // Typed as the SDK declares it; inside, arguments are only known to be what the schema accepted.
 export const tool = ((definition: Sdk.ToolDefinition<z.ZodType | Sdk.JsonSchema, unknown>) => {
   const { name, description, parameters, execute } = definition;
-  if (typeof name !== "string" || !TOOL_NAME.test(name)) {
-    throw new TypeError(`tool name ${JSON.stringify(name)}: use 1–64 letters, digits, "_" or "-"`);
+  if (!isIdentifier("tool_name", name)) {
+    throw new TypeError(`tool name ${JSON.stringify(name)}: a tool name is ${identifierRule("tool_name")}`);
   }
   if (typeof description !== "string") throw new TypeError(`tool "${name}": description must be a string`);
   if (typeof execute !== "function") throw new TypeError(`tool "${name}": execute must be a function`);

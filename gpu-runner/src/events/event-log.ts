@@ -20,7 +20,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { eventAttempt, NO_MASK, type RunEvent, type SecretMask } from "../../../contracts";
+import { eventAttempt, identifierRule, isIdentifier, NO_MASK, type RunEvent, type SecretMask } from "../../../contracts";
 import { LogWriteError } from "./write-failure";
 
 export { LogWriteError } from "./write-failure";
@@ -30,12 +30,13 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 export type RunEventInput = DistributiveOmit<RunEvent, "run_id" | "seq" | "ts" | "attempt">;
 
 // The engine accepts the same alphabet (its checkpoint folders are runs/<run>/checkpoints).
-const RUN_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+/** Run ids name folders here: the shared grammar (contracts/identifiers.json), which the engine reads too. */
+const isRunId = (id: string) => isIdentifier("run_id", id);
 
 /** Run ids become folder names; refuse anything that could escape the runs directory. */
 export function assertSafeRunId(runId: string): void {
-  if (!RUN_ID_RE.test(runId)) {
-    throw new Error(`invalid run id ${JSON.stringify(runId)}: 1-128 letters, digits, '_' or '-'`);
+  if (!isRunId(runId)) {
+    throw new Error(`invalid run id ${JSON.stringify(runId)}: ${identifierRule("run_id")}`);
   }
 }
 
@@ -297,7 +298,7 @@ export class EventLog {
       .readdirSync(this.runsDir, { withFileTypes: true })
       .filter((d) => d.isDirectory() && fs.existsSync(path.join(this.runsDir, d.name, "events.jsonl")))
       .map((d) => d.name)
-      .filter((name) => RUN_ID_RE.test(name));
+      .filter(isRunId);
   }
 
   lastSeq(runId: string): number {

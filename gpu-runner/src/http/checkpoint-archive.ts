@@ -13,12 +13,12 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { create as createTar } from "tar";
 import { assertSafeRunId } from "../events/event-log";
+import { identifierRule, isIdentifier } from "../../../contracts";
 
 /** The PEFT files of a checkpoint folder (gpu-runner/engine/rollbook_engine/trainer/checkpoints.py). */
 export const PEFT_FILES = ["adapter_config.json", "adapter_model.safetensors"] as const;
 /** Marks a checkpoint folder complete (written last). */
 const COMPLETE_MARKER = "trainer_state.json";
-const MAX_STEP = 1_000_000_000;
 
 export class CheckpointNotFound extends Error {
   constructor(message: string) {
@@ -50,8 +50,8 @@ export async function resolveCheckpoint(runsDir: string, runId: string, stepText
   } catch (e) {
     throw new CheckpointNotFound((e as Error).message);
   }
-  if (!/^\d{1,10}$/.test(stepText) || Number(stepText) > MAX_STEP) {
-    throw new CheckpointNotFound(`invalid step ${JSON.stringify(stepText.slice(0, 40))}: a whole number`);
+  if (!isIdentifier("step", stepText)) {
+    throw new CheckpointNotFound(`invalid step ${JSON.stringify(stepText.slice(0, 40))}: ${identifierRule("step")}`);
   }
   const step = Number(stepText);
   const missing = () => new CheckpointNotFound(`run ${runId} has no checkpoint for step ${step} on this runner`);

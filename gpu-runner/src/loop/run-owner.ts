@@ -7,7 +7,7 @@
  */
 import fs from "node:fs";
 import path from "node:path";
-import { parseCheckpointModel } from "../../../contracts";
+import { classifyModelName } from "../../../contracts";
 import { assertSafeRunId } from "../events/event-log";
 
 const FILE = "workspace.json";
@@ -44,11 +44,13 @@ export function recordRunWorkspace(runsDir: string, runId: string, workspaceId: 
 /**
  * Why `model`, named by `field` for a run of `workspaceId`, may not be used here; null when it may (a base
  * model name, or a checkpoint of a run of the same workspace). The message says "not found" and nothing
- * more: another workspace's run ids are none of the caller's business.
+ * more: another workspace's run ids are none of the caller's business. A name that is neither (the shared
+ * grammar's `<run>@２`, `<run>@2\n`…) is refused too, never passed on as "a base model".
  */
 export function modelRefProblem(runsDir: string, field: string, model: string, workspaceId: string): string | null {
-  const ref = parseCheckpointModel(model);
-  if (!ref) return null;
+  const ref = classifyModelName(model);
+  if (ref.kind === "invalid") return `${field}: model ${JSON.stringify(model)} not found: it ${ref.reason}`;
+  if (ref.kind === "base") return null;
   let owner: string | null;
   try {
     owner = runWorkspace(runsDir, ref.run);

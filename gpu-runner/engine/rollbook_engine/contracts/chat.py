@@ -15,6 +15,9 @@ from pydantic import (
     BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationInfo, field_validator, model_serializer,
 )
 
+from ..identifiers import is_identifier
+from ..identifiers import rule as identifier_rule
+
 
 class _Model(BaseModel):
     # strict: no "1" -> 1 or "true" -> True coercion, which zod would refuse (JSON from JS never writes 1.0
@@ -58,10 +61,19 @@ class ChatMessage(_Model):
     tool_call_id: str | None = None
 
 
+def _tool_name(name: str) -> str:
+    # The shared grammar (contracts/identifiers.json), as zod's ToolName: names go into prompts and grammars.
+    if not is_identifier("tool_name", name):
+        raise ValueError(f"a tool name is {identifier_rule('tool_name')}")
+    return name
+
+
 class ToolFunctionSpec(_Model):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
+
+    _name_ok = field_validator("name")(_tool_name)
 
 
 class ToolSpec(_Model):
@@ -71,6 +83,8 @@ class ToolSpec(_Model):
 
 class NamedFunction(_Model):
     name: str
+
+    _name_ok = field_validator("name")(_tool_name)
 
 
 class NamedToolChoice(_Model):

@@ -22,6 +22,7 @@ from peft.utils import get_peft_model_state_dict, set_peft_model_state_dict
 from ..contracts.train import TrainerConfig, TrainRequest
 from . import checkpoints as ck
 from . import tenancy
+from ..identifiers import is_identifier, rule
 from .errors import StepConflict, TrainFailure
 from .step_checks import init_source, lora_mismatch
 
@@ -29,7 +30,12 @@ ADAPTER_PREFIX = "train:"
 
 
 def adapter_name(run_id: str) -> str:
-    return ADAPTER_PREFIX + run_id
+    name = ADAPTER_PREFIX + run_id
+    # PEFT module keys are built from it: only a name of the shared grammar (contracts/identifiers.json), which
+    # the run id was checked against at the door (step_checks.valid_run_id); this is the last line behind it.
+    if not is_identifier("adapter_key", name):
+        raise ValueError(f"run_id: must be {rule('run_id')}")
+    return name
 
 
 @dataclass

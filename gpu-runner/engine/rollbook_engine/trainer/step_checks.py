@@ -7,17 +7,23 @@ and again under the lock, where the step itself calls `check_request`.
 from __future__ import annotations
 
 import json
-import re
 import weakref
 from pathlib import Path
 
 from ..contracts.train import TrainerConfig, TrainRequest
+from ..identifiers import is_identifier, rule
 from . import checkpoints as ck
 from .batch import BadRequest, validate_sequences
 from .errors import StepConflict
 
-# Run ids become folder names and PEFT module keys: no path separators, no dots (PEFT splits keys on ".").
-RUN_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+
+def valid_run_id(run_id: str) -> bool:
+    """Run ids become folder names and PEFT module keys: the shared grammar (contracts/identifiers.json) has no
+    path separators and no dots (PEFT splits keys on "."), and is matched whole (never `$`, which accepts "r\\n")."""
+    return is_identifier("run_id", run_id)
+
+
+RUN_ID_RULE = rule("run_id")
 
 
 def _same_model(requested: str, served: str) -> bool:
@@ -44,8 +50,8 @@ def _module_leaf_names(model) -> frozenset[str]:
 
 def check_request(store, req: TrainRequest) -> None:
     """Raise BadRequest (400/422, naming the field) or StepConflict (409)."""
-    if not RUN_ID_RE.match(req.run_id):
-        raise BadRequest("run_id", "must be 1-128 characters of A-Z a-z 0-9 _ -")
+    if not valid_run_id(req.run_id):
+        raise BadRequest("run_id", f"must be {RUN_ID_RULE}")
     if not _same_model(req.base_model, store.base_model_name):
         raise BadRequest("base_model", f"this engine serves {store.base_model_name!r}, not {req.base_model!r}", 400)
     leaves = _module_leaf_names(store.model.get_base_model())
@@ -76,8 +82,8 @@ def _check_init_from(store, req: TrainRequest) -> None:
     """A fork's parent checkpoint must exist here, fit this base model and have the request's LoRA shape."""
     init = req.init_from
     assert init is not None  # check_request calls this for a fork only
-    if not RUN_ID_RE.match(init.run_id):
-        raise BadRequest("init_from.run_id", "must be 1-128 characters of A-Z a-z 0-9 _ -")
+    if not valid_run_id(init.run_id):
+        raise BadRequest("init_from.run_id", f"must be {RUN_ID_RULE}")
     if init.run_id == req.run_id:
         raise BadRequest("init_from.run_id", "a run cannot start from its own checkpoint (resume it instead)", 400)
     src = init_source(store, req)
