@@ -112,7 +112,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
   const httpDeps: RunnerHttpDeps = {
     runsDir: env.ROLLBOOK_RUNS_DIR,
     token: env.RUNNER_TOKEN,
-    engineFetch: (pathname, init) => supervisor.client.fetchRaw(pathname, init),
+    engineFetch: (pathname, init, workspace) => (workspace ? supervisor.client.forWorkspace(workspace) : supervisor.client).fetchRaw(pathname, init),
     detokenize: (ids) => supervisor.client.detokenize(ids),
     externalTrain: (req, signal) => manager.externalTrain(req, signal),
     maxRequestBytes: env.RUNNER_MAX_REQUEST_BYTES,

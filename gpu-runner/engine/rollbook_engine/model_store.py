@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -33,6 +32,8 @@ from peft import LoraConfig, PeftModel, get_peft_model
 
 from . import model_loader
 from .adapter_ledger import AdapterLedger, default_budget_bytes, tensor_bytes
+from .identifiers import parse_checkpoint_model
+from .ownership import may_use
 from .settings import engine_settings
 from .vocab import Vocab
 
@@ -40,7 +41,6 @@ log = logging.getLogger(__name__)
 
 PLACEHOLDER_ADAPTER = "rollbook-placeholder"
 _REPO_ROOT = Path(__file__).resolve().parents[3]
-_CKPT_NAME = re.compile(r"^(?P<run>.+)@(?P<step>\d+)$")
 
 
 class UnknownModelError(LookupError):
@@ -115,20 +115,33 @@ class ModelStore:
         """None for the base model; (run, step) for a checkpoint name; UnknownModelError otherwise."""
         if model_name == self.base_model_name:
             return None
-        m = _CKPT_NAME.match(model_name)
-        if not m:
+        # The shared grammar (contracts/identifiers.json): ASCII digits, no leading zero, the whole string; a run
+        # id is one folder name. Anything else is no model, never a looser reading of one.
+        parsed = parse_checkpoint_model(model_name)
+        if parsed is None:
             raise UnknownModelError(
-                f"model '{model_name}' not found: use '{self.base_model_name}' or '<run>@<step>'"
+                f"model {model_name!r} not found: use '{self.base_model_name}' or '<run>@<step>'"
             )
-        run, step = m["run"], int(m["step"])
-        # Refuse path tricks: a run id is one directory name.
-        if "/" in run or "\\" in run or run in (".", ".."):
-            raise UnknownModelError(f"model '{model_name}' not found: invalid run id")
+        run, step = parsed
         if not (self.checkpoint_dir(run, step) / "adapter_config.json").is_file():
             raise UnknownModelError(
                 f"model '{model_name}' not found: run '{run}' has no checkpoint for step {step}"
             )
         return run, step
+
+    def parse_model_for(self, model_name: str, workspace: str | None) -> tuple[str, int] | None:
+        """parse_model_name for a request acting for `workspace`: a checkpoint only when its run is that
+        workspace's (ownership.py), else the same "not found" as a checkpoint that does not exist."""
+        parsed = parse_checkpoint_model(model_name)
+        if parsed is not None and not may_use(self.runs_dir, parsed.run, workspace):
+            raise UnknownModelError(
+                f"model {model_name!r} not found: run '{parsed.run}' has no checkpoint for step {parsed.step}"
+            )
+        return self.parse_model_name(model_name)
+
+    def loaded_adapters_of(self, workspace: str | None) -> list[str]:
+        """The checkpoints loaded for serving that a request acting for `workspace` may use (none without one)."""
+        return [k for k in self.loaded_adapters() if may_use(self.runs_dir, k.rsplit("@", 1)[0], workspace)]
 
     def loaded_adapters(self) -> list[str]:
         with self._meta_lock:
@@ -154,7 +167,8 @@ class ModelStore:
                 self.ledger.touch(cached)  # outside _meta_lock: the ledger's evictions take it
                 return cached
             self._flush_deletes()  # may hold a stale copy under the same name
-            name = base_name = f"ckpt:{run}@{step}".replace(".", "_")  # module names may not contain "."
+            # The shared grammar's adapter key (run ids have no "." for PEFT to split module names on).
+            name = base_name = f"ckpt:{run}@{step}"
             copies = 0
             while name in self.model.peft_config:  # an evicted copy still pinned by the running batch
                 copies += 1

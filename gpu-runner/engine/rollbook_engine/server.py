@@ -31,6 +31,7 @@ from .contracts.chat import EngineHealth, EngineMemory
 from .errors import RequestError
 from .model_loader import DEFAULT_MODEL
 from .model_store import ModelStore, UnknownModelError
+from .ownership import request_workspace
 from .prompt import build_prompt
 from .request_io import parse_request, read_body, unless_disconnected
 from .responses import chat_response
@@ -144,14 +145,14 @@ def create_app(
         return body
 
     @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
+    async def models(request: Request) -> dict[str, Any]:
         if (resp := not_ready()) is not None:
             return resp  # type: ignore[return-value]
         store: ModelStore = app.state.store
         now = int(time.time())
         data = [{"id": store.base_model_name, "object": "model", "created": now, "owned_by": "rollbook"}]
         data += [{"id": key, "object": "model", "created": now, "owned_by": "rollbook", "parent": store.base_model_name}
-                 for key in store.loaded_adapters()]
+                 for key in store.loaded_adapters_of(request_workspace(request.headers))]
         return {"object": "list", "data": data}
 
     @app.post("/v1/chat/completions")
@@ -163,7 +164,8 @@ def create_app(
         try:
             req = parse_request(await read_body(request, settings.max_request_bytes))
             try:
-                store.parse_model_name(req.model)
+                # A checkpoint only for the workspace that owns its run (ownership.py), whatever came before.
+                store.parse_model_for(req.model, request_workspace(request.headers))
             except UnknownModelError as err:
                 raise RequestError(str(err), "model", 404) from err
             prompt = build_prompt(store.tokenizer, store.vocab, req, store.max_context_tokens, store.eos_token_ids)

@@ -19,6 +19,7 @@ from fastapi.responses import JSONResponse
 from .contracts.tokenize import TokenizeRequest, TokenizeResponse
 from .errors import RequestError
 from .model_store import UnknownModelError
+from .ownership import request_workspace
 from .prompt import build_prompt, conversation_ids
 from .request_io import parse_as, read_body
 from .settings import engine_settings
@@ -42,7 +43,7 @@ async def tokenize(request: Request):
     try:
         req = parse_as(TokenizeRequest, await read_body(request, settings.max_request_bytes))
         try:
-            store.parse_model_name(req.model)
+            store.parse_model_for(req.model, request_workspace(request.headers))
         except UnknownModelError as err:
             raise RequestError(str(err), "model", 404) from err
         if req.add_generation_prompt:

@@ -17,10 +17,11 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from .contracts.train import ErrorLine, ProgressLine, TrainRequest
+from .ownership import may_use, request_workspace
 from .trainer.batch import BadRequest
 from .trainer.checkpoints import CheckpointNotSaved, list_checkpoints
 from .trainer.errors import StepConflict, TrainFailure
-from .trainer.step_checks import RUN_ID_RE, check_request
+from .trainer.step_checks import RUN_ID_RULE, check_request, valid_run_id
 from .trainer.tenancy import tenants as tenants_report
 from .trainer.trainer import train_step
 
@@ -65,6 +66,10 @@ async def train(request: Request):
     except ValidationError as e:
         return _validation_response(e)
     try:
+        # A fork starts from another run's checkpoint: only one of the workspace the request acts for (ownership.py).
+        init = req.init_from
+        if init is not None and not may_use(store.runs_dir, init.run_id, request_workspace(request.headers)):
+            raise BadRequest("init_from.run_id", f"run '{init.run_id}' has no checkpoint for step {init.step}", 404)
         # Reads the model's module names and the checkpoint folder: cheap, but off the event loop anyway.
         await asyncio.to_thread(check_request, store, req)
     except (BadRequest, StepConflict) as e:
@@ -118,8 +123,8 @@ async def tenants(request: Request):
 
 @router.get("/runs/{run_id}/checkpoints")
 async def checkpoints(run_id: str, request: Request):
-    if not RUN_ID_RE.match(run_id):
-        return JSONResponse(status_code=422, content={"detail": "run_id: must be 1-128 characters of A-Z a-z 0-9 _ -", "field": "run_id"})
+    if not valid_run_id(run_id):
+        return JSONResponse(status_code=422, content={"detail": f"run_id: must be {RUN_ID_RULE}", "field": "run_id"})
     store = getattr(request.app.state, "store", None)
     if store is None:
         return _loading()

@@ -92,3 +92,32 @@ def served(tmp_path_factory):
     store = ModelStore(runs_dir=tmp_path_factory.mktemp("served-runs"))
     with serve_store(store) as (url, client):
         yield Served(url, client, store)
+
+
+def write_lora_checkpoint(store, path) -> None:
+    """A LoRA checkpoint with non-zero B (so it visibly changes the output), in PEFT's on-disk layout."""
+    import torch
+    from peft import LoraConfig, get_peft_model_state_dict
+    from safetensors.torch import save_file
+
+    cfg = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    store.model.add_adapter("scratch", cfg)
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(0)
+        for name, p in store.model.named_parameters():
+            if "lora_B" in name and "scratch" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
+    path.mkdir(parents=True)
+    save_file(get_peft_model_state_dict(store.model, adapter_name="scratch"), str(path / "adapter_model.safetensors"))
+    cfg.base_model_name_or_path = store.base_model_name
+    cfg.save_pretrained(str(path))
+    store.model.delete_adapter("scratch")
+
+
+def own_run(store, run_id: str, workspace_id: str) -> None:
+    """Record `workspace_id` as the run's owner, as the runner does when a run starts (run-owner.ts)."""
+    import json
+
+    folder = store.runs_dir / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "workspace.json").write_text(json.dumps({"workspace_id": workspace_id}) + "\n")

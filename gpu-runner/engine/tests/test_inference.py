@@ -11,44 +11,29 @@ import math
 import httpx
 import pytest
 import torch
-from peft import LoraConfig, get_peft_model_state_dict
-from safetensors.torch import save_file
 
 from rollbook_engine.model_store import ModelStore
 
-from conftest import serve_store
+from conftest import own_run, serve_store, write_lora_checkpoint
 
 MSGS = [{"role": "user", "content": "Write a short poem about the sea."}]
-
-
-def _write_checkpoint(store: ModelStore, path) -> None:
-    """A LoRA checkpoint with non-zero B (so it visibly changes the output), in PEFT's on-disk layout."""
-    cfg = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
-    store.model.add_adapter("scratch", cfg)
-    with torch.no_grad():
-        gen = torch.Generator().manual_seed(0)
-        for name, p in store.model.named_parameters():
-            if "lora_B" in name and "scratch" in name:
-                p.copy_(torch.randn(p.shape, generator=gen) * 0.05)
-    path.mkdir(parents=True)
-    save_file(get_peft_model_state_dict(store.model, adapter_name="scratch"), str(path / "adapter_model.safetensors"))
-    cfg.base_model_name_or_path = store.base_model_name
-    cfg.save_pretrained(str(path))
-    store.model.delete_adapter("scratch")
+WORKSPACE = "ws-inference"
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     runs = tmp_path_factory.mktemp("runs")
     store = ModelStore(runs_dir=runs)
-    _write_checkpoint(store, store.checkpoint_dir("run1", 1))
+    write_lora_checkpoint(store, store.checkpoint_dir("run1", 1))
+    own_run(store, "run1", WORKSPACE)
     with serve_store(store, timeout_s=120) as (_url, client):
         yield client, store
 
 
 def chat(client, **body):
     body = {"model": "SmolLM2-135M-Instruct", "messages": MSGS, "max_tokens": 12, **body}
-    return client.post("/v1/chat/completions", json=body)
+    # As the runner sends it: the workspace the call acts for (run1's checkpoints serve only that one).
+    return client.post("/v1/chat/completions", json=body, headers={"x-rollbook-workspace": WORKSPACE})
 
 
 def test_completion_tokens_text_and_logprobs(engine):
@@ -187,7 +172,7 @@ def test_checkpoint_adapter_is_served_and_listed(engine):
     tuned = chat(client, model="run1@1", temperature=0, max_tokens=8, return_token_ids=True)
     assert tuned.status_code == 200, tuned.text
     assert tuned.json()["choices"][0]["token_ids"] != base
-    assert "run1@1" in [m["id"] for m in client.get("/v1/models").json()["data"]]
+    assert "run1@1" in [m["id"] for m in client.get("/v1/models", headers={"x-rollbook-workspace": WORKSPACE}).json()["data"]]
     # The base model is served with adapters disabled, even right after an adapter batch.
     again = chat(client, temperature=0, max_tokens=8, return_token_ids=True).json()["choices"][0]["token_ids"]
     assert again == base

@@ -12,6 +12,7 @@ import {
   type TokenizeRequest,
   TokenizeResponse,
   TrainStreamLine,
+  RUNNER_WORKSPACE_HEADER,
   type ChatCompletionRequest,
   type TrainRequest,
 } from "../../../contracts";
@@ -65,6 +66,12 @@ export interface EngineClientOptions {
    * step's abort, timeoutMs), so the transport adds none.
    */
   waitLimitMs?: number;
+  /**
+   * The workspace every request of this client acts for, sent as RUNNER_WORKSPACE_HEADER: the engine serves a
+   * checkpoint (and starts a fork from one) only for the workspace that owns its run (rollbook_engine/
+   * ownership.py), whatever the runner decided before. Absent: base model only.
+   */
+  workspace?: string;
 }
 
 /** One connection pool per wait limit, shared by every client of the engine in this process. */
@@ -82,9 +89,14 @@ export class EngineClient {
   constructor(
     readonly baseUrl: string,
     private readonly token?: string,
-    options: EngineClientOptions = {},
+    private readonly options: EngineClientOptions = {},
   ) {
     this.agent = engineAgent(options.waitLimitMs ?? 0);
+  }
+
+  /** This client acting for `workspace` (a run's RunSpec.workspace_id): its checkpoints, and only its, are served. */
+  forWorkspace(workspace: string): EngineClient {
+    return new EngineClient(this.baseUrl, this.token, { ...this.options, workspace });
   }
 
   /**
@@ -101,9 +113,12 @@ export class EngineClient {
   }
 
   private withToken(headers: RequestInit["headers"]): RequestInit["headers"] {
-    if (!this.token) return headers;
     const merged = new Headers(headers);
-    merged.set("authorization", `Bearer ${this.token}`);
+    if (this.token) merged.set("authorization", `Bearer ${this.token}`);
+    // Set here, never taken from a caller's headers: the pass-through's caller is the web server, and what
+    // workspace a request acts for is this client's to say.
+    merged.delete(RUNNER_WORKSPACE_HEADER);
+    if (this.options.workspace) merged.set(RUNNER_WORKSPACE_HEADER, this.options.workspace);
     return merged;
   }
 

@@ -26,7 +26,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import fs from "node:fs";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { ExternalTrainRequest, formatZodIssues, jsonTooDeepAt, nestedTooDeepMessage, parseCheckpointModel, RUNNER_WORKSPACE_HEADER, type ExternalTrainLine } from "../../../contracts";
+import { ExternalTrainRequest, formatZodIssues, isIdentifier, jsonTooDeepAt, nestedTooDeepMessage, RUNNER_WORKSPACE_HEADER, type ExternalTrainLine } from "../../../contracts";
 import { modelRefProblem } from "../loop/run-owner";
 import { assertSafeRunId } from "../events/event-log";
 import { tokenLogFile } from "../events/token-log";
@@ -55,8 +55,11 @@ export interface RunnerHttpDeps {
   runsDir: string;
   /** RUNNER_TOKEN: the web server's bearer. */
   token: string;
-  /** A request to the engine with its credentials; the raw response (any status) is passed through. */
-  engineFetch: (pathname: string, init: RequestInit) => Promise<Response>;
+  /**
+   * A request to the engine with its credentials, acting for `workspace` (the engine serves a checkpoint only
+   * to its run's workspace); the raw response (any status) is passed through.
+   */
+  engineFetch: (pathname: string, init: RequestInit, workspace: string | null) => Promise<Response>;
   /** The engine's POST /detokenize (throws when the engine is unreachable or still loading). */
   detokenize: (tokenIds: number[]) => Promise<string[]>;
   /** What moving a run here needs (the shared checkpoint folder, whether a run is running). */
@@ -332,32 +335,23 @@ async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: Runner
   const { body, parsed } = read;
   const model = (parsed as { model?: unknown } | null)?.model;
   if (typeof model !== "string" || !model) return sendError(res, 400, "model: required, the base model or `<run>@<step>`", "model");
-  const ref = parseCheckpointModel(model);
-  if (ref) {
-    // The engine reads the checkpoint from runs/<run>/…: the run id must be one folder name.
-    try {
-      assertSafeRunId(ref.run);
-    } catch (e) {
-      return sendError(res, 404, `model '${model}' not found: ${(e as Error).message}`, "model");
-    }
-    // Only to the workspace of the run that saved it, as the web server says it acts in (run-owner.ts).
-    const header = req.headers[RUNNER_WORKSPACE_HEADER];
-    const workspace = typeof header === "string" ? header : "";
-    const problem = modelRefProblem(deps.runsDir, "model", model, workspace);
-    if (problem) return sendError(res, 404, problem, "model");
-  }
+  // The workspace the web server says it acts in; a checkpoint only to the workspace of the run that saved it
+  // (run-owner.ts), and the engine checks the same again (it is told the workspace, never the caller's say).
+  const header = req.headers[RUNNER_WORKSPACE_HEADER];
+  const workspace = typeof header === "string" && isIdentifier("workspace_id", header) ? header : null;
+  const problem = modelRefProblem(deps.runsDir, "model", model, workspace ?? "");
+  if (problem) return sendError(res, 404, problem, "model");
 
   // Closing the client connection aborts the engine call, which drops the generation (request_io.py).
   const upstream = new AbortController();
   res.on("close", () => upstream.abort(new Error("client went away")));
   let engineRes: Response;
   try {
-    engineRes = await deps.engineFetch(CHAT_ROUTE, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: new Uint8Array(body),
-      signal: upstream.signal,
-    });
+    engineRes = await deps.engineFetch(
+      CHAT_ROUTE,
+      { method: "POST", headers: { "content-type": "application/json" }, body: new Uint8Array(body), signal: upstream.signal },
+      workspace,
+    );
   } catch (e) {
     if (upstream.signal.aborted) return;
     return sendError(res, 503, `engine unreachable: ${(e as Error).message}`);

@@ -51,8 +51,11 @@ import { publishCheckpoint } from "./shared-checkpoints";
 import type { FairQueue } from "../engine/fair-queue";
 
 export interface EngineAccess {
-  /** tokenize: absent in unit tests' fakes (they train nothing from outside). */
-  engine: RunEngine & Partial<Pick<EngineClient, "tokenize">>;
+  /**
+   * tokenize: absent in unit tests' fakes (they train nothing from outside). forWorkspace: the engine acting
+   * for a run's workspace (its checkpoints only: the engine's own check); absent in fakes, which hold one.
+   */
+  engine: RunEngine & Partial<Pick<EngineClient, "tokenize" | "forWorkspace">>;
   /** The fair queue every run's model calls wait in for an engine slot (absent: straight to the engine). */
   slots?: FairQueue;
   /** Resolves when the engine serves; rejects when it failed for good. */
@@ -222,6 +225,12 @@ export class RunManager {
     return recovered;
   }
 
+  /** The engine as a run of `workspace` reaches it: the engine serves it that workspace's checkpoints only. */
+  private engineFor(workspace: string): EngineAccess["engine"] {
+    const engine = this.engine.engine;
+    return engine.forWorkspace ? engine.forWorkspace(workspace) : engine;
+  }
+
   async validate(files: ExperimentFiles, kind: RunKind): Promise<ValidateResult> {
     const result = await validateExperiment(files, kind);
     return { ok: result.ok, diagnostics: result.diagnostics };
@@ -229,7 +238,7 @@ export class RunManager {
 
   /** Run (edited) reward code over stored trajectories: no run, no event log, no sampling (rescore/rescore.ts). */
   rescore(request: z.input<typeof RescoreRequest>, signal?: AbortSignal): Promise<RescoreResponse> {
-    return rescoreTrajectories(request, { engine: this.engine.engine, runsDir: this.events.runsDir, egress: this.egress }, signal);
+    return rescoreTrajectories(request, { engine: this.engineFor(request.workspace_id), runsDir: this.events.runsDir, egress: this.egress }, signal);
   }
 
   async start(input: z.input<typeof RunSpec>): Promise<StartResult> {
@@ -355,6 +364,7 @@ export class RunManager {
       const mask = new SecretMask(spec.secrets);
       this.events.begin(runId, mask, spec.attempt);
       const signal = controller.signal;
+      const engine = this.engineFor(spec.workspace_id);
       record.done = executeRun({
         runId,
         kind: spec.kind,
@@ -366,9 +376,9 @@ export class RunManager {
         resume: spec.resume,
         logged,
         initFrom: spec.init_from,
-        engine: this.engine.engine,
+        engine,
         engineSlots: this.engine.slots,
-        judge: createJudgeClient(checked.config.judge, checked.config.model, queuedChat(this.engine.engine, this.engine.slots, { runId, rolloutId: "judge", runCap: checked.config.limits.max_run_inflight_calls }), {
+        judge: createJudgeClient(checked.config.judge, checked.config.model, queuedChat(engine, this.engine.slots, { runId, rolloutId: "judge", runCap: checked.config.limits.max_run_inflight_calls }), {
           runId,
           secrets: spec.secrets,
           egress: this.egress,
@@ -461,7 +471,7 @@ export class RunManager {
       return;
     }
     const runId = req.run_id;
-    const engine = this.engine.engine;
+    const engine = this.engineFor(req.workspace_id);
     const tokenizer = engine.tokenize ? engine.tokenize.bind(engine) : null;
     if (!tokenizer) return yield { type: "error", message: "this runner's engine cannot tokenize chat messages (an engine older than POST /tokenize)" };
     if (this.active.has(runId) || this.starting.has(runId) || this.events.exists(runId)) return yield { type: "error", message: `run ${runId} is a run of this runner's own loop, not one trained from outside` };
@@ -472,7 +482,7 @@ export class RunManager {
     try {
       yield* externalTrain(
         {
-          engine: { train: (b, s) => this.engine.engine.train(b, s), checkpoints: (r) => this.engine.engine.checkpoints(r), tokenize: (body, s) => tokenizer({ model: req.base_model, ...body }, s).then((r) => r.tokens) },
+          engine: { train: (b, s) => engine.train(b, s), checkpoints: (r) => engine.checkpoints(r), tokenize: (body, s) => tokenizer({ model: req.base_model, ...body }, s).then((r) => r.tokens) },
           waitReady: (s) => this.engine.waitReady(s),
           watch: this.engine.watch,
           recordWorkspace: (id, ws) => recordRunWorkspace(this.events.runsDir, id, ws),
