@@ -9,6 +9,7 @@ import { parseRunConfig, RunEvent, type RunConfig } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { announce, createRunRecord, ingestAndEmit, recordSignOfLife, recoverRun } from "@/features/run-lifecycle/server";
 import { codeHash, tasksHash } from "@/features/experiments/server";
+import { baseModelProblem, servedModels } from "@/features/runners/server";
 import type { Db, DbOrTx } from "@/server/db-types";
 import { readArtClient, type ArtClientInfo, type CreateModelBody } from "../schema";
 import { artExperimentFiles, ensureArtExperiment } from "./art-experiment";
@@ -81,6 +82,9 @@ export async function createArtModel(
   const configText = artExperimentFiles(body.project, body.base_model)["config.json"];
   const parsed = parseRunConfig(configText, "art");
   if (!parsed.ok) return { ok: false, status: 400, message: `base_model: ${parsed.diagnostics[0]?.message ?? "not a base model"}`, param: "base_model" };
+  // A model no runner of the workspace serves could never train a step (nor be listed by /api/v1/models).
+  const unserved = baseModelProblem("base_model", body.base_model, await servedModels(db, caller.workspaceId));
+  if (unserved) return { ok: false, status: 400, message: unserved, param: "base_model" };
   const config: RunConfig = parsed.config;
   const client: ArtClientInfo = { entity: caller.workspaceSlug, project: body.project, name: body.name, tokenId: caller.tokenId, tokenName: caller.tokenName };
 

@@ -10,9 +10,9 @@
  */
 import {
   ChatCompletionResponse,
-  DEFAULT_MODEL,
   checkpointModelName,
-  parseCheckpointModel,
+  classifyModelName,
+  runNumberOf,
   RUNNER_WORKSPACE_HEADER,
   type ChatMessage,
   type EvalMetrics,
@@ -20,6 +20,7 @@ import {
 } from "@contracts";
 import { AppError } from "@/server/errors";
 import { resolveRunner, runnerFetch } from "@/server/runner-client";
+import { runnersOf, servedModels } from "@/features/runners/server";
 import type { DbOrTx } from "@/server/db-types";
 
 /** How long one chat call may take through the runner (a CPU engine writes a few dozen tokens a second). */
@@ -73,18 +74,13 @@ export type ResolvedModel =
   | { kind: "checkpoint"; runId: string; runNumber: number; step: number; runnerId: string | null; runnerModel: string }
   | { kind: "base"; runnerId: string | null; runnerModel: string };
 
-/** The base models of the workspace's runs (the default model when it has none): what may be chatted with plainly. */
-export async function workspaceBaseModels(db: DbOrTx, workspaceId: string): Promise<string[]> {
-  const rows = await db.run.findMany({ where: { workspaceId }, distinct: ["baseModel"], select: { baseModel: true }, take: 50 });
-  return rows.length ? rows.map((r) => r.baseModel).sort() : [DEFAULT_MODEL];
-}
 
 const notFound = (model: string) => new AppError("NOT_FOUND", `model '${model}' not found in this workspace: use a base model or '<run number>@<step>' (GET /api/v1/models lists them)`);
 
 /**
  * A base model the workspace may chat with → its server: the runner of the workspace's latest run on that
- * model (its engine has it loaded); none yet (a fresh workspace and the default model, or only runs without
- * a runner, ART's): the configured runner.
+ * model (its engine has it loaded); none yet (a fresh workspace, or only runs without a runner, ART's): a
+ * runner of the workspace that says it serves it, else the configured runner.
  */
 export async function resolveBaseModel(db: DbOrTx, workspaceId: string, model: string): Promise<ResolvedModel> {
   const latest = await db.run.findFirst({
@@ -92,20 +88,24 @@ export async function resolveBaseModel(db: DbOrTx, workspaceId: string, model: s
     orderBy: { createdAt: "desc" },
     select: { runnerId: true },
   });
-  return { kind: "base", runnerId: latest?.runnerId ?? null, runnerModel: model };
+  const serving = latest
+    ? null
+    : await db.runner.findFirst({ where: { enabled: true, models: { has: model }, ...runnersOf(workspaceId) }, orderBy: { lastSeenAt: { sort: "desc", nulls: "last" } }, select: { id: true } });
+  return { kind: "base", runnerId: latest?.runnerId ?? serving?.id ?? null, runnerModel: model };
 }
 
 /** `12@3`, `<run id>@3` or a base model name → what the runner serves, for this workspace only. */
 export async function resolveModel(db: DbOrTx, workspaceId: string, model: string): Promise<ResolvedModel> {
-  const ref = parseCheckpointModel(model);
-  if (!ref) {
-    if (!(await workspaceBaseModels(db, workspaceId)).includes(model)) throw notFound(model);
+  const ref = classifyModelName(model);
+  if (ref.kind === "invalid") throw notFound(model);
+  if (ref.kind === "base") {
+    // What a runner of this workspace serves (never a name some run once typed into config.model).
+    if (!((await servedModels(db, workspaceId)) ?? []).includes(model)) throw notFound(model);
     return resolveBaseModel(db, workspaceId, model);
   }
-  const byNumber = /^\d+$/.test(ref.run);
-  if (byNumber && Number(ref.run) > 2_147_483_647) throw notFound(model);
+  const byNumber = runNumberOf(ref.run);
   const run = await db.run.findFirst({
-    where: byNumber ? { workspaceId, number: Number(ref.run) } : { workspaceId, id: ref.run },
+    where: byNumber !== null ? { workspaceId, number: byNumber } : { workspaceId, id: ref.run },
     select: { id: true, number: true, runnerId: true, checkpoints: { where: { step: ref.step }, select: { step: true } } },
   });
   if (!run || run.checkpoints.length === 0) throw notFound(model);

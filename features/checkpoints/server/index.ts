@@ -1,2 +1,2 @@
 export { handleCheckpointDownload } from "./checkpoint-download";
-export { errorMessage, forwardChat, resolveBaseModel, resolveModel, workspaceBaseModels, type ResolvedModel } from "./checkpoints";
+export { errorMessage, forwardChat, resolveBaseModel, resolveModel, type ResolvedModel } from "./checkpoints";

@@ -14,7 +14,8 @@
 import { ChatCompletionRequest, checkpointModelName, MAX_JSON_DEPTH } from "@contracts";
 import { requireAccess } from "@/server/auth/request";
 import { isAppError, rootMessage } from "@/server/errors";
-import { errorMessage, forwardChat, resolveModel, workspaceBaseModels, type ResolvedModel } from "@/features/checkpoints/server";
+import { errorMessage, forwardChat, resolveModel, type ResolvedModel } from "@/features/checkpoints/server";
+import { servedModels } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
 import { capOf, readCappedBody, REFUSAL_HEADERS } from "@/server/http/body-limit";
@@ -115,7 +116,7 @@ export async function handleModels(req: Request, opts: { db?: Db } = {}): Promis
   if (access instanceof Response) return access;
   const { db, workspaceId } = access;
   const [bases, checkpoints] = await Promise.all([
-    workspaceBaseModels(db, workspaceId),
+    servedModels(db, workspaceId).then((served) => served ?? []),
     db.checkpoint.findMany({
       where: { run: { workspaceId } },
       orderBy: [{ createdAt: "desc" }],

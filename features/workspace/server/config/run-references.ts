@@ -20,6 +20,7 @@ import {
 } from "@contracts";
 import { AppError } from "@/server/errors";
 import type { DbOrTx } from "@/server/db-types";
+import { baseModelProblem, servedModels } from "@/features/runners/server";
 import { mcpServerDefinitions } from "./mcp-servers";
 import { secretValues } from "./secrets";
 
@@ -71,9 +72,26 @@ async function resolve(db: DbOrTx, workspaceId: string, config: RunConfig): Prom
   return { definitions, secrets: values, problems };
 }
 
+/**
+ * The base models the config names must be ones a runner of this workspace serves: config.model, and judge.model
+ * on the runner's own engine (a checkpoint there is checked by resolve). Only at Check, not at hand-over: the
+ * dispatcher gives a run only to a runner serving its model anyway.
+ */
+async function modelProblems(db: DbOrTx, workspaceId: string, config: RunConfig): Promise<Located[]> {
+  const served = await servedModels(db, workspaceId);
+  const problems: Located[] = [];
+  const model = baseModelProblem("model", config.model, served);
+  if (model) problems.push({ path: ["model"], message: model });
+  if (config.judge.model !== null && config.judge.base_url === null) {
+    const judge = baseModelProblem("judge.model", config.judge.model, served);
+    if (judge) problems.push({ path: ["judge", "model"], message: judge });
+  }
+  return problems;
+}
+
 /** The problems of a config's workspace references, each at its key in config.json (a start is refused on any). */
 export async function runReferenceDiagnostics(db: DbOrTx, workspaceId: string, config: RunConfig, configText: string): Promise<Diagnostic[]> {
-  const { problems } = await resolve(db, workspaceId, config);
+  const problems = [...(await modelProblems(db, workspaceId, config)), ...(await resolve(db, workspaceId, config)).problems];
   return problems.map((p) => {
     const offset = findKeyOffset(configText, p.path);
     const pos = offset === undefined ? { line: 1, column: 1 } : offsetToPosition(configText, offset);
