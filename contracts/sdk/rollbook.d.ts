@@ -110,7 +110,7 @@ export interface Tool<TArgs = { [key: string]: unknown }, TResult = unknown> {
 export type AnyTool = Tool<any, unknown>;
 
 export interface ToolDefinition<P extends z.ZodType | JsonSchema, R> {
-  /** What the model calls it: letters, digits, `_` and `-`. */
+  /** What the model calls it: 1–64 letters, digits, `_`, `.` and `-` (OpenAI's rule plus MCP's `.`; contracts/identifiers.json). */
   name: string;
   /** What it does, for the model. */
   description: string;

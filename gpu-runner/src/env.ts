@@ -7,6 +7,7 @@ import os from "node:os";
 import { z } from "zod";
 import { RUNNER_TOKEN_MISSING } from "../../contracts/tokens";
 import { parseEnv } from "../../contracts/env";
+import { identifierRule, isIdentifier } from "../../contracts/identifiers";
 import { EgressAllowSetting } from "./net/egress-policy";
 
 /** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
@@ -36,8 +37,14 @@ export const RunnerEnv = z.object({
   ENGINE_PORT: port.default(8100),
   /** Python interpreter of the engine's virtual environment. */
   ENGINE_PYTHON: z.string().min(1).default(path.join(REPO_ROOT, "gpu-runner/engine/.venv/bin/python")),
-  /** Base model the engine loads at start. */
-  ENGINE_MODEL: z.string().min(1).default("SmolLM2-135M-Instruct"),
+  /**
+   * Base model the engine loads at start; also the name experiments write in config.json "model", so it must be
+   * a name of the shared grammar (contracts/identifiers.json: no '@', no space): one the users can type.
+   */
+  ENGINE_MODEL: z
+    .string()
+    .refine((m) => isIdentifier("base_model", m), { message: `a model name is ${identifierRule("base_model")}` })
+    .default("SmolLM2-135M-Instruct"),
   /** Use an engine that is already running (e.g. on another port or box) instead of spawning one. */
   ENGINE_URL: z
     .string()
