@@ -7,7 +7,7 @@
  * written `token_id:<id>` (vLLM's return_tokens_as_token_ids), else it re-tokenizes the text, which may
  * not give back the ids the model sampled.
  */
-import type { ChatCompletionRequest } from "@contracts";
+import { identifierSource, type ChatCompletionRequest } from "@contracts";
 
 export interface ArtModelName {
   entity: string;
@@ -18,7 +18,8 @@ export interface ArtModelName {
 }
 
 const PREFIX = "wandb-artifact:///";
-const STEP_SUFFIX = /:step(\d+)$/;
+/** `:step<N>` with N a step of the shared grammar (identifiers.json: ASCII digits, no leading zero). */
+const STEP_SUFFIX = new RegExp(`:step(${identifierSource("step")})$`);
 
 /** `wandb-artifact:///<entity>/<project>/<name>[:step<N>]` → its parts; null for any other model name. */
 export function parseArtModelName(model: string): ArtModelName | null {
