@@ -17,3 +17,4 @@ export * from "./mean-reward";
 export * from "./secret-mask";
 export { computeEvalMetrics, computeStepMetrics, isTrainableGroup, type StepTimings } from "./step-metrics";
 export * from "./external-train";
+export * from "./json-keys";
