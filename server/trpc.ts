@@ -26,6 +26,7 @@ import { resolveRunner, runnerById, type RunnerHandle } from "./runner-client";
 import { type Access, type Role } from "@contracts/roles";
 import { requireRole, resolveWorkspaceAccess, type WorkspaceAccess } from "./auth/workspace-access";
 import type { Principal, SessionUser } from "./auth/principal";
+import { isInstanceOperator } from "@/features/workspace/server";
 import type { Db } from "./db-types";
 import { findTextProblem } from "@contracts/text-rules";
 
@@ -183,11 +184,15 @@ function roleProcedure(needed: Role) {
       });
       const { workspaceId, role } = await ctx.access;
       requireRole(role, needed);
+      let operator: Promise<boolean> | undefined;
+      const user = ctx.user;
       return next({
         ctx: {
           ...ctx,
           workspaceId,
           role,
+          /** Whether the caller operates this instance (features/workspace/server/operator.ts): asked once per call, when a procedure needs it. */
+          isOperator: (): Promise<boolean> => (operator ??= isInstanceOperator(ctx.db, user)),
           /** The runner new runs go to. */
           getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName, workspaceId),
           runnerById: (id: string): Promise<RunnerHandle> => runnerById(ctx.db, id),

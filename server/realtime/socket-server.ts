@@ -10,7 +10,7 @@
  * role), and answers "not found" otherwise — the same answer as for a run that does not exist. The origin
  * is checked before the handshake (server/index.ts, allowRequest).
  */
-import { formatZodIssues, type RunStatus } from "@contracts";
+import { formatZodIssues, servedEvent, type RunStatus } from "@contracts";
 import { findTextProblem } from "@contracts/text-rules";
 import { rowToEvent } from "../run-convert";
 import type { Db } from "../db-types";
@@ -71,7 +71,7 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, deliver
             ],
             { isolationLevel: "RepeatableRead" },
           );
-          for (const row of rows) socket.emit("run:event", rowToEvent(row));
+          for (const row of rows) socket.emit("run:event", servedEvent(rowToEvent(row)));
           after = rows.at(-1)?.seq ?? after;
           if (rows.length < PAGE || !socket.connected) {
             const status = run.status as RunStatus;
