@@ -125,7 +125,7 @@ beforeAll(async () => {
       max_context_tokens: 2048,
       memory: { rss_bytes: ENGINE_SECRET_BYTES, gpu_allocated_bytes: null },
     },
-    lastRestart: { at: Date.now(), reason: `engine killed by SIGKILL; last output: ${RESTART_SECRET}` },
+    lastRestart: { at: Date.now(), reason: `engine killed by SIGKILL; last output: ${RESTART_SECRET}`, cause: "engine killed by SIGKILL, likely out of memory" },
   });
   // The instance's runner (set in the web server's environment): every workspace's runs go to it.
   await registerRunner(db(), { name: runnerName, url: runner.url, token: runner.token });
