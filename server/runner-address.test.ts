@@ -12,3 +12,9 @@ describe("runner errors without the runner's address", () => {
     expect(withoutRunnerAddress("status timed out after 5 s", "http://127.0.0.1:4100")).toBe("status timed out after 5 s");
   });
 });
+
+describe("a workspace's own runner", () => {
+  it("keeps its address in errors: its admin typed it, and egress refusals name it", () => {
+    expect(withoutRunnerAddress("url: 127.0.0.1 is a loopback address", "http://127.0.0.1:4100", "ws-1")).toBe("url: 127.0.0.1 is a loopback address");
+  });
+});

@@ -3,9 +3,9 @@
  * a Runner row's url and the token the web server holds for it, with timeouts, and every connection
  * failure turned into AppError RUNNER_UNAVAILABLE ("runner 'local' unreachable: connect ECONNREFUSED <address>").
  *
- * The messages name the runner, never its address: they reach members (a failed run's error, a refused
- * start) and a shared runner's address is its operator's business (docs/security.md). The URL is on the
- * runner's row for those who see its details (features/runners: runner-visibility.ts).
+ * The messages name an instance runner, never its address: they reach members (a failed run's error, a
+ * refused start) and a shared runner's address is its operator's business (docs/security.md). The URL is on
+ * the runner's row for those who see its details (features/runners: runner-visibility.ts).
  *
  * The Runner row stores the token hashed (identity) and encrypted at rest (server/runner-secret.ts): any
  * web process can present it. The configured runner's token (server/env.ts) is also always known.
@@ -79,8 +79,13 @@ const ADDRESS = "<address>";
 const IPV4 = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
 const AFTER_SOCKET_ERROR = /\b(E(?:CONNREFUSED|CONNRESET|TIMEDOUT|HOSTUNREACH|NETUNREACH|ADDRNOTAVAIL|AI_AGAIN|NOTFOUND)) \S+/g;
 
-/** `text` without the runner's address: its URL, host and port, name, and any address a socket error quotes. */
-export function withoutRunnerAddress(text: string, url: string): string {
+/**
+ * `text` without the runner's address: its URL, host and port, name, and any address a socket error quotes.
+ * Only an instance runner's (`workspaceId` null) is the operator's to keep: a workspace's own runner was typed
+ * by its admin, and its egress refusals must name it ("url: 127.0.0.1 is a loopback address …").
+ */
+export function withoutRunnerAddress(text: string, url: string, workspaceId: string | null = null): string {
+  if (workspaceId !== null) return text;
   let out = text;
   try {
     const u = new URL(url);
@@ -162,7 +167,7 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
     return await fetchFor(row)(`${row.url}${pathname}`, { ...init, headers });
   } catch (err) {
     if (init.signal?.aborted) throw init.signal.reason ?? err;
-    throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url)}`, { cause: err });
+    throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)}`, { cause: err });
   }
 }
 
@@ -170,9 +175,9 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
 function unavailable(row: RunnerRow, err: unknown): AppError {
   if (isAppError(err)) return err;
   if (err instanceof TRPCClientError && err.data) {
-    return new AppError("RUNNER_ERROR", `runner '${row.name}' refused the call: ${withoutRunnerAddress(err.message, row.url)}`, { cause: err });
+    return new AppError("RUNNER_ERROR", `runner '${row.name}' refused the call: ${withoutRunnerAddress(err.message, row.url, row.workspaceId)}`, { cause: err });
   }
-  return new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url)}`, { cause: err });
+  return new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)}`, { cause: err });
 }
 
 async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
