@@ -16,6 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import superjson from "superjson";
 import { handleTrpcRequest } from "../http/trpc-handler";
+import { handleAuthRequest } from "../http/auth-handler";
 import { handleChatCompletions } from "@/features/openai-api/server";
 import { handleArtRequest } from "@/features/art/server";
 import { createApiToken, ensureDefaultExperiment } from "@/features/workspace/server";
@@ -260,6 +261,24 @@ describe("tRPC: a __proto__ key", () => {
     );
     expect(res.status).toBe(400);
     expect(((await res.json()) as TrpcBody).error!.json.message).toMatch(/^__proto__: the key "__proto__" is refused/);
+    expect(await rows()).toEqual(before);
+  });
+});
+
+describe("the auth door", () => {
+  it("a sign-up with a __proto__ field, or a bidi override in the name, is 400 naming it; no user is made", async () => {
+    const before = await rows();
+    const signUp = (body: string) =>
+      handleAuthRequest(
+        new Request(`${ORIGIN}/api/auth/sign-up/email`, { method: "POST", headers: { "content-type": "application/json", origin: ORIGIN, "x-forwarded-for": "10.9.9.9" }, body }),
+        db(),
+      );
+    const proto = await signUp('{"name": "Eve", "email": "eve@example.com", "password": "correct horse 1", "__proto__": {"emailVerified": true}}');
+    expect(proto.status).toBe(400);
+    expect(((await proto.json()) as { message: string }).message).toMatch(/^__proto__: the key "__proto__" is refused/);
+    const bidi = await signUp(JSON.stringify({ name: "Eve\u202egnp.exe", email: "eve@example.com", password: "correct horse 1" }));
+    expect(bidi.status).toBe(400);
+    expect(((await bidi.json()) as { message: string }).message).toMatch(/^name: contains a bidirectional control character \(U\+202E\)/);
     expect(await rows()).toEqual(before);
   });
 });
