@@ -143,17 +143,19 @@ export const TrainerConfig = z
     epsilon: z
       .number()
       .min(0)
+      .max(10)
       .default(0.2)
       .describe(
         "Lower clip range ε: ratios below 1−ε are clipped, so one step cannot move the policy far (PPO's clip, Schulman et al. 2017). " +
-          "At least 0. Default 0.2, as in PPO and TRL's GRPOConfig.",
+          "At least 0, at most 10 (ART's CISPO widens it to 1). Default 0.2, as in PPO and TRL's GRPOConfig.",
       ),
     epsilon_high: z
       .number()
       .min(0)
+      .max(10)
       .default(0.28)
       .describe(
-        "Upper clip range: ratios above 1+epsilon_high are clipped. At least 0. Default 0.28: DAPO's clip-higher (Yu et al. 2025), " +
+        "Upper clip range: ratios above 1+epsilon_high are clipped. At least 0, at most 10 (ART's CISPO widens it to 4). Default 0.28: DAPO's clip-higher (Yu et al. 2025), " +
           "a wider upper range that lets unlikely tokens gain probability and so keeps exploring. Equal to epsilon, it is PPO's symmetric clip.",
       ),
     importance_sampling_level: z
@@ -174,10 +176,11 @@ export const TrainerConfig = z
     beta: z
       .number()
       .min(0)
+      .max(10)
       .default(0)
       .describe(
         "Weight of a KL penalty toward the base model (the adapter switched off), estimated per token with Schulman's k3 estimator " +
-          "as in GRPO (Shao et al. 2024). At least 0. Default 0: no penalty and no extra forward pass; DAPO and Dr. GRPO drop the " +
+          "as in GRPO (Shao et al. 2024). At least 0, at most 10 (GRPO used 0.04). Default 0: no penalty and no extra forward pass; DAPO and Dr. GRPO drop the " +
           "KL term, and TRL's GRPOConfig defaults to 0 too.",
       ),
     mini_epochs: z
@@ -531,10 +534,17 @@ export type RunConfig = z.infer<typeof RunConfig>;
 export const RunKind = z.enum(["train", "dry-run", "eval", "art"]);
 export type RunKind = z.infer<typeof RunKind>;
 
-/** Issues with the config, each naming its field path, e.g. `trainer.learning_rate: must be > 0`. */
-export function formatZodIssues(error: z.ZodError, prefix = ""): string[] {
+/**
+ * Zod's issues as "field: message", each naming its field path, e.g. `trainer.learning_rate: must be > 0`: the
+ * one formatter every door uses for zod's refusals (a ZodError's own message is its issues as a JSON array).
+ * `root` names an issue about the whole value; zod's "Invalid input: " is dropped where the field says where.
+ */
+export function formatZodIssues(error: z.ZodError, prefix = "", root = "(root)"): string[] {
   return error.issues.map((i) => {
     const path = i.path.map(String).join(".");
-    return `${prefix}${path || "(root)"}: ${i.message}`;
+    const field = `${prefix}${path || root}`;
+    // Some schemas' messages name their field already ("tags: at most 20 tags"): said once.
+    if (i.message.startsWith(`${path || root}: `)) return `${prefix}${i.message}`;
+    return `${field}: ${path ? i.message.replace(/^Invalid input: /, "") : i.message}`;
   });
 }

@@ -18,3 +18,4 @@ export * from "./secret-mask";
 export { computeEvalMetrics, computeStepMetrics, isTrainableGroup, type StepTimings } from "./step-metrics";
 export * from "./external-train";
 export * from "./identifiers";
+export * from "./json-keys";

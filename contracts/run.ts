@@ -218,6 +218,23 @@ export type RunEvent = z.infer<typeof RunEvent>;
 export type RunEventType = RunEvent["type"];
 export type RunEventOf<T extends RunEventType> = Extract<RunEvent, { type: T }>;
 
+/**
+ * Where the runner keeps a checkpoint (a path on its disk) is the operator's business (docs/security.md): the
+ * web server serves checkpoint.saved without it, on every way out (socket rooms, runs.events, the run events
+ * route; see CHECKPOINT_PATH_KEY). A checkpoint is named `<run>@<step>` and downloaded through the web server.
+ */
+export type ServedCheckpoint = Omit<CheckpointInfo, "path">;
+/** An event as the web server serves it to browsers and API clients. */
+export type ServedRunEvent = Exclude<RunEvent, { type: "checkpoint.saved" }> | (Omit<RunEventOf<"checkpoint.saved">, "payload"> & { payload: ServedCheckpoint });
+/** The payload key left out of a served checkpoint.saved (the run events route drops it in SQL). */
+export const CHECKPOINT_PATH_KEY = "path";
+
+export function servedEvent(e: RunEvent): ServedRunEvent {
+  if (e.type !== "checkpoint.saved") return e;
+  const { [CHECKPOINT_PATH_KEY]: _onTheRunnersDisk, ...payload } = e.payload;
+  return { ...e, payload };
+}
+
 /** Runner → web answer to start(spec): either accepted, or refused before it started, with diagnostics. */
 export const StartResult = z.discriminatedUnion("ok", [
   z.object({ ok: z.literal(true), run_id: z.string() }),

@@ -7,7 +7,7 @@
  * as they are ingested. Events may arrive twice around the switch from stored to live: dedupe by seq.
  */
 import { z } from "zod";
-import { type RunEvent, type RunStatus } from "@contracts";
+import { type RunStatus, type ServedRunEvent } from "@contracts";
 
 export const RunSubscribeInput = z.object({
   runId: z.string().min(1).max(128),
@@ -65,7 +65,7 @@ export interface RunDeliveryMessage {
 export type SubscribeAck = { ok: true; lastSeq: number; status: RunStatus; attempt: number } | { ok: false; error: string; retry?: boolean };
 
 export interface ServerToClientEvents {
-  "run:event": (event: RunEvent) => void;
+  "run:event": (event: ServedRunEvent) => void;
   "run:status": (status: RunStatusMessage) => void;
   "run:flag": (flag: RunFlagMessage) => void;
   "run:delivery": (delivery: RunDeliveryMessage) => void;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { findTextProblem, formatTextPath, multiLine, NUL_MESSAGE, oneLine, textProblem, urlTextProblem } from "./text-rules";
+import { findTextIssue, findTextProblem, formatTextPath, multiLine, NUL_MESSAGE, oneLine, textProblem, urlTextProblem } from "./text-rules";
 
 describe("text rules", () => {
   it("NUL is refused in every kind of text", () => {
@@ -13,6 +13,16 @@ describe("text rules", () => {
     for (const [ch, cp] of [["\t", "0009"], ["\n", "000A"], ["\r", "000D"], ["\u001b", "001B"], ["\u007f", "007F"]] as const) {
       expect(textProblem(`a${ch}b`, "line")).toMatch(new RegExp(`^contains a control character \\(U\\+${cp}\\)`));
     }
+  });
+
+  it("one-line fields refuse bidi overrides and isolates and the line and paragraph separators; multi-line text keeps them", () => {
+    for (const cp of ["202A", "202B", "202C", "202D", "202E", "2066", "2067", "2068", "2069"]) {
+      expect(textProblem(`a${String.fromCharCode(parseInt(cp, 16))}b`, "line")).toMatch(new RegExp(`^contains a bidirectional control character \\(U\\+${cp}\\)`));
+    }
+    for (const cp of ["2028", "2029"]) expect(textProblem(`a${String.fromCharCode(parseInt(cp, 16))}b`, "line")).toMatch(new RegExp(`^contains a line or paragraph separator \\(U\\+${cp}\\)`));
+    // Right-to-left text itself is fine (Hebrew, Arabic), and so are the marks around U+202A (U+200F RLM).
+    expect(textProblem("שלום עולם \u200f", "line")).toBeNull();
+    expect(textProblem("notes \u202e reversed", "text")).toBeNull();
   });
 
   it("multi-line text allows tab, LF and CR, and nothing else below U+0020", () => {
@@ -42,6 +52,11 @@ describe("text rules", () => {
     expect(findTextProblem({ ok: ["fine", { deeper: "text\twith tab" }], d: new Date(0) })).toBeNull();
   });
 
+  it("findTextIssue gives the path as an array, for doors that print it their own way", () => {
+    expect(findTextIssue({ a: [{ b: "x\u0000" }] })).toEqual({ path: ["a", 0, "b"], problem: NUL_MESSAGE });
+    expect(findTextIssue({ ok: "fine" })).toBeNull();
+  });
+
   it("walks a value of any depth without recursion", () => {
     let deep: unknown = "x\u0000";
     for (let i = 0; i < 200_000; i++) deep = [deep];
@@ -50,6 +65,7 @@ describe("text rules", () => {
 
   it("escapes control characters in the path it prints", () => {
     expect(formatTextPath(["a\u001b", 3])).toBe("a\\u001b.3");
+    expect(formatTextPath(["a\u202e"])).toBe("a\\u202e");
   });
 
   it("finds a NUL in an address's path or query", () => {

@@ -84,6 +84,22 @@ export const ServerEnv = z.object({
   AUTH_URL: z.string().url().optional(),
   /** More origins allowed to call the API and open sockets (comma-separated), e.g. http://localhost:3000. */
   AUTH_TRUSTED_ORIGINS: z.string().default(""),
+  /**
+   * Who operates this instance (docs/security.md, "Who is trusted"): comma-separated emails of the accounts that
+   * see the instance's runners as they are — their addresses, engine health and memory, error texts (which name
+   * the address), checkpoint paths and the engine queue every workspace shares. Every sign-up owns a workspace,
+   * so "workspace admin" is no such barrier. Unset: the owner of the default workspace, i.e. the account of the
+   * one-form first setup (features/workspace/server/operator.ts).
+   */
+  ROLLBOOK_OPERATOR_EMAILS: z
+    .string()
+    .default("")
+    .transform((v) =>
+      v
+        .split(",")
+        .map((e) => e.trim().toLowerCase())
+        .filter((e) => e.length > 0),
+    ),
   /** true: after the first user (the owner), only someone holding a valid invite link may sign up. */
   AUTH_DISABLE_SIGNUP: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
   /** true behind a reverse proxy that sets X-Forwarded-For (then its value is the client address); false: the socket's. */

@@ -4,7 +4,7 @@
  * from server/index.ts, in the same process. Where neither runs (tests, scripts) these are no-ops; the
  * ingester also scans for running runs it is not following, so a missed notification only delays it.
  */
-import { type RunEvent } from "@contracts";
+import { servedEvent, type RunEvent } from "@contracts";
 import { getIo } from "./realtime/io";
 import { runRoom, type RunFlagMessage, type RunStatusMessage } from "@contracts/socket-events";
 
@@ -37,7 +37,8 @@ export function emitRunEvents(runId: string, events: RunEvent[]): void {
   const io = getIo();
   if (!io) return;
   const room = io.to(runRoom(runId));
-  for (const e of events) room.emit("run:event", e);
+  // Served, not stored: a checkpoint's path on the runner's disk stays on the server (contracts/run.ts).
+  for (const e of events) room.emit("run:event", servedEvent(e));
 }
 
 export function emitRunFlag(flag: RunFlagMessage): void {

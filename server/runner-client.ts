@@ -1,7 +1,11 @@
 /**
  * The web server's view of a GPU runner: the runner's own tRPC client (gpu-runner/src/client.ts) bound to
  * a Runner row's url and the token the web server holds for it, with timeouts, and every connection
- * failure turned into AppError RUNNER_UNAVAILABLE ("runner 'local' at http://… unreachable: …").
+ * failure turned into AppError RUNNER_UNAVAILABLE ("runner 'local' unreachable: connect ECONNREFUSED <address>").
+ *
+ * The messages name an instance runner, never its address: they reach members (a failed run's error, a
+ * refused start) and a shared runner's address is its operator's business (docs/security.md). The URL is on
+ * the runner's row for those who see its details (features/runners: runner-visibility.ts).
  *
  * The Runner row stores the token hashed (identity) and encrypted at rest (server/runner-secret.ts): any
  * web process can present it. The configured runner's token (server/env.ts) is also always known.
@@ -42,6 +46,8 @@ export interface RunnerHandle {
   id: string;
   name: string;
   url: string;
+  /** null: an instance runner (the operator's); else the workspace that registered it. */
+  workspaceId: string | null;
   validate(input: { files: ExperimentFiles; kind: RunKind }): Promise<Diagnostic[]>;
   start(spec: RunSpecInput): Promise<StartResult>;
   /** With `attempt`, only that attempt is stopped (a newer one the run was resumed as is left alone). */
@@ -67,6 +73,28 @@ function fetchFor(row: RunnerRow): typeof fetch {
 }
 
 export const normalizeRunnerUrl = (url: string) => url.trim().replace(/\/+$/, "");
+
+const ADDRESS = "<address>";
+/** An IPv4 address (with its port), and whatever follows a socket error's code ("connect ECONNREFUSED ::1:4100"). */
+const IPV4 = /\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b/g;
+const AFTER_SOCKET_ERROR = /\b(E(?:CONNREFUSED|CONNRESET|TIMEDOUT|HOSTUNREACH|NETUNREACH|ADDRNOTAVAIL|AI_AGAIN|NOTFOUND)) \S+/g;
+
+/**
+ * `text` without the runner's address: its URL, host and port, name, and any address a socket error quotes.
+ * Only an instance runner's (`workspaceId` null) is the operator's to keep: a workspace's own runner was typed
+ * by its admin, and its egress refusals must name it ("url: 127.0.0.1 is a loopback address …").
+ */
+export function withoutRunnerAddress(text: string, url: string, workspaceId: string | null = null): string {
+  if (workspaceId !== null) return text;
+  let out = text;
+  try {
+    const u = new URL(url);
+    for (const part of [u.origin, u.host, u.hostname]) if (part) out = out.split(part).join(ADDRESS);
+  } catch {
+    out = out.split(url).join(ADDRESS);
+  }
+  return out.replace(AFTER_SOCKET_ERROR, `$1 ${ADDRESS}`).replace(IPV4, ADDRESS);
+}
 
 /**
  * Upserts a Runner row (url, token hashed + encrypted). `workspaceId` null/absent = an instance runner,
@@ -98,7 +126,7 @@ export function tokenFor(row: RunnerRow): string {
   if (row.name === e.RUNNER_NAME && e.RUNNER_TOKEN && tokenHash(e.RUNNER_TOKEN) === row.tokenHash) return e.RUNNER_TOKEN;
   throw new AppError(
     "RUNNER_UNAVAILABLE",
-    `runner '${row.name}' at ${row.url}: this web server cannot read its token (registered under another AUTH_SECRET?) — register it again`,
+    `runner '${row.name}': this web server cannot read its token (registered under another AUTH_SECRET?) — register it again`,
   );
 }
 
@@ -139,7 +167,7 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
     return await fetchFor(row)(`${row.url}${pathname}`, { ...init, headers });
   } catch (err) {
     if (init.signal?.aborted) throw init.signal.reason ?? err;
-    throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${rootMessage(err)}`, { cause: err });
+    throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)}`, { cause: err });
   }
 }
 
@@ -147,9 +175,9 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
 function unavailable(row: RunnerRow, err: unknown): AppError {
   if (isAppError(err)) return err;
   if (err instanceof TRPCClientError && err.data) {
-    return new AppError("RUNNER_ERROR", `runner '${row.name}' at ${row.url} refused the call: ${err.message}`, { cause: err });
+    return new AppError("RUNNER_ERROR", `runner '${row.name}' refused the call: ${withoutRunnerAddress(err.message, row.url, row.workspaceId)}`, { cause: err });
   }
-  return new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${rootMessage(err)}`, { cause: err });
+  return new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)}`, { cause: err });
 }
 
 async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
@@ -159,7 +187,7 @@ async function withTimeout<T>(row: RunnerRow, what: string, ms: number, fn: (sig
     return await fn(ctl.signal);
   } catch (err) {
     if (ctl.signal.aborted) {
-      throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' at ${row.url} unreachable: ${what} timed out after ${ms / 1000} s`);
+      throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${what} timed out after ${ms / 1000} s`);
     }
     throw unavailable(row, err);
   } finally {
@@ -173,6 +201,7 @@ export function runnerHandle(row: RunnerRow, token: string = tokenFor(row)): Run
     id: row.id,
     name: row.name,
     url: row.url,
+    workspaceId: row.workspaceId,
     async validate(input) {
       const res = await withTimeout(row, "validate", TIMEOUTS_MS.validate, (signal) => client.validate.mutate(input, { signal }));
       return res.diagnostics.map((d) => Diagnostic.parse(d));

@@ -20,12 +20,13 @@
 import { initTRPC, TRPCError, type TRPC_ERROR_CODE_KEY } from "@trpc/server";
 import superjson from "superjson";
 import { ZodError } from "zod";
-import { type Diagnostic, nestedTooDeepMessage, valueTooDeep } from "@contracts";
+import { type Diagnostic, findPrototypeKey, formatZodIssues, nestedTooDeepMessage, prototypeKeyMessage, valueTooDeep } from "@contracts";
 import { AppError, isAppError, type AppErrorCode } from "./errors";
 import { resolveRunner, runnerById, type RunnerHandle } from "./runner-client";
 import { type Access, type Role } from "@contracts/roles";
 import { requireRole, resolveWorkspaceAccess, type WorkspaceAccess } from "./auth/workspace-access";
 import type { Principal, SessionUser } from "./auth/principal";
+import { isInstanceOperator } from "@/features/workspace/server";
 import type { Db } from "./db-types";
 import { findTextProblem } from "@contracts/text-rules";
 
@@ -93,6 +94,13 @@ const transformer = {
     serialize: (value: unknown) => superjson.serialize(value),
     deserialize: (value: unknown) => {
       if (valueTooDeep(value)) throw new TRPCError({ code: "BAD_REQUEST", message: `input: ${nestedTooDeepMessage()}` });
+      // Before superjson copies it: a parsed "__proto__" key would become the copy's prototype or vanish
+      // (contracts/json-keys.ts). The path is the input's, without superjson's envelope ("json").
+      const proto = findPrototypeKey(value);
+      if (proto) {
+        const path = proto[0] === "json" ? proto.slice(1) : proto;
+        throw new TRPCError({ code: "BAD_REQUEST", message: `${path.join(".")}: ${prototypeKeyMessage(String(proto.at(-1)))}` });
+      }
       return superjson.deserialize(value as Parameters<typeof superjson.deserialize>[0]);
     },
   },
@@ -108,15 +116,17 @@ const t = initTRPC.context<Context>().meta<Meta>().create({
     const zod = cause instanceof ZodError ? cause : undefined;
     const internal = error.code === "INTERNAL_SERVER_ERROR" && !app;
     const { stack: _stack, ...data } = shape.data as typeof shape.data & { stack?: string };
+    /** Input validation problems, one line each: `files.config.json: expected string`. */
+    const issues = zod ? formatZodIssues(zod, "", "(input)") : null;
     return {
       ...shape,
-      message: internal ? "Internal server error" : shape.message,
+      // A ZodError's own message is its issues as a JSON array: the message says them as "field: message".
+      message: internal ? "Internal server error" : issues ? issues.join("; ") : shape.message,
       data: {
         ...data,
         appCode: (app?.code ?? null) as AppErrorCode | null,
         diagnostics: (app?.diagnostics ?? null) as Diagnostic[] | null,
-        /** Input validation problems, one line each: `files.config.json: expected string`. */
-        issues: zod ? zod.issues.map((i) => `${i.path.map(String).join(".") || "(input)"}: ${i.message}`) : null,
+        issues,
       },
     };
   },
@@ -140,7 +150,8 @@ export const mergeRouters = t.mergeRouters;
  * A NUL anywhere in the input is refused naming its path ("notes: contains a NUL character (\u0000)"):
  * Postgres cannot store it, and it used to surface as a 500 naming nothing. Before the input is parsed, so
  * it covers every procedure and every string, files included; the other control characters are refused
- * per field by the input schemas (contracts/text-rules.ts).
+ * per field by the input schemas (contracts/text-rules.ts). A `__proto__` key is refused earlier, in the
+ * transformer, before superjson copies the input.
  */
 const refuseNul = t.middleware(async ({ getRawInput, next }) => {
   const problem = findTextProblem(await getRawInput());
@@ -173,11 +184,15 @@ function roleProcedure(needed: Role) {
       });
       const { workspaceId, role } = await ctx.access;
       requireRole(role, needed);
+      let operator: Promise<boolean> | undefined;
+      const user = ctx.user;
       return next({
         ctx: {
           ...ctx,
           workspaceId,
           role,
+          /** Whether the caller operates this instance (features/workspace/server/operator.ts): asked once per call, when a procedure needs it. */
+          isOperator: (): Promise<boolean> => (operator ??= isInstanceOperator(ctx.db, user)),
           /** The runner new runs go to. */
           getRunner: (): Promise<RunnerHandle> => resolveRunner(ctx.db, ctx.runnerName, workspaceId),
           runnerById: (id: string): Promise<RunnerHandle> => runnerById(ctx.db, id),

@@ -5,7 +5,7 @@
  * page held, in order, so a case can say what a person watching the page would have seen.
  */
 import { io } from "socket.io-client";
-import type { RunEvent, RunStatus } from "@contracts";
+import type { RunStatus, ServedRunEvent } from "@contracts";
 import { followRunLive } from "@/features/run-view";
 import { initialRunState, runReducer, type RunViewState } from "@/features/run-view";
 import { keepReconnecting, type RollbookSocket } from "@/components/socket";
@@ -25,7 +25,7 @@ export function openViewer(webUrl: string, apiToken: string, runId: string): Vie
   const socket: RollbookSocket = keepReconnecting(io(webUrl, { transports: ["websocket"], reconnectionDelayMax: 1_000, auth: { token: apiToken } }));
   const arrived: number[] = [];
   const statuses: RunStatus[] = [];
-  socket.on("run:event", (e: RunEvent) => e.run_id === runId && arrived.push(e.seq));
+  socket.on("run:event", (e: ServedRunEvent) => e.run_id === runId && arrived.push(e.seq));
   let connects = 0;
   socket.on("connect", () => connects++);
   let state = initialRunState;

@@ -4,6 +4,7 @@
  * the key they concern (`trainer.learning_rate: ...`), or line 1 when the key is absent (a default applied).
  */
 import { RunConfig, type RunKind } from "../config";
+import { findPrototypeKey, PROTOTYPE_KEYS, prototypeKeyMessage } from "../json-keys";
 import type { Diagnostic } from "../run";
 import { findKeyOffset, offsetToPosition, parseJson } from "./json-position";
 import { mapPastedMcpServers, pastedSourcePath } from "./mcp-servers-paste";
@@ -36,6 +37,9 @@ export function parseRunConfig(text: string, kind?: RunKind): ParseRunConfigResu
     const message = json.tooDeep ? `config.json is ${json.message}` : `config.json is not valid JSON: ${json.message}`;
     return { ok: false, diagnostics: [{ file: FILE, ...pos, message, severity: "error" }] };
   }
+  // Before anything reads or merges it: zod would drop a "__proto__" key unseen (contracts/json-keys.ts).
+  const protoKey = findPrototypeKey(json.value, PROTOTYPE_KEYS);
+  if (protoKey) return { ok: false, diagnostics: [at(text, protoKey, `${protoKey.join(".")}: ${prototypeKeyMessage(String(protoKey.at(-1)))}`)] };
   // Editors' `mcpServers` becomes `mcp.servers` first, so the schema holds pasted servers to the same rules.
   const pasted = mapPastedMcpServers(json.value);
   // Shown whether or not the rest checks: the diagnostic model has no info level, so a warning says it.

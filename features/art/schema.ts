@@ -9,6 +9,8 @@
  * MAX_ART_REQUEST_BYTES, server/http/body-limit.ts).
  */
 import { z } from "zod";
+import { TrainerConfig } from "@contracts";
+import { oneLine } from "@contracts/text-rules";
 
 export const ART_LIMITS = {
   groups: 1_024,
@@ -22,22 +24,31 @@ export const ART_LIMITS = {
   mapEntries: 256,
   logLines: 2_000,
   nameChars: 128,
+  /** Rewards and metric values: finite and at most this in size, so a step's sums and variances stay finite. */
+  magnitude: 1e12,
+  /** A sampled token's logprob: at least this (vLLM writes -9999 for an impossible token), at most 1 (rounding above 0). */
+  minLogprob: -1e5,
 } as const;
 
 const L = ART_LIMITS;
 const text = z.string().max(L.textChars);
+/** A name-like field (a key, an id, a tool's name): one line of plain text (contracts/text-rules.ts). */
+const line = (max: number) => oneLine(z.string().max(max));
+/** A reward or a metric: zod already refuses NaN and ±Infinity; the bound keeps 1e308s from overflowing a step's mean. */
+const Finite = z.number().min(-L.magnitude).max(L.magnitude);
+const Logprob = z.number().min(L.minLogprob).max(1);
 /** ART's metric values: float | int | bool (a bool counts as 0/1 where Rollbook keeps numbers). */
-const MetricMap = z.record(z.string().max(L.nameChars), z.union([z.number(), z.boolean()])).refine((m) => Object.keys(m).length <= L.mapEntries, {
+const MetricMap = z.record(line(L.nameChars), z.union([Finite, z.boolean()])).refine((m) => Object.keys(m).length <= L.mapEntries, {
   message: `at most ${L.mapEntries} entries`,
 });
 const MetadataMap = z
-  .record(z.string().max(L.nameChars), z.union([z.number(), z.string().max(10_000), z.boolean(), z.null()]))
+  .record(line(L.nameChars), z.union([Finite, z.string().max(10_000), z.boolean(), z.null()]))
   .refine((m) => Object.keys(m).length <= L.mapEntries, { message: `at most ${L.mapEntries} entries` });
 
 export const ArtToolCall = z.looseObject({
-  id: z.string().max(L.nameChars * 4),
-  type: z.string().max(32).optional(),
-  function: z.looseObject({ name: z.string().max(L.nameChars * 4), arguments: text }),
+  id: line(L.nameChars * 4),
+  type: line(32).optional(),
+  function: z.looseObject({ name: line(L.nameChars * 4), arguments: text }),
 });
 
 /** A content part of an OpenAI message (`{type: "text", text}`; images and audio are kept as their type only). */
@@ -48,18 +59,18 @@ const MessageContent = z.union([text, z.array(ContentPart).max(1_000), z.null()]
 export const ArtMessage = z.looseObject({
   role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
   content: MessageContent.optional(),
-  name: z.string().max(L.nameChars * 4).optional(),
+  name: line(L.nameChars * 4).optional(),
   tool_calls: z.array(ArtToolCall).max(L.toolCalls).nullable().optional(),
-  tool_call_id: z.string().max(L.nameChars * 4).optional(),
+  tool_call_id: line(L.nameChars * 4).optional(),
 });
 export type ArtMessage = z.infer<typeof ArtMessage>;
 
-const TopLogprob = z.looseObject({ token: text, logprob: z.number(), bytes: z.array(z.number().int()).max(1_024).nullable().optional() });
+const TopLogprob = z.looseObject({ token: text, logprob: Logprob, bytes: z.array(z.number().int()).max(1_024).nullable().optional() });
 export const ArtTokenLogprob = TopLogprob.extend({ top_logprobs: z.array(TopLogprob).max(L.topLogprobs).nullable().optional() });
 
 /** An OpenAI `Choice` dict: one sampled reply (the trainable part of a trajectory). */
 export const ArtChoice = z.looseObject({
-  finish_reason: z.string().max(64).nullable(),
+  finish_reason: line(64).nullable(),
   index: z.number().int().min(0),
   logprobs: z.looseObject({ content: z.array(ArtTokenLogprob).max(L.logprobTokens).nullable().optional() }).nullable().optional(),
   message: z.looseObject({
@@ -95,7 +106,7 @@ export const ArtTrajectory = z.looseObject({
   messages_and_choices: z.array(ArtMessageOrChoice).max(L.itemsPerTrajectory).default([]),
   tools: z.array(z.unknown()).max(1_000).nullable().optional(),
   additional_histories: z.array(ArtHistory).max(L.histories).default([]),
-  reward: z.number().default(0),
+  reward: Finite.default(0),
   initial_policy_version: z.number().int().nullable().optional(),
   final_policy_version: z.number().int().nullable().optional(),
   metrics: MetricMap.default({}),
@@ -115,38 +126,44 @@ export const ArtTrajectoryGroup = z.looseObject({
 });
 export type ArtTrajectoryGroup = z.infer<typeof ArtTrajectoryGroup>;
 
-const Name = z.string().trim().min(1).max(L.nameChars);
+const Name = oneLine(z.string().trim().min(1).max(L.nameChars));
+const ModelId = oneLine(z.string().min(1).max(200));
 
 /** POST /preview/models. `entity` and `project` may be null (the client sends its model's, which may be unset). */
 export const CreateModelBody = z.object({
   entity: Name.nullable().optional(),
   project: Name.nullable().optional(),
   name: Name.nullable().optional(),
-  base_model: z.string().trim().min(1).max(300),
+  base_model: oneLine(z.string().trim().min(1).max(300)),
   return_existing: z.boolean().default(false),
 });
 export type CreateModelBody = z.infer<typeof CreateModelBody>;
 
 /** POST /preview/models/{id}/log. */
 export const LogBody = z.object({
-  model_id: z.string().max(200).optional(),
+  model_id: ModelId.optional(),
   trajectory_groups: z.array(ArtTrajectoryGroup).min(1).max(L.groups),
   split: z.enum(["train", "val"]),
 });
 export type LogBody = z.infer<typeof LogBody>;
 
+/** A trainer number as ART may send it: within TrainerConfig's own bounds (contracts/config.ts documents them), or null. */
+const trainerNumber = (key: "learning_rate" | "epsilon" | "epsilon_high") => TrainerConfig.shape[key].unwrap().nullable().optional();
+
 /**
  * ART's ExperimentalTrainingConfig (art/serverless/client.py), every key nullable: the client sends each one,
  * null where the script left ART's default. Unknown keys are kept, and refused by name when set
  * (art-train-config.ts): a knob Rollbook would silently ignore changes what the user thinks they trained.
+ * Every number is finite (zod refuses NaN and ±Infinity; the door names Python's NaN literals) and the ones
+ * Rollbook trains with are held to the trainer's ranges here, before any other check (a running job's 409).
  */
 export const ArtExperimentalConfig = z.looseObject({
   advantage_balance: z.number().nullable().optional(),
-  epsilon: z.number().nullable().optional(),
-  epsilon_high: z.number().nullable().optional(),
-  importance_sampling_level: z.string().max(64).nullable().optional(),
+  epsilon: trainerNumber("epsilon"),
+  epsilon_high: trainerNumber("epsilon_high"),
+  importance_sampling_level: line(64).nullable().optional(),
   kimi_k2_tau: z.number().nullable().optional(),
-  learning_rate: z.number().nullable().optional(),
+  learning_rate: trainerNumber("learning_rate"),
   mask_prob_ratio: z.boolean().nullable().optional(),
   max_negative_advantage_importance_sampling_weight: z.number().nullable().optional(),
   ppo: z.boolean().nullable().optional(),
@@ -157,7 +174,7 @@ export type ArtExperimentalConfig = z.infer<typeof ArtExperimentalConfig>;
 
 /** POST /preview/training-jobs. */
 export const TrainingJobBody = z.object({
-  model_id: z.string().min(1).max(200),
+  model_id: ModelId,
   trajectory_groups: z.array(ArtTrajectoryGroup).min(1).max(L.groups),
   experimental_config: ArtExperimentalConfig.nullable().optional(),
 });

@@ -7,7 +7,7 @@
  *   field and no control character in the one-line ones (a name, an email: contracts/text-rules.ts). Better
  *   Auth checks none of these, and a NUL in a sign-up's name reached Postgres ("Failed to create user").
  */
-import { MAX_JSON_DEPTH } from "@contracts";
+import { findPrototypeKey, MAX_JSON_DEPTH, prototypeKeyMessage } from "@contracts";
 import { authFor } from "../auth/auth";
 import { originAllowed } from "../auth/origins";
 import type { Db } from "../db-types";
@@ -44,8 +44,12 @@ export async function handleAuthRequest(req: Request, db: Db): Promise<Response>
     const read = await readCappedBody(req, capOf("auth"), { maxJsonDepth: MAX_JSON_DEPTH });
     if (!read.ok) return refuse(read.status, read.message, read.status === 413 ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST");
     const oneLine = (path: TextPath) => (path.length === 1 && ONE_LINE_FIELDS.has(String(path[0])) ? "line" : "any");
-    const problem = findTextProblem(bodyFields(read.bytes, req.headers.get("content-type") ?? ""), oneLine);
+    const fields = bodyFields(read.bytes, req.headers.get("content-type") ?? "");
+    const problem = findTextProblem(fields, oneLine);
     if (problem) return refuse(400, problem, "INVALID_INPUT");
+    // A "__proto__" field would be dropped or become a prototype as the body is copied (contracts/json-keys.ts).
+    const proto = findPrototypeKey(fields);
+    if (proto) return refuse(400, `${proto.join(".")}: ${prototypeKeyMessage(String(proto.at(-1)))}`, "INVALID_INPUT");
     req = withBody(req, read.bytes);
   }
   return authFor(db).handler(req);

@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { io } from "socket.io-client";
-import { type RunEvent } from "@contracts";
+import { type RunEvent, type ServedRunEvent } from "@contracts";
 import { followRunLive } from "@/features/run-view";
 import { initialRunState, runReducer } from "@/features/run-view";
 import { keepReconnecting, type RollbookSocket } from "@/components/socket";
@@ -112,7 +112,7 @@ async function startWeb(extra: Record<string, string>): Promise<Child & { holder
 function viewerOn(port: number, runId: string) {
   const socket: RollbookSocket = keepReconnecting(io(`http://127.0.0.1:${port}`, { transports: ["websocket"], auth: { token: apiToken } }));
   const arrived: number[] = [];
-  socket.on("run:event", (e: RunEvent) => e.run_id === runId && arrived.push(e.seq));
+  socket.on("run:event", (e: ServedRunEvent) => e.run_id === runId && arrived.push(e.seq));
   let state = initialRunState;
   const stop = followRunLive({
     socket,

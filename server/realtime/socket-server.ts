@@ -10,7 +10,8 @@
  * role), and answers "not found" otherwise — the same answer as for a run that does not exist. The origin
  * is checked before the handshake (server/index.ts, allowRequest).
  */
-import { type RunStatus } from "@contracts";
+import { formatZodIssues, servedEvent, type RunStatus } from "@contracts";
+import { findTextProblem } from "@contracts/text-rules";
 import { rowToEvent } from "../run-convert";
 import type { Db } from "../db-types";
 import { resolvePrincipal, toHeaders } from "../auth/principal";
@@ -45,8 +46,11 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, deliver
       const reply = (res: SubscribeAck) => {
         if (typeof ack === "function") ack(res);
       };
+      // As at every door: NUL is named (Postgres cannot take it), then the shape, field by field.
+      const problem = findTextProblem(raw);
+      if (problem) return reply({ ok: false, error: `run:subscribe: ${problem}` });
       const parsed = RunSubscribeInput.safeParse(raw);
-      if (!parsed.success) return reply({ ok: false, error: "run:subscribe needs { runId: string, afterSeq: number }" });
+      if (!parsed.success) return reply({ ok: false, error: `run:subscribe needs { runId: string, afterSeq: number }: ${formatZodIssues(parsed.error, "", "input").join("; ")}` });
       const { runId } = parsed.data;
       let after = parsed.data.afterSeq;
       try {
@@ -67,7 +71,7 @@ export function attachRealtime(io: RollbookIo, getDb: () => Promise<Db>, deliver
             ],
             { isolationLevel: "RepeatableRead" },
           );
-          for (const row of rows) socket.emit("run:event", rowToEvent(row));
+          for (const row of rows) socket.emit("run:event", servedEvent(rowToEvent(row)));
           after = rows.at(-1)?.seq ?? after;
           if (rows.length < PAGE || !socket.connected) {
             const status = run.status as RunStatus;

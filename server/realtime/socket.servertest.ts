@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Server } from "socket.io";
 import { io as connect, type Socket } from "socket.io-client";
-import { type RunEvent } from "@contracts";
+import { servedEvent, type ServedRunEvent } from "@contracts";
 import { ingestAndEmit } from "@/features/run-lifecycle/server";
 import { createApiToken } from "@/features/workspace/server";
 import { removeMember } from "@/features/workspace/server";
@@ -50,7 +50,7 @@ describe("run:subscribe", () => {
     await ingestAndEmit(db(), runId, log.slice(0, 6));
 
     const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token } });
-    const got = new Map<number, RunEvent>();
+    const got = new Map<number, ServedRunEvent>();
     const statuses: RunStatusMessage[] = [];
     client.on("run:event", (e) => got.set(e.seq, e));
     client.on("run:status", (s) => statuses.push(s));
@@ -66,6 +66,11 @@ describe("run:subscribe", () => {
     while (got.size < log.length - 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect([...got.keys()].sort((a, b) => a - b)).toEqual(log.slice(2).map((e) => e.seq));
     expect(got.get(log.length)).toEqual(log.at(-1));
+    // Replayed or live, a checkpoint comes without its path on the runner's disk (contracts/run.ts, ServedRunEvent).
+    const checkpoints = log.filter((e) => e.type === "checkpoint.saved");
+    expect(checkpoints.length).toBeGreaterThan(0);
+    for (const e of checkpoints) expect(got.get(e.seq)).toEqual(servedEvent(e));
+    expect(JSON.stringify([...got.values()])).not.toContain("/checkpoints/");
     expect(statuses.at(-1)).toMatchObject({ status: "completed", lastSeq: log.length });
 
     const bad = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: "missing-run", afterSeq: 0 }, resolve));
@@ -101,7 +106,7 @@ describe("who may listen", () => {
     const otherRun = await createRunningRun(db(), otherWs);
     await ingestAndEmit(db(), otherRun, runEvents(otherRun).slice(0, 3));
     const client: Socket<ServerToClientEvents, ClientToServerEvents> = connect(url, { transports: ["websocket"], auth: { token } });
-    const got: RunEvent[] = [];
+    const got: ServedRunEvent[] = [];
     client.on("run:event", (e) => got.push(e));
     const ack = await new Promise<SubscribeAck>((resolve) => client.emit("run:subscribe", { runId: otherRun, afterSeq: 0 }, resolve));
     expect(ack).toEqual({ ok: false, error: `run ${otherRun} not found` });

@@ -6,7 +6,7 @@
  *     and the runner refuses it on its own when handed it directly;
  *   - only admins register the servers experiments may name;
  *   - a registered server that tries to read the runner's secrets from inside a run gets nothing: it runs in
- *     the bubblewrap sandbox, with its own environment only.
+ *     the bubblewrap sandbox, with its own environment only, and bwrap itself (pid 1 inside) with none.
  *   npx vitest run --project server server/security/command-execution.servertest.ts
  */
 import fs from "node:fs";
@@ -107,7 +107,8 @@ export default async function rollout(ctx: RolloutContext<Task>) {
   const env = (await ctx.mcp.call("p", "env", {})).text;
   const who = (await ctx.mcp.call("p", "whoami", {})).text;
   const shell = (await ctx.mcp.call("p", "shell", { script: "cat /proc/1/environ; ls /work /root 2>&1" })).text;
-  return JSON.stringify({ reads, runs, env, who, shell });
+  const bwrapEnv = (await ctx.mcp.call("p", "read", { path: "/proc/1/environ" })).text;
+  return JSON.stringify({ reads, runs, env, who, shell, bwrapEnv });
 }
 `;
     const member = await side.as("member");
@@ -118,11 +119,14 @@ export default async function rollout(ctx: RolloutContext<Task>) {
     const rollout = events.find((e) => e.type === "rollout.finished");
     if (rollout?.type !== "rollout.finished") throw new Error(`no rollout: ${JSON.stringify(events.slice(-3))}`);
     expect(rollout.payload.error).toBeNull();
-    const out = JSON.parse(rollout.payload.output as string) as { reads: string[]; runs: string; env: string; who: string; shell: string };
+    const out = JSON.parse(rollout.payload.output as string) as { reads: string[]; runs: string; env: string; who: string; shell: string; bwrapEnv: string };
     for (const r of out.reads) expect(r).toMatch(/^error: ENOENT/);
     expect(out.runs).toMatch(/^error: ENOENT/);
     expect(Object.keys(JSON.parse(out.env) as object).sort()).toEqual(["GIVEN", "HOME", "PATH", "PWD"]);
     expect(JSON.parse(out.who)).toMatchObject({ uid: 65534, gid: 65534 });
+    // bwrap's own process (pid 1 inside) started with nothing: the MCP SDK's defaults (HOME, PATH, SHELL, TERM,
+    // USER, LOGNAME of the runner) used to be there (issue 29, item 6).
+    expect(out.bwrapEnv).toBe("ok: ");
     const secret = fs.readFileSync(tokenFile, "utf8").trim();
     for (const text of [JSON.stringify(out), JSON.stringify(events)]) {
       expect(text).not.toContain(secret);

@@ -8,6 +8,11 @@
  * - finding 4: runners.status shows a caller only its workspace's runs, and the runner's URL and engine
  *   health only to admins; runners.list hides URLs and errors from non-admins and counts only the
  *   caller's runs.
+ * - issue 29, item 5: every sign-up owns a workspace, so "admin" is no barrier: the instance's runner (its
+ *   URL, engine health and memory, queue, error texts naming its address) and the checkpoints' paths on its
+ *   disk are the instance operator's (Alice here: the first account, owner of the default workspace; or
+ *   whoever ROLLBOOK_OPERATOR_EMAILS names), never Bob's, though Bob owns workspace B; a workspace admin
+ *   still sees the runners their own workspace registered. Error texts name a runner, never its address.
  *
  *   npx vitest run --project server server/security/workspace-confusion.servertest.ts
  */
@@ -16,12 +21,15 @@ import superjson from "superjson";
 import { handleAuthRequest } from "../http/auth-handler";
 import { handleTrpcRequest } from "../http/trpc-handler";
 import { handleRunsTableCsv } from "@/features/runs/server";
+import { handleRunEvents } from "@/features/run-view/server";
+import { ingestEvents } from "@/features/run-lifecycle/server";
+import { resetEnv } from "../env";
 import { WORKSPACE_COOKIE, WORKSPACE_HEADER } from "@contracts/cookies";
 import { registerRunner } from "../runner-client";
 import { dispatcherFor } from "@/features/run-lifecycle/server";
 import { ensureDefaultWorkspace } from "@/features/workspace/server";
 import { startEnginelessRunner, type EnginelessRunner } from "../test/engineless-runner";
-import { createTestDb, templateFiles, type TestDb } from "../test/harness";
+import { closedPort, createRunningRun, createTestDb, runEvents, templateFiles, type TestDb } from "../test/harness";
 
 const ORIGIN = "http://127.0.0.1:3000";
 const runnerName = "shared-runner";
@@ -117,7 +125,7 @@ beforeAll(async () => {
       max_context_tokens: 2048,
       memory: { rss_bytes: ENGINE_SECRET_BYTES, gpu_allocated_bytes: null },
     },
-    lastRestart: { at: Date.now(), reason: `engine killed by SIGKILL; last output: ${RESTART_SECRET}` },
+    lastRestart: { at: Date.now(), reason: `engine killed by SIGKILL; last output: ${RESTART_SECRET}`, cause: "engine killed by SIGKILL, likely out of memory" },
   });
   // The instance's runner (set in the web server's environment): every workspace's runs go to it.
   await registerRunner(db(), { name: runnerName, url: runner.url, token: runner.token });
@@ -232,5 +240,115 @@ describe("finding 4: runners.status and runners.list", () => {
     // Only A's own runs are counted: B's run on the same runner is not A's business.
     const occupyingA = await db().run.count({ where: { workspaceId: A, status: { in: ["running", "lost", "queued"] } } });
     expect(mine.running + mine.queued).toBe(occupyingA);
+  });
+});
+
+describe("issue 29, item 5: a shared runner's details are the instance operator's", () => {
+  type Status = { url: string | null; status: { engine: { health: unknown }; engine_queue?: unknown } | null };
+  type Row = { name: string; url: string | null; lastError: string | null; scope: string };
+  type GotRun = { runner: { name: string; url: string | null } | null; checkpoints: { step: number; path: string | null }[] };
+  const port = () => new URL(runner.url).port;
+  const ckptPath = (run: string) => `/srv/rollbook/operator-disk/runs/${run}/checkpoints/0001`;
+
+  beforeAll(async () => {
+    // What the runner reported when it saved a checkpoint: a path on the operator's disk.
+    for (const run of [runA, runB]) await db().checkpoint.create({ data: { runId: run, step: 1, path: ckptPath(run), sizeBytes: 1_000 } });
+    await db().runner.updateMany({ where: { name: runnerName }, data: { lastError: `runner '${runnerName}' at ${runner.url} answered 500` } });
+  });
+
+  it("Bob owns workspace B (every sign-up owns one) and still sees neither the instance runner's URL, engine memory, queue nor error text", async () => {
+    const res = await call(bob, "runners.status", undefined, { header: B });
+    expect(res.status).toBe(200);
+    const s = res.data as Status;
+    expect(s.url).toBeNull();
+    expect(s.status).not.toHaveProperty("engine_queue"); // every workspace's model calls
+    expect(s.status!.engine.health).toBeNull();
+    const list = (await call(bob, "runners.list", undefined, { header: B })).data as Row[];
+    expect(list.find((r) => r.name === runnerName)).toMatchObject({ scope: "instance", url: null, lastError: null });
+    for (const text of [JSON.stringify(res.data), JSON.stringify(list)]) {
+      for (const secret of [runner.url, `:${port()}`, String(ENGINE_SECRET_BYTES), RESTART_SECRET]) expect(text).not.toContain(secret);
+    }
+  });
+
+  it("runs.get: the runner's URL and the checkpoints' paths reach no viewer, member or owner but the operator", async () => {
+    for (const [who, ws, run] of [[bob, B, runB], [carol, B, runB], [carol, A, runA]] as const) {
+      const got = (await call(who, "runs.get", { id: run }, { header: ws })).data as GotRun;
+      expect(got.runner).toEqual({ name: runnerName, url: null });
+      expect(got.checkpoints).toEqual([expect.objectContaining({ step: 1, path: null })]);
+      expect(JSON.stringify(got)).not.toContain(runner.url);
+      expect(JSON.stringify(got)).not.toContain("/operator-disk/");
+    }
+    // The run page shows "runner: shared-runner" then, not "shared-runner (undefined)" (run-view.tsx reads url ?? name).
+    const operator = (await call(alice, "runs.get", { id: runA }, { header: A })).data as GotRun;
+    expect(operator.runner).toEqual({ name: runnerName, url: runner.url });
+    expect(operator.checkpoints).toEqual([expect.objectContaining({ step: 1, path: ckptPath(runA) })]);
+  });
+
+  it("a run's events never carry a checkpoint's path: runs.events and the events route, for everyone", async () => {
+    const logged = await createRunningRun(db(), B);
+    await ingestEvents(db(), logged, runEvents(logged));
+    const stored = await db().runEvent.findMany({ where: { runId: logged, type: "checkpoint.saved" } });
+    expect(JSON.stringify(stored)).toContain("/checkpoints/"); // the stored log keeps it (run moves need it)
+    const events = (await call(bob, "runs.events", { runId: logged, afterSeq: 0 }, { header: B })).data as { type: string; payload: unknown }[];
+    expect(events.filter((e) => e.type === "checkpoint.saved").length).toBe(2);
+    expect(JSON.stringify(events)).not.toContain("/checkpoints/");
+    for (const view of ["full", "summary"]) {
+      const route = await handleRunEvents(new Request(`${ORIGIN}/api/runs/${logged}/events?view=${view}`, { headers: { origin: ORIGIN, cookie: bob.cookie, [WORKSPACE_HEADER]: B } }), logged, { db: db() });
+      expect(route.status).toBe(200);
+      const body = await route.text();
+      expect(body).toContain("checkpoint.saved");
+      expect(body, view).not.toContain("/checkpoints/");
+    }
+  });
+
+  it("a workspace admin sees the runners their workspace registered (URL, errors); its members do not; the operator's own workspace does not list them", async () => {
+    await registerRunner(db(), { name: "bobs-gpu", url: runner.url, token: runner.token, workspaceId: B });
+    await db().runner.updateMany({ where: { name: "bobs-gpu" }, data: { lastError: `runner 'bobs-gpu' at ${runner.url} answered 500` } });
+    const own = ((await call(bob, "runners.list", undefined, { header: B })).data as Row[]).find((r) => r.name === "bobs-gpu");
+    expect(own).toMatchObject({ scope: "workspace", url: runner.url, lastError: expect.stringContaining(runner.url) });
+    const member = ((await call(carol, "runners.list", undefined, { header: B })).data as Row[]).find((r) => r.name === "bobs-gpu");
+    expect(member).toMatchObject({ url: null, lastError: null });
+    expect(((await call(alice, "runners.list", undefined, { header: A })).data as Row[]).map((r) => r.name)).not.toContain("bobs-gpu");
+  });
+
+  it("ROLLBOOK_OPERATOR_EMAILS names the operator: then Bob sees the instance runner as it is, and Alice (the first owner) does not", async () => {
+    const saved = process.env.ROLLBOOK_OPERATOR_EMAILS;
+    process.env.ROLLBOOK_OPERATOR_EMAILS = " BOB@example.com ";
+    resetEnv();
+    try {
+      const b = (await call(bob, "runners.status", undefined, { header: B })).data as Status;
+      expect(b.url).toBe(runner.url);
+      expect(JSON.stringify(b.status!.engine)).toContain(String(ENGINE_SECRET_BYTES));
+      expect(b.status).toHaveProperty("engine_queue");
+      expect(((await call(bob, "runs.get", { id: runB }, { header: B })).data as GotRun).checkpoints[0]!.path).toBe(ckptPath(runB));
+      const a = (await call(alice, "runners.status", undefined, { header: A })).data as Status;
+      expect(a.url).toBeNull();
+      expect(((await call(alice, "runs.get", { id: runA }, { header: A })).data as GotRun).runner).toEqual({ name: runnerName, url: null });
+    } finally {
+      if (saved === undefined) delete process.env.ROLLBOOK_OPERATOR_EMAILS;
+      else process.env.ROLLBOOK_OPERATOR_EMAILS = saved;
+      resetEnv();
+    }
+  });
+
+  it("a start refused because the runner is down names the runner, not its address (a member reads the run's error)", async () => {
+    const down = "down-runner";
+    const downPort = String(await closedPort());
+    await registerRunner(db(), { name: down, url: `http://127.0.0.1:${downPort}`, token: runner.token });
+    const exp = await call(carol, "experiments.default", undefined, { header: B });
+    const encoded = JSON.stringify(superjson.serialize({ experimentId: (exp.data as { id: string }).id, files: templateFiles(), kind: "dry-run", baseVersion: 1 }));
+    const res = await handleTrpcRequest(
+      new Request(`${ORIGIN}/api/trpc/runs.start`, { method: "POST", headers: { origin: ORIGIN, cookie: carol.cookie, [WORKSPACE_HEADER]: B, "content-type": "application/json" }, body: encoded }),
+      db(),
+      { runnerName: down },
+    );
+    const body = (await res.json()) as TrpcBody;
+    const text = JSON.stringify(body);
+    expect(text).toMatch(new RegExp(`runner '${down}'`));
+    expect(text).toMatch(/unreachable/);
+    expect(text).not.toContain(`127.0.0.1:${downPort}`);
+    const failed = await db().run.findFirstOrThrow({ where: { workspaceId: B, status: "failed" }, orderBy: { createdAt: "desc" }, select: { error: true } });
+    expect(failed.error).toMatch(/unreachable/);
+    expect(failed.error).not.toContain(downPort);
   });
 });

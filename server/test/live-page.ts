@@ -8,7 +8,7 @@
  * appearance in the DOM (a MutationObserver, so the time is when the list changed, not when code ran).
  */
 import { io } from "socket.io-client";
-import type { RunEvent } from "@contracts";
+import type { ServedRunEvent } from "@contracts";
 import { followRunLive } from "@/features/run-view";
 import { initialRunState, runReducer, type RunViewState } from "@/features/run-view";
 import { keepReconnecting, type RollbookSocket } from "@/components/socket";
@@ -81,7 +81,7 @@ function render(): void {
 }
 
 const pollMs = Number(params.get("poll") ?? 0);
-const fold = (events: RunEvent[]) => {
+const fold = (events: ServedRunEvent[]) => {
   for (const e of events) if (e.type === "rollout.finished") live.emittedAt[e.seq] = e.ts;
   state = runReducer(state, { type: "events", events });
   render();
@@ -93,7 +93,7 @@ if (pollMs > 0) {
   phase = "polling";
   const poll = async () => {
     const res = await fetch(`/poll?run=${encodeURIComponent(runId)}&after=${state.contiguousSeq}`);
-    if (res.ok) fold((await res.json()) as RunEvent[]);
+    if (res.ok) fold((await res.json()) as ServedRunEvent[]);
   };
   setInterval(() => void poll(), pollMs);
 } else {

@@ -16,14 +16,15 @@
  * to write, viewer to read. A model of another workspace is 404. Errors in OpenAI's shape, naming the field.
  * Bodies are capped at MAX_ART_REQUEST_BYTES (server/http/body-limit.ts, the "art" door).
  */
-import { MAX_JSON_DEPTH } from "@contracts";
+import { findPrototypeKey, PROTOTYPE_KEYS, prototypeKeyMessage } from "@contracts";
 import type { Role } from "@contracts/roles";
 import { requireAccess, type RequestAccess } from "@/server/auth/request";
-import { capOf, readCappedBody } from "@/server/http/body-limit";
+import { capOf } from "@/server/http/body-limit";
+import { readJsonBody } from "@/server/http/json-body";
 import type { Db } from "@/server/db-types";
 import { CheckpointListQuery, CreateModelBody, DeleteCheckpointsBody, LogBody, TrainingJobBody, TrainingJobEventsQuery } from "../schema";
 import { createTrainingJob, listJobEvents } from "./art-training-jobs";
-import { artError, badBody } from "./art-errors";
+import { artError, badBody, fieldPath } from "./art-errors";
 import { deleteCheckpoints, listCheckpoints } from "./art-checkpoints";
 import { endRun, logGroups } from "./art-log";
 import { clientCalled, createArtModel, findArtRun, type ArtRun } from "./art-models";
@@ -36,15 +37,12 @@ async function access(req: Request, role: Role, db?: Db): Promise<RequestAccess 
   return artError(a.status, body?.error?.message ?? `HTTP ${a.status}`);
 }
 
+/** The body, checked before any schema sees it (NUL, NaN, `__proto__`: server/http/json-body.ts), or the 4xx naming the field. */
 async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false; res: Response }> {
-  const read = await readCappedBody(req, capOf("art"), { maxJsonDepth: MAX_JSON_DEPTH });
-  if (!read.ok) return { ok: false, res: artError(read.status, read.message) };
-  if (read.bytes.byteLength === 0) return { ok: true, value: {} };
-  try {
-    return { ok: true, value: JSON.parse(new TextDecoder().decode(read.bytes)) };
-  } catch {
-    return { ok: false, res: artError(400, "the request body is not JSON") };
-  }
+  const read = await readJsonBody(req, capOf("art"));
+  if (read.ok) return read;
+  const param = read.path && read.path.length > 0 ? fieldPath(read.path) : null;
+  return { ok: false, res: artError(read.status, param ? `${param}: ${read.message}` : read.message, param) };
 }
 
 const notFound = (id: string) => artError(404, `model ${id} not found`, "model_id", "model_not_found");
@@ -133,6 +131,13 @@ async function trainingJob(req: Request, db?: Db): Promise<Response> {
   if (a instanceof Response) return a;
   const body = await readJson(req);
   if (!body.ok) return body.res;
+  // Merged onto the run's trainer settings: no key there may name a prototype (contracts/json-keys.ts).
+  const config = typeof body.value === "object" && body.value !== null ? (body.value as { experimental_config?: unknown }).experimental_config : undefined;
+  const proto = findPrototypeKey(config, PROTOTYPE_KEYS);
+  if (proto) {
+    const param = fieldPath(["experimental_config", ...proto]);
+    return artError(400, `${param}: ${prototypeKeyMessage(String(proto.at(-1)))}`, param);
+  }
   const parsed = TrainingJobBody.safeParse(body.value);
   if (!parsed.success) return badBody(parsed.error);
   const run = await activeModel(a, parsed.data.model_id);

@@ -4,16 +4,17 @@
  * way a Python user reads it: `trajectory_groups[2].trajectories[0].reward: expected number, received string`.
  */
 import type { z } from "zod";
+import { escapeKey } from "@contracts/text-rules";
 import { openaiError } from "@/features/openai-api/server";
 
 export const artError = openaiError;
 
-/** A zod path as Python would index it: `a[2].b`. */
+/** A zod path as Python would index it: `a[2].b` (a key's control characters escaped). */
 export function fieldPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const k of path) {
     if (typeof k === "number") out += `[${k}]`;
-    else out += out === "" ? String(k) : `.${String(k)}`;
+    else out += out === "" ? escapeKey(String(k)) : `.${escapeKey(String(k))}`;
   }
   return out;
 }

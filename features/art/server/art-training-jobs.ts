@@ -71,6 +71,10 @@ async function runnerFor(db: Db, workspaceId: string, run: { runnerId: string | 
 /** Step 1 of the file comment: checks, the job row, the rollouts stored; then the step starts training here. */
 export async function createTrainingJob(db: Db, workspaceId: string, art: ArtRun, body: TrainingJobBody): Promise<CreateJobOutcome> {
   const run = await db.run.findUniqueOrThrow({ where: { id: art.id }, select: { config: true, runnerId: true, baseModel: true, seed: true, lastSeq: true } });
+  // The request's own faults first: a bad config is a 400 whatever the model is doing (a running job's 409 below).
+  const config = RunConfig.parse(run.config);
+  const mapped = mapArtConfig(config.trainer, body.experimental_config);
+  if (!mapped.ok) return { ok: false, status: 400, message: mapped.message, param: mapped.param };
   const busy = await db.artTrainingJob.findFirst({ where: { runId: art.id, status: { in: UNFINISHED } }, orderBy: { createdAt: "desc" } });
   if (busy && !isStale(busy)) return { ok: false, status: 409, message: `model ${art.id} is training already (training job ${busy.id}, step ${busy.step}): wait for it to end`, param: null };
   const newest = await db.checkpoint.findFirst({ where: { runId: art.id }, orderBy: { step: "desc" }, select: { step: true } });
@@ -84,9 +88,6 @@ export async function createTrainingJob(db: Db, workspaceId: string, art: ArtRun
       param: "model_id",
     };
   }
-  const config = RunConfig.parse(run.config);
-  const mapped = mapArtConfig(config.trainer, body.experimental_config);
-  if (!mapped.ok) return { ok: false, status: 400, message: mapped.message, param: mapped.param };
   const trainable = body.trajectory_groups.filter((g) => g.trajectories.length >= 2).length;
   if (trainable === 0) return { ok: false, status: 400, message: "trajectory_groups: no group has 2 or more trajectories: GRPO compares the trajectories of a group, so nothing would train", param: "trajectory_groups" };
 

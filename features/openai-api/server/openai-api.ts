@@ -11,14 +11,16 @@
  * Errors use OpenAI's shape, {"error": {message, type, param, code}}, so the SDKs raise their usual classes.
  * The answer's `model` is the name the caller sent, not the runner's internal one.
  */
-import { ChatCompletionRequest, checkpointModelName, MAX_JSON_DEPTH } from "@contracts";
+import { ChatCompletionRequest, checkpointModelName, formatZodIssues } from "@contracts";
 import { requireAccess } from "@/server/auth/request";
 import { isAppError, rootMessage } from "@/server/errors";
 import { errorMessage, forwardChat, resolveModel, type ResolvedModel } from "@/features/checkpoints/server";
 import { servedModels } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
-import { capOf, readCappedBody, REFUSAL_HEADERS } from "@/server/http/body-limit";
+import { capOf, REFUSAL_HEADERS } from "@/server/http/body-limit";
+import { readJsonBody } from "@/server/http/json-body";
+import { formatTextPath } from "@contracts/text-rules";
 
 /** `n` is capped for this public door: 256 completions of one request would hold a shared runner for long. */
 export const MAX_CHOICES = 8;
@@ -54,14 +56,12 @@ function appErrorResponse(e: unknown): Response {
  * The body as JSON: counted while it streams and refused past the chat cap (body-limit.ts), and refused
  * when nested deeper than MAX_JSON_DEPTH (forwarding it to the runner stringifies it, recursively).
  */
+/** The body, checked before any schema sees it (NUL, NaN, `__proto__`: server/http/json-body.ts), or the 4xx naming the field. */
 async function readJson(req: Request): Promise<{ ok: true; value: unknown } | { ok: false; res: Response }> {
-  const read = await readCappedBody(req, capOf("chat"), { maxJsonDepth: MAX_JSON_DEPTH });
-  if (!read.ok) return { ok: false, res: openaiError(read.status, read.message) };
-  try {
-    return { ok: true, value: JSON.parse(new TextDecoder().decode(read.bytes)) };
-  } catch {
-    return { ok: false, res: openaiError(400, "the request body is not JSON") };
-  }
+  const read = await readJsonBody(req, capOf("chat"));
+  if (read.ok) return read;
+  const param = read.path && read.path.length > 0 ? formatTextPath(read.path) : null;
+  return { ok: false, res: openaiError(read.status, param ? `${param}: ${read.message}` : read.message, param) };
 }
 
 /** What a door that serves chat completions may do differently (the ART door: features/art/server/art-sampling.ts). */
@@ -83,7 +83,7 @@ export async function handleChatCompletions(req: Request, opts: ChatDoorOptions 
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const param = issue.path.map(String).join(".") || null;
-    return openaiError(400, `${param ?? "body"}: ${issue.message}`, param);
+    return openaiError(400, formatZodIssues(parsed.error, "", "body")[0]!, param);
   }
   if ((parsed.data.n ?? 1) > MAX_CHOICES) return openaiError(400, `n: at most ${MAX_CHOICES} here`, "n");
   const requested = parsed.data.model;

@@ -48,6 +48,7 @@ describe("runner lost", () => {
     const handle: RunnerHandle = {
       id: runner.id,
       name: "fake",
+      workspaceId: null,
       url: "http://fake",
       validate: async () => [],
       start: async () => ({ ok: true, run_id: runId }),

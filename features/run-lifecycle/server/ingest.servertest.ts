@@ -34,6 +34,7 @@ function fakeRunner(
     id,
     name: "fake",
     url: "http://fake",
+    workspaceId: null,
     validate: async () => [],
     start: async () => ({ ok: true, run_id: "x" }),
     stop: async () => {},

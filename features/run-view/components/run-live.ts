@@ -10,7 +10,7 @@
  * The server's protocol (server/realtime/socket-server.ts): join the room, replay the stored events after
  * afterSeq, then live ones; overlaps are possible, so the caller's fold must drop duplicates by seq.
  */
-import type { RunEvent } from "@contracts";
+import type { ServedRunEvent } from "@contracts";
 import type { RunDeliveryMessage, RunStatusMessage } from "@/contracts/socket-events";
 import type { ServerStatus } from "./status-fold";
 import type { RollbookSocket } from "@/components/socket";
@@ -22,7 +22,7 @@ export interface RunLiveOptions {
   runId: string;
   /** The highest seq n such that 1..n are all folded: the next subscription asks for what follows it. */
   resumeFrom: () => number;
-  onEvents: (events: RunEvent[]) => void;
+  onEvents: (events: ServedRunEvent[]) => void;
   /** The server's snapshot of the run (its attempt and stored last seq with it: status-fold.ts). */
   onStatus: (status: ServerStatus) => void;
   onPhase: (phase: LivePhase) => void;
@@ -52,7 +52,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
   const { socket, runId } = opts;
   const nextFrame = opts.nextFrame ?? defaultNextFrame;
   let stopped = false;
-  let buffer: RunEvent[] = [];
+  let buffer: ServedRunEvent[] = [];
   let cancelFrame: (() => void) | null = null;
   let retryTimer: ReturnType<typeof setTimeout> | null = null;
   let retryMs = SUBSCRIBE_RETRY_MS;
@@ -64,7 +64,7 @@ export function followRunLive(opts: RunLiveOptions): () => void {
     buffer = [];
     opts.onEvents(events);
   };
-  const onEvent = (e: RunEvent) => {
+  const onEvent = (e: ServedRunEvent) => {
     if (e.run_id !== runId) return;
     opts.onHeard?.();
     buffer.push(e);

@@ -6,10 +6,10 @@
  * events in any order and any batching gives an equal state.
  */
 import type {
-  CheckpointInfo,
   EvalMetrics,
-  RunEvent,
   RunEventOf,
+  ServedCheckpoint,
+  ServedRunEvent,
   RunStatus,
   StepMetrics,
   Trajectory,
@@ -45,7 +45,8 @@ export const isWholeRollout = (r: Rollout): r is WholeRollout => r.messages !== 
 /** A rollout.finished event of the first load, carrying the rollout's summary (GET …/events?view=summary). */
 export type RolloutSummaryEvent = Omit<RunEventOf<"rollout.finished">, "payload"> & { payload: RolloutSummary };
 /** What the reducer folds: the log's events, some rollout.finished ones carrying summaries. */
-export type PageEvent = RunEvent | RolloutSummaryEvent;
+/** What the page is sent: served events (no checkpoint paths: contracts/run.ts), rollouts as summaries on first load. */
+export type PageEvent = ServedRunEvent | RolloutSummaryEvent;
 
 function toRollout(payload: Trajectory | RolloutSummary, seq: number): Rollout {
   return "messages" in payload ? { ...payload, reply: replyPreview(payload.messages), seq } : { ...payload, seq };
@@ -103,7 +104,7 @@ export interface RunViewState {
   /** Sorted by step, then model. */
   evals: EvalMetrics[];
   /** Sorted by step. */
-  checkpoints: CheckpointInfo[];
+  checkpoints: ServedCheckpoint[];
   /** The latest train.progress event (by seq). */
   trainProgress: TrainProgress | null;
   /** Keyed by groupKey(); see `groupList` for the sorted list. */
@@ -185,7 +186,7 @@ export function applyEvents(state: RunViewState, events: readonly PageEvent[]): 
   let rolloutsById: Map<string, Rollout> | null = null;
   let steps: Map<number, StepMetrics> | null = null;
   let evals: Map<string, EvalMetrics> | null = null;
-  let checkpoints: Map<number, CheckpointInfo> | null = null;
+  let checkpoints: Map<number, ServedCheckpoint> | null = null;
   const touchedGroups = new Set<string>();
 
   for (const e of fresh) {

@@ -412,7 +412,8 @@ export function RunView({ id }: { id: string }) {
               ...(r.evalModel ? ([["eval model", r.evalModel]] as [string, string][]) : []),
               ["code hash", r.codeHash.slice(0, 16)],
               ["tasks hash", r.tasksHash.slice(0, 16)],
-              ["runner", r.runner ? `${r.runner.name} (${r.runner.url})` : "—"],
+              // The address only reaches those who see the runner's details (the instance's operator, its workspace's admins).
+              ["runner", r.runner ? (r.runner.url ? `${r.runner.name} (${r.runner.url})` : r.runner.name) : "—"],
               ["checkpoints", r.checkpoints.length ? r.checkpoints.map((c) => c.step).join(", ") : "none"],
               ["created", fmtDateTime(r.createdAt)],
               ["run id", r.id],

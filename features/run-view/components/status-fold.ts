@@ -9,7 +9,7 @@
  * An older attempt's event (its late run.finished, logged after a stop the runner heard late) or an older
  * snapshot never overrides a newer attempt. Pure and, for events, order-independent.
  */
-import { eventAttempt, type RunEvent, type RunEventOf, type RunStatus } from "@contracts";
+import { eventAttempt, type RunEventOf, type RunStatus, type ServedRunEvent } from "@contracts";
 
 export type RunFinished = RunEventOf<"run.finished">["payload"];
 
@@ -48,7 +48,7 @@ function fresh(attempt: number): StatusFold {
 }
 
 /** An event as the status fold reads it: a rollout.finished event's payload (whole or a summary) is not read. */
-type StatusEvent = Exclude<RunEvent, { type: "rollout.finished" }> | { type: "rollout.finished"; seq: number; attempt?: number };
+type StatusEvent = Exclude<ServedRunEvent, { type: "rollout.finished" }> | { type: "rollout.finished"; seq: number; attempt?: number };
 
 /** Fold events (any order, duplicates already dropped by the caller). */
 export function foldStatusEvents(fold: StatusFold, events: readonly StatusEvent[]): StatusFold {

@@ -6,7 +6,7 @@
  * another workspace's member gets 404, bad parameters a 400 naming the field.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RunEvent, type Trajectory } from "@contracts";
+import { RunEvent, servedEvent, type Trajectory } from "@contracts";
 import { createRunningRun, createTestDb, newWorkspace, runEvents, trajectory, userWithRole, type TestDb } from "@/server/test/harness";
 import { ingestEvents } from "@/features/run-lifecycle/server";
 import { createApiToken } from "@/features/workspace/server";
@@ -64,14 +64,14 @@ const rollouts = (query: string, as: string | null = token) => handleRollouts(re
 const rolloutEvents = () => log.filter((e): e is Extract<RunEvent, { type: "rollout.finished" }> => e.type === "rollout.finished");
 
 describe("GET /api/runs/<id>/events?view=summary", () => {
-  it("sends each rollout as summariseTrajectory makes it, every other event as it is", async () => {
+  it("sends each rollout as summariseTrajectory makes it, every other event as it is served (a checkpoint without its path)", async () => {
     const res = await handleRunEvents(req("events?view=summary"), runId, { db: db() });
     expect(res.status).toBe(200);
     const page = (await res.json()) as { seq: number; type: string; payload: unknown }[];
     expect(page.map((e) => e.seq)).toEqual(log.map((e) => e.seq));
     for (const [i, e] of log.entries()) {
       const got = page[i]!;
-      expect(got.payload).toEqual(e.type === "rollout.finished" ? summariseTrajectory(e.payload) : JSON.parse(JSON.stringify(e.payload)));
+      expect(got.payload).toEqual(e.type === "rollout.finished" ? summariseTrajectory(e.payload) : JSON.parse(JSON.stringify(servedEvent(e).payload)));
     }
     const replies = Object.fromEntries(page.filter((e) => e.type === "rollout.finished").map((e) => [(e.payload as { id: string }).id, (e.payload as { reply: string }).reply]));
     expect(Array.from(replies.long!)).toHaveLength(200);

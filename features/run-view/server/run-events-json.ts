@@ -3,8 +3,10 @@
  * each element is exactly what rowToEvent makes of a row ({run_id, seq, ts (ms), attempt when set, type, payload}).
  *
  * view "summary" (the run page's first load): a rollout.finished event's payload is the rollout's summary
- * (features/run-view/rollout-summary.ts) instead of the whole trajectory; every other event is unchanged.
+ * (features/run-view/rollout-summary.ts) instead of the whole trajectory. In both views a checkpoint.saved
+ * comes without its path on the runner's disk (ServedRunEvent); every other event is unchanged.
  */
+import { CHECKPOINT_PATH_KEY } from "@contracts";
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "@/server/errors";
 import type { DbOrTx } from "@/server/db-types";
@@ -31,11 +33,13 @@ const REPLY_SQL = Prisma.sql`COALESCE((
       AND (COALESCE(m->>'content', '') <> '' OR (jsonb_typeof(m->'tool_calls') = 'array' AND jsonb_array_length(m->'tool_calls') > 0))
     ORDER BY mi DESC LIMIT 1), '')`;
 
+/** A checkpoint's path on the runner's disk is never served (contracts/run.ts, ServedRunEvent), in either view. */
 const payloadSql = (view: EventsView) =>
   view === "full"
-    ? Prisma.sql`e."payload"`
+    ? Prisma.sql`CASE WHEN e."type" = 'checkpoint.saved' THEN e."payload" - ${CHECKPOINT_PATH_KEY}::text ELSE e."payload" END`
     : Prisma.sql`CASE WHEN e."type" = 'rollout.finished'
         THEN (e."payload" - ${[...SUMMARY_OMITS]}::text[]) || jsonb_build_object('reply', ${REPLY_SQL})
+        WHEN e."type" = 'checkpoint.saved' THEN e."payload" - ${CHECKPOINT_PATH_KEY}::text
         ELSE e."payload" END`;
 
 export async function runEventsJson(db: DbOrTx, workspaceId: string, runId: string, afterSeq: number, limit: number, view: EventsView = "full"): Promise<EventsJsonPage> {

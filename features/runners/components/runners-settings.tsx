@@ -3,8 +3,9 @@
  * Settings → Runners: the runners this workspace may use (health, last seen, device, models, capacity,
  * this workspace's running/queued), a register form whose server error lands on the field it names ("url: …",
  * "token: …"), enable/disable and remove. Everything a runner reports is rendered as text. A runner's
- * address and error texts reach admins only (the server sends null to others), so the row shows them
- * when they are there.
+ * address and error texts reach only the instance's operator (every runner) and a workspace's admins (the
+ * runners it registered): the server sends null to others, so the row shows them when they are there and
+ * says who can see why when an unhealthy runner's error is not theirs to read.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
@@ -145,6 +146,11 @@ export function RunnersSettings({ admin }: { admin: boolean }) {
                     {r.health}
                   </span>
                   {r.lastError && r.health !== "healthy" && <div className="max-w-xs text-[12px] break-words whitespace-normal text-red-300">{r.lastError}</div>}
+                  {!r.lastError && r.health !== "healthy" && r.health !== "unknown" && (
+                    <div className="max-w-xs text-[12px] whitespace-normal text-zinc-500">
+                      {r.scope === "instance" ? "Why is shown to this server's operator." : "Why is shown to this workspace's admins."}
+                    </div>
+                  )}
                 </td>
                 <td className="whitespace-nowrap">{r.lastSeenAt ? fmtAgo(r.lastSeenAt, now) : "never"}</td>
                 <td>{r.device ?? "—"}</td>

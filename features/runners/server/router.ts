@@ -2,7 +2,7 @@ import { z } from "zod";
 import { adminProcedure, createTRPCRouter, viewerProcedure } from "@/server/trpc";
 import { isAppError } from "@/server/errors";
 import { listRunners, registerWorkspaceRunner, removeRunner, runnerStatusFor, updateRunner } from "./runner-pool";
-import { roleAtLeast } from "@contracts/roles";
+import { seesRunnerDetails } from "./runner-visibility";
 import { oneLine } from "@contracts/text-rules";
 
 const RunnerId = z.string().min(1).max(100);
@@ -10,24 +10,26 @@ const RunnerId = z.string().min(1).max(100);
 export const runnersRouter = createTRPCRouter({
   /**
    * The configured runner and whether it answers (for a status badge); never throws when it is down. Only
-   * this workspace's runs; the URL, the engine's health and the error text for admins only (runnerStatusFor).
+   * this workspace's runs; the URL, the engine's health and queue and the error text only for callers who see
+   * the runner's details (runner-visibility.ts: the instance's operator, or admins of the workspace that
+   * registered it).
    */
   status: viewerProcedure.query(async ({ ctx }) => {
     const runner = await ctx.getRunner();
-    const admin = roleAtLeast(ctx.role, "admin");
-    const url = admin ? runner.url : null;
+    const details = seesRunnerDetails(runner, { workspaceId: ctx.workspaceId, role: ctx.role, operator: await ctx.isOperator() });
+    const url = details ? runner.url : null;
     try {
-      const status = await runnerStatusFor(ctx.db, ctx.workspaceId, await runner.status(), { admin });
+      const status = await runnerStatusFor(ctx.db, ctx.workspaceId, await runner.status(), { details });
       await ctx.db.runner.update({ where: { id: runner.id }, data: { lastSeenAt: new Date() } });
       return { name: runner.name, url, reachable: true as const, status, error: null };
     } catch (e) {
       if (!isAppError(e)) throw e;
-      return { name: runner.name, url, reachable: false as const, status: null, error: admin ? e.message : `runner '${runner.name}' did not answer` };
+      return { name: runner.name, url, reachable: false as const, status: null, error: details ? e.message : `runner '${runner.name}' did not answer` };
     }
   }),
 
   /** The runners this workspace may use (its own and the instance's), with health and this workspace's run counts. */
-  list: viewerProcedure.query(({ ctx }) => listRunners(ctx.db, ctx.workspaceId, { admin: roleAtLeast(ctx.role, "admin") })),
+  list: viewerProcedure.query(async ({ ctx }) => listRunners(ctx.db, { workspaceId: ctx.workspaceId, role: ctx.role, operator: await ctx.isOperator() })),
 
   /** Registers a runner of this workspace; the URL must answer and accept the token first (nothing saved otherwise). */
   register: adminProcedure

@@ -11,6 +11,7 @@ import { env } from "@/server/env";
 import { AppError, isAppError, rootMessage } from "@/server/errors";
 import { normalizeRunnerUrl, registerRunner, runnerHandle, tokenHash, type RunnerHandle } from "@/server/runner-client";
 import type { DbOrTx } from "@/server/db-types";
+import { seesRunnerDetails, type RunnerViewer } from "./runner-visibility";
 
 export const RUNNER_HEALTH = ["unknown", "healthy", "unreachable", "unauthorized", "error"] as const;
 export type RunnerHealth = (typeof RUNNER_HEALTH)[number];
@@ -59,24 +60,29 @@ export async function recordRunnerFailure(db: DbOrTx, runnerId: string, e: unkno
 export const runnersOf = (workspaceId: string) => ({ OR: [{ workspaceId }, { workspaceId: null }] });
 
 /**
- * What a workspace may see of a runner. One runner serves every workspace: its run list is cut to the
- * caller's own runs (by the run ids this workspace owns in the database, never by what the runner says),
- * and its address, its engine's health (memory, restart reasons with the engine's last output) and its
- * error texts (which name the address) are the operator's business, shown to workspace admins only.
+ * What a caller may see of a runner. One runner serves every workspace: its run list is cut to the caller's
+ * own runs (by the run ids this workspace owns in the database, never by what the runner says), and its
+ * engine's health (memory, restart reasons with the engine's last output) and its engine queue (every
+ * workspace's model calls) only reach those who see the runner's details (runner-visibility.ts: the
+ * instance's operator; a workspace's admins for its own runners).
  */
-export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: RunnerStatus, opts: { admin: boolean }): Promise<RunnerStatus> {
+export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: RunnerStatus, opts: { details: boolean }): Promise<RunnerStatus> {
   const ids = status.runs.map((r) => r.run_id);
   const mine = new Set(
     ids.length === 0 ? [] : (await db.run.findMany({ where: { id: { in: ids }, workspaceId }, select: { id: true } })).map((r) => r.id),
   );
   const runs = status.runs.filter((r) => mine.has(r.run_id));
-  if (opts.admin) return { ...status, runs };
+  if (opts.details) return { ...status, runs };
   const { engine_queue: _everyWorkspacesCalls, ...rest } = status;
   return { ...rest, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
 }
 
-/** The runners a workspace may use, for its settings page: see runnerStatusFor for what only admins see. */
-export async function listRunners(db: DbOrTx, workspaceId: string, opts: { admin: boolean } = { admin: false }) {
+/**
+ * The runners a workspace may use, for its settings page. A row's address and error text (which names the
+ * address) are null for a caller who does not see that runner's details (runner-visibility.ts).
+ */
+export async function listRunners(db: DbOrTx, viewer: RunnerViewer) {
+  const { workspaceId } = viewer;
   const rows = await db.runner.findMany({
     where: runnersOf(workspaceId),
     orderBy: [{ workspaceId: { sort: "asc", nulls: "first" } }, { name: "asc" }],
@@ -106,15 +112,18 @@ export async function listRunners(db: DbOrTx, workspaceId: string, opts: { admin
     _count: { _all: true },
   });
   const waiting = await db.run.count({ where: { workspaceId, status: "queued", runnerId: null, pinnedRunnerId: null } });
-  return rows.map((r) => ({
-    ...r,
-    url: opts.admin ? r.url : null,
-    lastError: opts.admin ? r.lastError : null,
-    scope: r.workspaceId === null ? ("instance" as const) : ("workspace" as const),
-    running: counts.filter((c) => c.runnerId === r.id).reduce((n, c) => n + c._count._all, 0),
-    /** Runs waiting that must go here (forks/evals of its checkpoints), and the unpinned queue it may serve. */
-    queued: (pinned.find((p) => p.pinnedRunnerId === r.id)?._count._all ?? 0) + (r.enabled ? waiting : 0),
-  }));
+  return rows.map((r) => {
+    const details = seesRunnerDetails(r, viewer);
+    return {
+      ...r,
+      url: details ? r.url : null,
+      lastError: details ? r.lastError : null,
+      scope: r.workspaceId === null ? ("instance" as const) : ("workspace" as const),
+      running: counts.filter((c) => c.runnerId === r.id).reduce((n, c) => n + c._count._all, 0),
+      /** Runs waiting that must go here (forks/evals of its checkpoints), and the unpinned queue it may serve. */
+      queued: (pinned.find((p) => p.pinnedRunnerId === r.id)?._count._all ?? 0) + (r.enabled ? waiting : 0),
+    };
+  });
 }
 
 /** The network-level failure under an error (refused, reset, unresolvable, TLS): there was no reply at all. */

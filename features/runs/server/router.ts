@@ -60,7 +60,7 @@ export const runsRouter = createTRPCRouter({
 
   get: viewerProcedure
     .input(z.object({ id: z.string().min(1) }))
-    .query(({ ctx, input }) => getRun(ctx.db, ctx.workspaceId, input.id)),
+    .query(async ({ ctx, input }) => getRun(ctx.db, ctx.workspaceId, input.id, { role: ctx.role, operator: await ctx.isOperator() })),
 
   /** A train run's chart curves, each bucketed (M4) to `width` pixel columns (features/metrics/server/run-series.ts). */
   series: viewerProcedure.input(RunSeriesInput).query(({ ctx, input }) => runSeries(ctx.db, ctx.workspaceId, input)),

@@ -1,5 +1,5 @@
 /** Reading runs back: the runs table's pages, one run's detail, its trajectories and its event log. */
-import { meanRewardOf, type RunConfig, type RunEvent, type Diagnostic, type EvalMetrics, type StepMetrics } from "@contracts";
+import { meanRewardOf, servedEvent, type RunConfig, type ServedRunEvent, type Diagnostic, type EvalMetrics, type StepMetrics } from "@contracts";
 import { AppError } from "@/server/errors";
 import { queuePosition } from "@/features/run-lifecycle/server";
 import { parseStoredFiles } from "@/features/experiments/server";
@@ -7,6 +7,7 @@ import { fromDbKind, rowToEvent, rowToTrajectory } from "@/server/run-convert";
 import type { DbOrTx } from "@/server/db-types";
 import { listRunsTable } from "./runs-table";
 import { readArtClient } from "@/features/art";
+import { seesRunnerDetails, type RunnerViewer } from "@/features/runners/server";
 
 /**
  * The workspace's runs, a page at a time: filters, sort, search and cursor as the runs table takes them
@@ -14,18 +15,24 @@ import { readArtClient } from "@/features/art";
  */
 export const listRuns = listRunsTable;
 
-export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
+/**
+ * One run, as `viewer` may see it: the runner's address and the checkpoints' paths (on the runner's disk) only
+ * for a viewer who sees that runner's details (features/runners: the instance's operator, or an admin of the
+ * workspace that registered it); null for everyone else, and for a caller that does not say who it is.
+ */
+export async function getRun(db: DbOrTx, workspaceId: string, id: string, viewer: Omit<RunnerViewer, "workspaceId"> = { role: "viewer", operator: false }) {
   const run = await db.run.findFirst({
     where: { id, workspaceId },
     include: {
       experiment: { select: { id: true, name: true } },
       version: { select: { id: true, number: true, files: true, createdAt: true } },
-      runner: { select: { name: true, url: true } },
+      runner: { select: { name: true, url: true, workspaceId: true } },
       steps: { orderBy: { step: "asc" } },
       checkpoints: { orderBy: { step: "asc" } },
     },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${id} not found`);
+  const details = seesRunnerDetails(run.runner, { ...viewer, workspaceId });
   const evalEvents = await db.runEvent.findMany({
     where: { runId: id, type: "eval.finished" },
     orderBy: { seq: "asc" },
@@ -54,7 +61,8 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     tasksHash: run.tasksHash,
     experiment: run.experiment,
     version: { ...run.version, files: parseStoredFiles(run.version.files) },
-    runner: run.runner,
+    /** `url` null: not the caller's to see (details above). */
+    runner: run.runner ? { name: run.runner.name, url: details ? run.runner.url : null } : null,
     /** ART runs: who drives it (entity, project, name, token); null for every other kind. */
     artClient: readArtClient(run.artClient),
     createdAt: run.createdAt,
@@ -70,7 +78,8 @@ export async function getRun(db: DbOrTx, workspaceId: string, id: string) {
     rewardMean: meanRewardOf(run),
     steps: run.steps.map((s) => s.metrics as unknown as StepMetrics),
     evals: evalEvents.map((e) => e.payload as unknown as EvalMetrics),
-    checkpoints: run.checkpoints.map((c) => ({ step: c.step, path: c.path, sizeBytes: Number(c.sizeBytes), createdAt: c.createdAt })),
+    /** `path` (where the runner keeps it) null unless the caller sees the runner's details. */
+    checkpoints: run.checkpoints.map((c) => ({ step: c.step, path: details ? c.path : null, sizeBytes: Number(c.sizeBytes), createdAt: c.createdAt })),
   };
 }
 
@@ -101,13 +110,13 @@ export async function listTrajectories(
   return { items: page.map(rowToTrajectory), nextCursor: rows.length > limit ? (page.at(-1)?.seq ?? null) : null };
 }
 
-/** The stored event log after `afterSeq`, in order, at most `limit` events. */
-export async function listEvents(db: DbOrTx, workspaceId: string, input: { runId: string; afterSeq: number; limit?: number }): Promise<RunEvent[]> {
+/** The stored event log after `afterSeq`, in order, at most `limit` events, as served (no checkpoint paths). */
+export async function listEvents(db: DbOrTx, workspaceId: string, input: { runId: string; afterSeq: number; limit?: number }): Promise<ServedRunEvent[]> {
   await assertRun(db, workspaceId, input.runId);
   const rows = await db.runEvent.findMany({
     where: { runId: input.runId, seq: { gt: input.afterSeq } },
     orderBy: { seq: "asc" },
     take: input.limit ?? 500,
   });
-  return rows.map(rowToEvent);
+  return rows.map((row) => servedEvent(rowToEvent(row)));
 }

@@ -14,7 +14,7 @@
  */
 import { Prisma } from "@/generated/prisma/client";
 import { AppError } from "@/server/errors";
-import { meanRewardOf } from "@contracts";
+import { formatZodIssues, meanRewardOf } from "@contracts";
 import { queuePositions } from "@/features/run-lifecycle/server";
 import { fromDbKind, toDbKind } from "@/server/run-convert";
 import type { z } from "zod";
@@ -154,10 +154,7 @@ function summaryOf(json: Prisma.JsonValue): Record<string, number> {
 /** One page of the workspace's runs. Input as runs.list takes it (parsed here too, so other callers get the same checks). */
 export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsListInput) {
   const parsed = RunsListInput.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("BAD_INPUT", issue ? `${issue.path.join(".") || "input"}: ${issue.message}` : "invalid input");
-  }
+  if (!parsed.success) throw new AppError("BAD_INPUT", formatZodIssues(parsed.error, "", "input").join("; "));
   const input = parsed.data;
   const { sort, dir, limit } = input;
   const where = conditions(workspaceId, input);
@@ -229,10 +226,7 @@ export async function runsFacets(db: DbOrTx, workspaceId: string) {
 /** Set a run's tags and/or notes (members and up; the router checks the role). */
 export async function updateRun(db: DbOrTx, workspaceId: string, raw: RunUpdateInput) {
   const parsed = RunUpdateInput.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new AppError("BAD_INPUT", issue?.message ?? "invalid input");
-  }
+  if (!parsed.success) throw new AppError("BAD_INPUT", formatZodIssues(parsed.error, "", "input").join("; "));
   const { id, tags, notes } = parsed.data;
   const res = await db.run.updateMany({
     where: { id, workspaceId },

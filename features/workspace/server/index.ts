@@ -6,3 +6,4 @@ export { setSecret } from "./config/secrets";
 export { defaultExperimentId, ensureDefaultExperiment, ensureDefaultWorkspace } from "./default-workspace";
 export { acceptInvite, createInvite } from "./invites";
 export { removeMember } from "./members";
+export { isInstanceOperator } from "./operator";

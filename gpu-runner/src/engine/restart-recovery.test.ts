@@ -7,7 +7,7 @@ function watch(state: { restarts: number; up: boolean; restarting: boolean }): E
   const w = {
     readyCalls: 0,
     restarts: () => state.restarts,
-    lastRestart: () => (state.restarts > 0 ? { at: 1, reason: "engine killed by SIGKILL, likely out of memory" } : null),
+    lastRestart: () => (state.restarts > 0 ? { at: 1, reason: "engine killed by SIGKILL, likely out of memory", cause: "engine killed by SIGKILL, likely out of memory" } : null),
     restarting: () => state.restarting,
     probe: () => (state.up ? Promise.resolve() : Promise.reject(new Error("refused"))),
     waitReady: async () => {
@@ -60,9 +60,8 @@ describe("what an engine restart can explain", () => {
     expect(isTransportFailure(new Error("training step 2 failed: loss is NaN"))).toBe(false);
   });
 
-  it("reads as the issue's operators would search for it", () => {
-    expect(restartCause({ at: 0, reason: "engine killed by SIGKILL, likely out of memory — RSS was 3.1 GB at the last health check" })).toBe(
-      "engine restarted: killed by SIGKILL, likely out of memory — RSS was 3.1 GB at the last health check",
-    );
+  it("reads as the issue's operators would search for it, without the engine's memory or output (every workspace's runs read it)", () => {
+    const restart = { at: 0, reason: "engine killed by SIGKILL, likely out of memory — RSS was 3.1 GB at the last health check; last output: a prompt", cause: "engine killed by SIGKILL, likely out of memory" };
+    expect(restartCause(restart)).toBe("engine restarted: killed by SIGKILL, likely out of memory");
   });
 });

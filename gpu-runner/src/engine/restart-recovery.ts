@@ -85,6 +85,7 @@ export async function restartSince(watch: EngineWatch, since: number, signal: Ab
 }
 
 /** "engine restarted: <reason>", the cause a rollout or step records when a retry did not save it. */
-export function restartCause(restart: EngineRestart): string {
-  return restart.reason.startsWith("engine ") ? `engine restarted: ${restart.reason.slice("engine ".length)}` : `engine restarted: ${restart.reason}`;
+export function restartCause(restart: Pick<EngineRestart, "cause">): string {
+  // The cause, not the reason: runs of every workspace read this (supervisor.ts EngineRestart).
+  return restart.cause.startsWith("engine ") ? `engine restarted: ${restart.cause.slice("engine ".length)}` : `engine restarted: ${restart.cause}`;
 }

@@ -95,7 +95,7 @@ if (!fs.existsSync(marker)) {
 `,
     );
     const port = await freePort();
-    const restarts: { at: number; reason: string }[] = [];
+    const restarts: { at: number; reason: string; cause: string }[] = [];
     sup = new EngineSupervisor({
       url: `http://127.0.0.1:${port}`,
       spawn: { python: process.execPath, args: [script, String(port)], cwd: dir },
@@ -110,6 +110,8 @@ if (!fs.existsSync(marker)) {
     const [restart] = restarts;
     expect(restart!.reason).toMatch(/^engine killed by SIGKILL, likely out of memory/);
     expect(restart!.reason).toContain("last output: tokenising a 10 MB prompt");
+    // What runs read (restartCause) says the kind of exit only: no memory figure, no output of the engine.
+    expect(restart!.cause).toBe("engine killed by SIGKILL, likely out of memory");
     expect(restart!.at).toBeGreaterThanOrEqual(before);
     expect(restart!.at).toBeLessThanOrEqual(Date.now());
     expect(sup.status().lastRestart).toEqual(restart);

@@ -19,7 +19,14 @@ export type EngineState = "starting" | "ready" | "restarting" | "failed";
 /** Why the engine was last restarted, and when (ms since the epoch). */
 export interface EngineRestart {
   at: number;
+  /** For the runner's operator (its status, its log): the exit with the engine's memory and last output. */
   reason: string;
+  /**
+   * What every run's log and rollouts may say (restart-recovery.ts restartCause): the kind of exit only. One
+   * engine serves every workspace, and its memory figures and last output are the operator's business
+   * (docs/security.md): its output may even quote another workspace's prompt.
+   */
+  cause: string;
 }
 
 /** How many of the dead engine's last stderr lines a restart reason quotes. */
@@ -61,6 +68,11 @@ export interface EngineStatus {
   pid: number | null;
   lastError: string | null;
   lastRestart: EngineRestart | null;
+}
+
+/** The kind of exit alone: "exited with code 1", "killed by SIGKILL, likely out of memory". */
+export function exitKind(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal === "SIGKILL" ? "killed by SIGKILL, likely out of memory" : signal ? `killed by ${signal}` : `exited with code ${code ?? "unknown"}`;
 }
 
 /** "exited with code 1", "killed by SIGKILL — likely out of memory", plus the last stderr lines. */
@@ -233,7 +245,7 @@ export class EngineSupervisor {
       // A spawn failure (no such interpreter) emits "error" and no "exit": handle it as a death here.
       if (child.pid === undefined && this.child === child) {
         this.child = null;
-        if (!this.stopping) this.scheduleRestart(this.lastError);
+        if (!this.stopping) this.scheduleRestart(this.lastError, "engine could not start");
       }
     });
     child.on("exit", (code, signal) => {
@@ -244,18 +256,18 @@ export class EngineSupervisor {
       const reason = `engine ${describeExit(code, signal, stderrTail, this.rssBytes)}`;
       this.rssBytes = null;
       this.lastError = this.lastError?.startsWith("could not start") ? this.lastError : reason;
-      this.scheduleRestart(reason);
+      this.scheduleRestart(reason, `engine ${exitKind(code, signal)}`);
     });
   }
 
-  private scheduleRestart(reason: string): void {
+  private scheduleRestart(reason: string, cause: string): void {
     if (this.stopping || this.restartTimer) return;
     if (this.consecutiveRestarts >= this.opts.maxConsecutiveRestarts) {
       this.opts.onLog(`giving up on the engine after ${this.consecutiveRestarts} restarts: ${reason}`);
       this.setState("failed");
       return;
     }
-    const restart = { at: Date.now(), reason };
+    const restart: EngineRestart = { at: Date.now(), reason, cause };
     this.lastRestart = restart;
     this.opts.onLog(`restarting the engine: ${reason}`);
     try {
@@ -319,7 +331,7 @@ export class EngineSupervisor {
         this.lastError = (err as Error).message;
         if (this.failedChecks >= this.opts.unhealthyRestartAfter) {
           if (spawned) {
-            this.scheduleRestart(`engine stopped answering: ${this.failedChecks} health checks failed (${this.lastError})`);
+            this.scheduleRestart(`engine stopped answering: ${this.failedChecks} health checks failed (${this.lastError})`, `engine stopped answering: ${this.failedChecks} health checks failed`);
           } else {
             this.setState("restarting"); // external engine: nothing to restart, keep polling
           }

@@ -100,6 +100,43 @@ describe("stdio MCP servers run in the bubblewrap sandbox", () => {
     expect(await call("shell", { script: "id -u; cat /etc/shadow" })).toMatch(/^error: /);
   });
 
+  it("bwrap itself (pid 1 inside) and the server start with none of the runner's environment, the SDK's defaults included", async () => {
+    // The MCP SDK's StdioClientTransport spawns with getDefaultEnvironment() (HOME, LOGNAME, PATH, SHELL, TERM,
+    // USER) merged over the env it is given, so these are the variables that could reach bwrap's own process.
+    const marked: Record<string, string> = {
+      HOME: `/home/${canary}`,
+      SHELL: `/bin/sh-${canary}`,
+      TERM: `term-${canary}`,
+      USER: `user-${canary}`,
+      LOGNAME: `log-${canary}`,
+      PATH: `${process.env.PATH ?? "/usr/bin:/bin"}:/nowhere-${canary}`,
+      ROLLBOOK_SANDBOX_MARKER: canary,
+    };
+    const saved = Object.fromEntries(Object.keys(marked).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, marked);
+    try {
+      const { hub, call } = await prober();
+      expect(hub.status()[0], JSON.stringify(hub.status()[0])).toMatchObject({ state: "ready" });
+      const environ = async (file: string) => {
+        const read = await call("read", { path: file });
+        expect(read, file).toMatch(/^ok: /);
+        return read.slice("ok: ".length).split("\0").filter((kv) => kv !== "");
+      };
+      const bwrapOwn = await environ("/proc/1/environ");
+      const server = await environ("/proc/self/environ");
+      expect(bwrapOwn.filter((kv) => kv.includes(canary)), "bwrap's own environment").toEqual([]);
+      expect(server.filter((kv) => kv.includes(canary)), "the server's environment").toEqual([]);
+      // bwrap is given nothing at all; the server exactly PATH, HOME and its definition's GIVEN (and the PWD bwrap sets).
+      expect(bwrapOwn).toEqual([]);
+      expect(server.map((kv) => kv.split("=")[0]).sort()).toEqual(["GIVEN", "HOME", "PATH", "PWD"]);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
+
   it("cannot write outside its own /tmp, and keeps no network unless its definition asks and the operator allows", async () => {
     const { call } = await prober();
     expect(await call("write", { path: "/tmp/scratch" })).toBe("ok: written");

@@ -18,6 +18,12 @@
  *     asks for it AND the operator allows it (MCP_STDIO_NETWORK);
  *   - as uid/gid 65534 (nobody) with no capabilities, in a new session (no terminal injection), killed
  *     with its whole namespace when bwrap, its parent, goes.
+ *
+ * bwrap's own process starts with an empty environment too: the MCP SDK's StdioClientTransport spawns with its
+ * getDefaultEnvironment() (HOME, LOGNAME, PATH, SHELL, TERM, USER) merged over whatever env it is given, and
+ * bwrap's --clearenv only clears what its child gets, so bwrap (pid 1 inside, its /proc/1/environ readable
+ * there) used to carry the runner's. The command line is therefore `env -i bwrap …`: coreutils' env drops
+ * everything it was given and execs bwrap in place (same pid, so setsid and signals still reach it).
  */
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -45,12 +51,21 @@ export type SandboxedLaunch =
   | { ok: true; command: string; args: string[]; env: Record<string, string> }
   | { ok: false; error: string };
 
+const SYSTEM_BIN = ["/usr/bin", "/bin"];
+
+let envPath: string | null | undefined;
+/** coreutils' env, from the system's folders only (never the runner's PATH): what starts bwrap with nothing. */
+function findEnv(): string | null {
+  envPath ??= findExecutable("env", SYSTEM_BIN, "/");
+  return envPath;
+}
+
 let bwrapPath: string | null | undefined;
 /** bwrap on PATH (or in /usr/bin), once it has been seen to start a sandbox here; null when it cannot. */
 export function findBwrap(): string | null {
   if (bwrapPath !== undefined) return bwrapPath;
-  const found = findExecutable("bwrap", [...(process.env.PATH ?? "").split(path.delimiter), "/usr/bin", "/bin"], "/");
-  bwrapPath = found && bwrapWorks(found) ? found : null;
+  const found = findExecutable("bwrap", [...(process.env.PATH ?? "").split(path.delimiter), ...SYSTEM_BIN], "/");
+  bwrapPath = found && findEnv() && bwrapWorks(found) ? found : null;
   return bwrapPath;
 }
 
@@ -150,12 +165,15 @@ export function sandboxedLaunch(
   const binds = roots
     .filter((r) => !["/usr", "/bin", "/sbin", "/lib", "/lib64"].includes(r))
     .flatMap((r) => (fs.existsSync(r) ? ["--ro-bind", fs.realpathSync(r), r] : []));
+  const cleanEnv = findEnv();
+  if (!cleanEnv) return { ok: false, error: "env (coreutils) is missing from /usr/bin and /bin: bwrap cannot be started with an empty environment" };
   const env: Record<string, string> = { PATH: SANDBOX_PATH, HOME: "/tmp", ...launch.env };
   return {
     ok: true,
-    command: bwrap,
-    args: [...baseArgs(launch.network), ...binds, ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]), "--", launch.command, ...launch.args],
-    // bwrap itself gets nothing of the runner's environment either (--clearenv covers the server).
+    // `env -i`: whatever environment the spawner adds (the SDK adds its defaults), bwrap starts with none
+    // (file comment); --clearenv then --setenv give the server exactly `env`.
+    command: cleanEnv,
+    args: ["-i", bwrap, ...baseArgs(launch.network), ...binds, ...Object.entries(env).flatMap(([k, v]) => ["--setenv", k, v]), "--", launch.command, ...launch.args],
     env: {},
   };
 }

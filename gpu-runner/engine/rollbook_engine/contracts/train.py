@@ -55,14 +55,14 @@ class TrainerConfig(BaseModel):
         "ppo",
         description='"ppo": clipped surrogate -min(r·A, clip(r)·A); "cispo": -clip(r.detach())·A·logπ (ART\'s default).',
     )
-    epsilon: float = Field(0.2, ge=0, description="Lower clip: ratios below 1-epsilon are clipped.")
-    epsilon_high: float = Field(0.28, ge=0, description="Upper clip 1+epsilon_high (DAPO's clip-higher keeps exploration).")
+    epsilon: float = Field(0.2, ge=0, le=10, description="Lower clip: ratios below 1-epsilon are clipped.")
+    epsilon_high: float = Field(0.28, ge=0, le=10, description="Upper clip 1+epsilon_high (DAPO's clip-higher keeps exploration).")
     importance_sampling_level: Literal["token", "sequence"] = Field(
         "token", description='"sequence" is GSPO: one length-normalised ratio exp(mean logratio) per sequence.'
     )
     scale_rewards: bool = Field(True, description="Divide advantages by the group std + 1e-6 (GRPO); false = Dr.GRPO.")
     beta: float = Field(
-        0, ge=0, description="KL (k3) weight against the base model (adapter disabled); 0 skips that extra forward pass."
+        0, ge=0, le=10, description="KL (k3) weight against the base model (adapter disabled); 0 skips that extra forward pass."
     )
     mini_epochs: int = Field(1, ge=1, le=16, description="Optimiser passes over the step's batch; 1 = strictly on-policy.")
     micro_batch_size: int = Field(

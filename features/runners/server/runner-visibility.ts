@@ -1,0 +1,25 @@
+/**
+ * Who may see a runner as it is: its address, its engine's health (memory, restart reasons quoting the
+ * engine's output), its error texts (they name the address), the paths of the checkpoints on its disk, and its
+ * engine queue (every workspace's model calls). Everyone else sees its name, health word, device, models and
+ * capacity, and only their own workspace's runs on it (docs/security.md, "Workspaces and roles").
+ *
+ *   the instance's operator (features/workspace/server/operator.ts)   every runner
+ *   a workspace's admins and owner                                    the runners that workspace registered
+ *
+ * An instance runner (workspaceId null: RUNNER_URL, or registered without a workspace) is the operator's
+ * machine even to the admins of the workspaces it serves. A run with no runner (an ART client's, a queued one)
+ * shows its paths to the operator only.
+ */
+import { roleAtLeast, type Role } from "@contracts/roles";
+
+export interface RunnerViewer {
+  workspaceId: string;
+  role: Role;
+  operator: boolean;
+}
+
+export function seesRunnerDetails(runner: { workspaceId: string | null } | null, viewer: RunnerViewer): boolean {
+  if (viewer.operator) return true;
+  return runner !== null && runner.workspaceId !== null && runner.workspaceId === viewer.workspaceId && roleAtLeast(viewer.role, "admin");
+}
