@@ -10,7 +10,7 @@
 import { classifyModelName } from "@contracts";
 import { resolveRunner, runnerById } from "@/server/runner-client";
 import type { DbOrTx } from "@/server/db-types";
-import { recordRunnerAnswer, recordRunnerFailure, runnersOf } from "./runner-pool";
+import { runnersOf } from "./runner-pool";
 
 /** How long Check waits for a runner that has not yet said what it serves (a fresh boot, a just-registered one). */
 const ASK_TIMEOUT_MS = 5_000;
@@ -36,16 +36,20 @@ export async function servedModels(db: DbOrTx, workspaceId: string): Promise<str
   return models.size === 0 ? null : [...models].sort();
 }
 
-/** A runner's models, asked now (and recorded on its row like a heartbeat's answer); [] when it does not answer. */
+/**
+ * A runner's models, asked now; [] when it does not answer. Only the models are recorded on its row: whether a
+ * runner is healthy is the heartbeat's and the dispatcher's to find out and say (a Check must not mark a runner
+ * down, or up, under them).
+ */
 async function askRunner(db: DbOrTx, runnerId: string): Promise<string[]> {
+  let models: string[];
   try {
-    const status = await (await runnerById(db, runnerId)).status({ timeoutMs: ASK_TIMEOUT_MS });
-    await recordRunnerAnswer(db, runnerId, status);
-    return status.models ?? [];
-  } catch (e) {
-    await recordRunnerFailure(db, runnerId, e);
+    models = (await (await runnerById(db, runnerId)).status({ timeoutMs: ASK_TIMEOUT_MS })).models ?? [];
+  } catch {
     return [];
   }
+  if (models.length > 0) await db.runner.updateMany({ where: { id: runnerId }, data: { models } });
+  return models;
 }
 
 /**

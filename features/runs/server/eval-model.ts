@@ -18,7 +18,7 @@ export async function resolveEvalModel(
   if (evalModel === baseModel) return { model: evalModel, runnerId: null };
   const ref = classifyModelName(evalModel);
   if (ref.kind !== "checkpoint") {
-    throw new AppError("BAD_INPUT", `evalModel: ${JSON.stringify(evalModel)} is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
+    throw new AppError("BAD_INPUT", `evalModel: '${evalModel}' is neither the base model '${baseModel}' (config.json "model") nor a checkpoint '<run>@<step>'`);
   }
   const byNumber = runNumberOf(ref.run);
   const run = await db.run.findFirst({
