@@ -11,6 +11,12 @@
  *   wall-clock limit, then are served, and none is failed for it — each records the wait (timings.queued_ms).
  *   Before the runner's fair queue and clock, the wait counted against the limit and every one timed out.
  *
+ * Issue 29, item 4 ("nothing shares the CPU"), on a runner with the engine's own batch capacity:
+ * - workspace A's 12 CPU-bound rollouts (`for (;;) await null`, 60 s limit) beside workspace B's 6 normal
+ *   ones: B's complete, none timed out, under a wall-clock limit of 2.5× B's own time alone. Before the
+ *   runner shared its CPUs by workspace, B's took 3.4× their time alone and failed as timeouts of their own
+ *   code.
+ *
  *   npx vitest run --project server server/security/fairness.servertest.ts
  */
 import { randomBytes } from "node:crypto";
@@ -18,7 +24,8 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadEnv } from "@/gpu-runner/src/env";
 import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
-import { dryRun, fairnessFiles, trajectories, wordOf } from "@/bench/fairness-experiment";
+import { sandboxPool } from "@/gpu-runner/src/sandbox/pool";
+import { WORDS, dryRun, fairnessFiles, trajectories, wordOf } from "@/bench/fairness-experiment";
 
 const TOKEN = randomBytes(24).toString("hex");
 const env0 = loadEnv({ ...process.env, RUNNER_TOKEN: TOKEN });
@@ -108,4 +115,47 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
       letGo?.();
     }
   }, 600_000);
+});
+
+describe.skipIf(!engineAvailable)("CPU fair share across workspaces (real runner, real engine)", () => {
+  let runner: TestRunner | undefined;
+
+  beforeAll(async () => {
+    runner = await startTestRunner({ name: "fairness-cpu", token: TOKEN, env: { ENGINE_URL: "" } });
+  }, 600_000);
+
+  afterAll(() => runner?.close(), 60_000);
+
+  it("workspace B's rollouts complete beside workspace A's CPU-bound rollouts", async () => {
+    const r = runner as TestRunner;
+    const normal = (limitMs: number) => fairnessFiles({ words: WORDS, rolloutTimeoutMs: limitMs, maxTokens: 6 });
+    const ownMs = (t: { timings: { duration_ms: number; queued_ms?: number } }) => t.timings.duration_ms - (t.timings.queued_ms ?? 0);
+    // Warm (the first run compiles the experiment and warms the engine), then B alone.
+    await dryRun(r.client, "cpu-warm", normal(60_000), 600_000, "ws-b");
+    const alone = trajectories(await dryRun(r.client, "cpu-alone", normal(60_000), 600_000, "ws-b"));
+    for (const t of alone) expect(t.error, `alone ${wordOf(t)}: ${t.error?.message}`).toBeNull();
+    const aloneMs = Math.max(...alone.map(ownMs));
+    // B's limit beside A: 2.5× its own time alone (at least 10 s). Sharing the CPU by workspace keeps B within
+    // it; before, B's rollouts took 3.4× their time alone and timed out.
+    const limitMs = Math.max(10_000, Math.ceil(2.5 * aloneMs));
+    const busy = () => sandboxPool.size.live - sandboxPool.size.idle;
+    const busyBefore = busy();
+    const spinners = dryRun(r.client, "cpu-spinners", fairnessFiles({ words: [], spinners: 12, rolloutTimeoutMs: 60_000, cpuTimeoutMs: 5_000, concurrency: 32, maxTokens: 6 }), 600_000, "ws-a");
+    try {
+      await until("workspace A's 12 sandboxes busy", () => busy() >= busyBefore + 12, 120_000);
+      const beside = trajectories(await dryRun(r.client, "cpu-beside", normal(limitMs), 600_000, "ws-b"));
+      console.log(
+        `fairness cpu: B alone ${alone.map(ownMs).join(", ")} ms; limit ${limitMs} ms; beside A's spinners ` +
+          beside.map((t) => `${wordOf(t)} ${ownMs(t)} ms${t.error ? ` (${t.error.kind}: ${t.error.message})` : ""}`).join(", "),
+      );
+      expect(beside.map(wordOf).sort()).toEqual([...WORDS].sort());
+      for (const t of beside) {
+        expect(t.error, `${wordOf(t)}: ${t.error?.message}`).toBeNull();
+        expect(t.reward).toBe(1);
+      }
+    } finally {
+      await r.client.stop.mutate({ run_id: "cpu-spinners" });
+      await spinners.catch(() => []);
+    }
+  }, 900_000);
 });
