@@ -233,6 +233,13 @@ export const StartResult = z.discriminatedUnion("ok", [
 ]);
 export type StartResult = z.infer<typeof StartResult>;
 
+/**
+ * How a runner shares its CPUs between workspaces: cgroup weights (v2 cpu.weight, v1 cpu.shares), the
+ * niceness fallback, or nothing (docs/security.md, "Fair share").
+ */
+export const CpuShareMode = z.enum(["cgroup-v2", "cgroup-v1", "nice", "off"]);
+export type CpuShareMode = z.infer<typeof CpuShareMode>;
+
 export const RunnerStatus = z.object({
   runner: z.string(),
   engine: z.object({
@@ -276,5 +283,9 @@ export const RunnerStatus = z.object({
     .nullable()
     .optional()
     .describe('Why this runner cannot write to its runs folder now, e.g. "disk full on runner gpu-1: …"; null when it can. While set, start refuses new runs.'),
+  cpu_share: z
+    .object({ mode: CpuShareMode, reason: z.string().optional() })
+    .optional()
+    .describe("How the runner shares its CPUs between workspaces (RUNNER_CPU_SHARE), and why not with cgroups when it falls back."),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

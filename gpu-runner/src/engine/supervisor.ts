@@ -52,6 +52,11 @@ export interface SupervisorOptions {
   onLog?: (line: string) => void;
   /** Called when the engine died or stopped answering and a restart is under way, with the reason. */
   onRestart?: (restart: EngineRestart) => void;
+  /**
+   * Called with each spawned engine's pid, at once (before it has loaded anything): the runner places it in
+   * its CPU share's service group, apart from the sandboxes (sandbox/cpu/share.ts).
+   */
+  onSpawn?: (pid: number) => void;
 }
 
 export interface EngineStatus {
@@ -95,8 +100,8 @@ export class EngineSupervisor {
   /** The engine's resident memory at the last health check: what a SIGKILL's reason quotes. */
   private rssBytes: number | null = null;
   private readonly exitHook = () => this.killGroup("SIGKILL");
-  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "token">> &
-    Pick<SupervisorOptions, "spawn" | "onRestart">;
+  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "token">> &
+    Pick<SupervisorOptions, "spawn" | "onRestart" | "onSpawn">;
   /** Given to every engine this supervisor spawns; the client sends it. */
   private readonly token: string | undefined;
 
@@ -212,6 +217,7 @@ export class EngineSupervisor {
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
+    if (child.pid !== undefined) this.opts.onSpawn?.(child.pid);
     const stderrTail: string[] = []; // this child's own, for the reason of its death
     const onData = (buf: Buffer, stderr: boolean) => {
       for (const line of buf.toString("utf8").split("\n")) {

@@ -26,6 +26,7 @@ import { type EngineClient, EngineError } from "../engine/client";
 import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
 import type { FairQueue } from "../engine/fair-queue";
 import { RolloutClock } from "../sandbox/rollout-clock";
+import type { SandboxPlacement } from "../sandbox/cpu/share";
 import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
@@ -70,6 +71,8 @@ export interface ExecuteRolloutInput {
   /** Distinguishes eval rollouts' ids and seeds from training ones. */
   idPrefix?: string;
   signal?: AbortSignal;
+  /** Whose CPU share its sandbox computes under: its run's, in its workspace's. */
+  placement?: SandboxPlacement;
 }
 
 export interface ExecutedRollout {
@@ -310,6 +313,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     getMessages: () => transcript.map((m) => ({ ...m })),
     signal,
     clock,
+    placement: input.placement,
   });
 
   let error: RolloutError | null = result.error;

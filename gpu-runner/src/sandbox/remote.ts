@@ -9,6 +9,7 @@ import { z } from "zod";
 import type { LimitsConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { Bridge } from "./bridge";
+import type { SandboxPlacement } from "./cpu/share";
 import { PausableTimer } from "./pausable-timer";
 import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock } from "./rollout-clock";
 import { type SandboxExit, type SandboxProcess, sandboxPool } from "./pool";
@@ -54,18 +55,20 @@ export interface RemoteSandbox {
 
 let nextSid = 1;
 
-export async function openSandbox(
-  compiled: CompiledExperiment,
-  limits: LimitsConfig,
-  bridge: Bridge,
-  signal?: AbortSignal,
+export interface OpenOptions {
+  signal?: AbortSignal;
   /** The rollout's own clock (absent: real time, e.g. a group reward, which never waits for the engine). */
-  clock?: RolloutClock,
-): Promise<RemoteSandbox> {
+  clock?: RolloutClock;
+  /** Whose CPU share the process computes under (absent: a check outside any run). */
+  placement?: SandboxPlacement;
+}
+
+export async function openSandbox(compiled: CompiledExperiment, limits: LimitsConfig, bridge: Bridge, options: OpenOptions = {}): Promise<RemoteSandbox> {
+  const { signal, clock, placement } = options;
   if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
   let proc: SandboxProcess;
   try {
-    proc = await sandboxPool.acquire(limits.memory_mb, compiled.hash, signal);
+    proc = await sandboxPool.acquire(limits.memory_mb, compiled.hash, signal, placement);
   } catch (err) {
     if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
     throw err; // SandboxUnavailable: no process could be started
