@@ -9,6 +9,8 @@ import { z } from "zod";
 import type { LimitsConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { Bridge } from "./bridge";
+import { CpuMeter, type CpuUse } from "./cpu/cpu-meter";
+import { cpuShare } from "./cpu/open";
 import type { SandboxPlacement } from "./cpu/share";
 import { PausableTimer } from "./pausable-timer";
 import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock } from "./rollout-clock";
@@ -26,7 +28,8 @@ const ABORT_GRACE_MS = 2_000;
 
 export type SandboxEnd =
   | { type: "threw"; error: ErrorInfo }
-  | { type: "stop"; reason: StopReason }
+  /** cpu: what the rollout's process got and was denied, read as it stopped (null: not measured). */
+  | { type: "stop"; reason: StopReason; cpu?: CpuUse | null }
   | { type: "crash"; exit: SandboxExit };
 
 export class SandboxFailure extends Error {
@@ -51,6 +54,8 @@ export interface RemoteSandbox {
   call(fn: EntryFunction, args: unknown[], cpuMs?: number): Promise<unknown>;
   /** Close the sandbox: its process goes back to the pool after a clean finish, else it is killed. */
   dispose(): void;
+  /** CPU its process got and waited for since the sandbox opened (as it stopped, if it was stopped); null: not measured. */
+  cpu(): CpuUse | null;
 }
 
 let nextSid = 1;
@@ -79,6 +84,8 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
     sandboxPool.release(proc, true);
     throw new SandboxFailure({ type: "stop", reason: "abort" });
   }
+  // From here on the rollout's limits run (the watchdog starts as the sandbox opens): so does the meter.
+  const meter = new CpuMeter(proc.pid, cpuShare().servicePids(), clock ? () => clock.runningMs() : undefined);
   const sid = nextSid++;
   let pending: { resolve: (v: unknown) => void; reject: (e: SandboxFailure) => void } | null = null;
   let failure: SandboxFailure | null = null;
@@ -87,7 +94,8 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
 
   /** The sandbox is finished for good: the process is killed and the call waiting (if any) fails. */
   const end = (f: SandboxFailure) => {
-    failure ??= f;
+    // A stop says what CPU the process got and was denied: read now, while the process is still there.
+    failure ??= f.end.type === "stop" ? new SandboxFailure({ ...f.end, cpu: meter.read() }) : f;
     proc.kill();
     pending?.reject(failure);
     pending = null;
@@ -168,5 +176,9 @@ export async function openSandbox(compiled: CompiledExperiment, limits: LimitsCo
     dispose();
     throw err;
   }
-  return { call: (fn, args, cpuMs) => request({ t: "call", sid, fn, args, ...(cpuMs === undefined ? {} : { cpuMs }) }), dispose };
+  const cpu = () => {
+    const stopped = failure?.end;
+    return stopped?.type === "stop" && stopped.cpu !== undefined ? stopped.cpu : proc.exit ? null : meter.read();
+  };
+  return { call: (fn, args, cpuMs) => request({ t: "call", sid, fn, args, ...(cpuMs === undefined ? {} : { cpuMs }) }), dispose, cpu };
 }

@@ -11,6 +11,7 @@ import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
 import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, stopError, thrown } from "./outcome";
 import { SandboxUnavailable } from "./pool";
+import type { CpuUse } from "./cpu/cpu-meter";
 import type { SandboxPlacement } from "./cpu/share";
 import { openSandbox, type RemoteSandbox } from "./remote";
 import { RolloutClock } from "./rollout-clock";
@@ -55,6 +56,8 @@ export interface RolloutOutcome {
   durationMs: number;
   /** Time it waited for an engine slot with nothing of its own served (not counted by its limit). */
   queuedMs: number;
+  /** CPU its sandbox process got and waited for (cpu/cpu-meter.ts); null where not measured. */
+  cpu: CpuUse | null;
 }
 
 // --- what the entry points return (gpu-runner/sdk/runtime/entry.ts builds these; checked as untrusted data)
@@ -119,6 +122,7 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
     error,
     durationMs: Math.round(performance.now() - started),
     queuedMs: Math.round(clock.queuedMs()),
+    cpu: sandbox?.cpu() ?? null,
   });
   if (input.signal?.aborted) return outcome(stopError("abort", limits));
 
