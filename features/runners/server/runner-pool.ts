@@ -61,8 +61,9 @@ export const runnersOf = (workspaceId: string) => ({ OR: [{ workspaceId }, { wor
 /**
  * What a workspace may see of a runner. One runner serves every workspace: its run list is cut to the
  * caller's own runs (by the run ids this workspace owns in the database, never by what the runner says),
- * and its address, its engine's health (memory, restart reasons with the engine's last output) and its
- * error texts (which name the address) are the operator's business, shown to workspace admins only.
+ * and its address, its engine's health (memory, restart reasons with the engine's last output), its
+ * error texts (which name the address) and why its CPU share fell back (cgroup paths) are the operator's
+ * business, shown to workspace admins only.
  */
 export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: RunnerStatus, opts: { admin: boolean }): Promise<RunnerStatus> {
   const ids = status.runs.map((r) => r.run_id);
@@ -71,8 +72,14 @@ export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: R
   );
   const runs = status.runs.filter((r) => mine.has(r.run_id));
   if (opts.admin) return { ...status, runs };
-  const { engine_queue: _everyWorkspacesCalls, ...rest } = status;
-  return { ...rest, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
+  const { engine_queue: _everyWorkspacesCalls, cpu_share, ...rest } = status;
+  return {
+    ...rest,
+    runs,
+    engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null },
+    // Its mode for everyone; why it fell back names the runner's cgroup paths.
+    ...(cpu_share ? { cpu_share: { mode: cpu_share.mode } } : {}),
+  };
 }
 
 /** The runners a workspace may use, for its settings page: see runnerStatusFor for what only admins see. */
