@@ -4,7 +4,7 @@
  * so a workspace whose rollouts are spread over n processes gets each of them niced by log1.25(n): the
  * workspace's processes together weigh about what one un-niced process does, however many it runs. Inside
  * a workspace, runs share alike (a process weighs 1 / (runs × its run's processes)). Sandbox processes start
- * SERVICE_WEIGHT's worth of niceness above the runner and its engine, so user code cannot starve the model.
+ * BASE_NICE above the runner and its engine, so that user code takes less than the model does.
  *
  * Niceness is per thread on Linux: every thread of the process is set (threads made later inherit it). An
  * unprivileged runner can raise a niceness but not lower it: a running process whose share should grow
@@ -15,13 +15,17 @@
  */
 import os from "node:os";
 import { threadIds } from "./proc";
-import { SERVICE_WEIGHT, Unshared, type CpuShareMode, type SandboxPlacement } from "./share";
+import { Unshared, type CpuShareMode, type SandboxPlacement } from "./share";
 
 /** One nice step divides a thread's CFS weight by about this. */
 const NICE_STEP = 1.25;
 const MAX_NICE = 19;
-/** Where sandbox processes start: SERVICE_WEIGHT below the runner and its engine (nice 0). */
-export const BASE_NICE = Math.round(Math.log(SERVICE_WEIGHT) / Math.log(NICE_STEP));
+/**
+ * Where sandbox processes start: 3 steps (½ the weight) below the runner and its engine at nice 0. Not
+ * SERVICE_WEIGHT's 12 steps: niceness ends at 19, and the steps above the base are what tells a workspace
+ * of 1 busy process from one of 35; past 19 every process weighs alike and a busy workspace wins again.
+ */
+export const BASE_NICE = 3;
 const OTHER = "\0other";
 
 /** The niceness of a process that should weigh 1 / `divisor` of a workspace. */

@@ -78,9 +78,11 @@ export class Unshared implements CpuShare {
 
 /**
  * How much more CPU weight the runner's service processes (the engine) get than all sandboxes together.
- * The engine's CPU is already shared between runs by the fair queue (engine/fair-queue.ts), and every
- * rollout waits on it: user code gets what the engine leaves, and a fifth while both want every CPU (with
- * 2, the engine waited for a CPU ~60% of its runnable time beside twelve spinning rollouts, and normal
- * rollouts' model calls lost half their time to it).
+ * The engine's sampling is shared between runs by the fair queue (engine/fair-queue.ts) and every rollout
+ * waits on it, so user code gets what the engine leaves, and 1/17 while both want every CPU. Measured with
+ * bench/fairness.ts --case workspaces on 2 cores: at 4×, beside twelve spinning rollouts the engine waited
+ * for a CPU 22–25% of its runnable time (9–15% alone) and normal rollouts' model time grew by two thirds;
+ * at 16×, 8–13%, model time as alone. The price: a CPU engine's training step holds the sandboxes to
+ * that 1/17 too while it runs (their rollouts wait on the engine then anyway).
  */
-export const SERVICE_WEIGHT = 4;
+export const SERVICE_WEIGHT = 16;
