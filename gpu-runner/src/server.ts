@@ -39,6 +39,9 @@ export interface StartRunnerOptions {
   supervisor?: Partial<SupervisorOptions>;
 }
 
+/** Python: become a process group leader (in the same session), then run the interpreter on the rest of argv. */
+const SETPGRP_THEN_EXEC = "import os, sys; os.setpgrp(); os.execv(sys.executable, [sys.executable] + sys.argv[1:])";
+
 export async function startRunnerServer(options: StartRunnerOptions = {}): Promise<RunnerServer> {
   const env = options.env ?? loadEnv();
   const engineUrl = env.ENGINE_URL ?? `http://127.0.0.1:${env.ENGINE_PORT}`;
@@ -52,7 +55,8 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       ? undefined
       : {
           python: env.ENGINE_PYTHON,
-          args: ["-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
+          // In the runner's session (the nice fallback): the engine makes itself a process group leader first.
+          args: [...(cpu.sameSession ? ["-c", SETPGRP_THEN_EXEC] : []), "-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
           cwd: path.join(REPO_ROOT, "gpu-runner/engine"),
           env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR },
         },
@@ -60,6 +64,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     // The runs waiting on the engine say why it went away (their model calls fail meanwhile).
     onRestart: (restart) => manager.logToActiveRuns("warn", `${restartCause(restart)}; the runs wait for it, and what it was doing is sent again once`),
     onSpawn: (pid) => cpu.placeService(pid),
+    ownSession: !cpu.sameSession,
     ...options.supervisor,
   });
   supervisor.start();

@@ -21,11 +21,12 @@ import { Unshared, type CpuShareMode, type SandboxPlacement } from "./share";
 const NICE_STEP = 1.25;
 const MAX_NICE = 19;
 /**
- * Where sandbox processes start: 3 steps (½ the weight) below the runner and its engine at nice 0. Not
- * SERVICE_WEIGHT's 12 steps: niceness ends at 19, and the steps above the base are what tells a workspace
- * of 1 busy process from one of 35; past 19 every process weighs alike and a busy workspace wins again.
+ * Where sandbox processes start: 6 steps (¼ the weight of one engine thread) below the runner and its
+ * engine at nice 0. At 3, the engine got 2/3 of the CPUs beside twelve spinners and normal rollouts' model
+ * calls took 2.3× as long. Not SERVICE_WEIGHT's 12 steps: niceness ends at 19, and the steps above the base
+ * are what tell a workspace of 1 busy process from one of 18; past 19 every process weighs alike.
  */
-export const BASE_NICE = 3;
+export const BASE_NICE = 6;
 const OTHER = "\0other";
 
 /** The niceness of a process that should weigh 1 / `divisor` of a workspace. */
@@ -48,6 +49,10 @@ interface Busy {
 
 export class NiceShare extends Unshared {
   override readonly mode: CpuShareMode = "nice";
+  // With autogroup, a session of its own would put the engine beside all of the runner's session at one
+  // weight each: the 12 spinners and the engine got alike, and the engine's two threads, preempted at every
+  // barrier, slowed normal rollouts' model calls 20× (bench/fairness.ts --case workspaces).
+  override readonly sameSession = true;
   private readonly busy = new Map<number, Busy>();
   /** The niceness each live process was last given. */
   private readonly nice = new Map<number, number>();

@@ -22,6 +22,11 @@ export interface CpuShare {
   /** Why the runner does not share its CPUs with cgroups (absent when it does). */
   readonly reason?: string;
   /**
+   * The engine must run in the runner's session: where the kernel groups the processes of a session
+   * (autogroup, for processes in the root cgroup), niceness weighs a process only against its session's.
+   */
+  readonly sameSession: boolean;
+  /**
    * Whether idle process `pid` may take a rollout of `placement`. False only where placing it would need a
    * privilege the runner lacks (lowering a niceness): the pool starts a fresh process instead.
    */
@@ -43,6 +48,7 @@ export interface CpuShare {
 /** Tracks service pids; places nothing. The base of every mode, and the whole of "off". */
 export class Unshared implements CpuShare {
   readonly mode: CpuShareMode = "off";
+  readonly sameSession: boolean = false;
   protected readonly services = new Set<number>();
 
   constructor(
