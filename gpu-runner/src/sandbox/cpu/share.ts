@@ -87,8 +87,8 @@ export class Unshared implements CpuShare {
  * The engine's sampling is shared between runs by the fair queue (engine/fair-queue.ts) and every rollout
  * waits on it, so user code gets what the engine leaves, and 1/17 while both want every CPU. Measured with
  * bench/fairness.ts --case workspaces on 2 cores: at 4×, beside twelve spinning rollouts the engine waited
- * for a CPU 22–25% of its runnable time (9–15% alone) and normal rollouts' model time grew by two thirds;
- * at 16×, 8–13%, model time as alone. The price: a CPU engine's training step holds the sandboxes to
+ * for a CPU 21–25% of its runnable time (9–15% alone) and normal rollouts' model time grew by two thirds;
+ * at 16×, 7–20% (6–12% alone), model time as alone. The price: a CPU engine's training step holds the sandboxes to
  * that 1/17 too while it runs (their rollouts wait on the engine then anyway).
  */
 export const SERVICE_WEIGHT = 16;
