@@ -2,15 +2,19 @@
  * The experiment the fairness bench (bench/fairness.ts) and its test (server/security/fairness.servertest.ts)
  * run on a real runner and engine: normal rollouts that ask the model once, and — on a task marked `loop` —
  * a hostile one that calls ctx.chat in tight loops (as many at once as limits.max_inflight_calls allows)
- * until its limit stops it. One place, so the bench measures what the test checks.
+ * until its limit stops it; and — on a task marked `spin` — a CPU-bound one (`for (;;) await null`: no model
+ * call, a continuation after another, never done) that only its CPU or wall-clock limit ends. One place, so the
+ * bench measures what the test checks.
  */
 import type { ExperimentFiles, RunEvent, Trajectory } from "../contracts";
 import type { RunnerClient } from "../gpu-runner/src/client";
 
 const SCENARIO = `import type { RolloutContext } from "rollbook";
 import { z } from "zod";
-export const taskSchema = z.object({ word: z.string(), loop: z.boolean().optional(), loop_tokens: z.number().optional(), loops: z.number().optional() });
+export const taskSchema = z.object({ word: z.string(), loop: z.boolean().optional(), loop_tokens: z.number().optional(), loops: z.number().optional(), spin: z.boolean().optional() });
 export default async function rollout(ctx: RolloutContext<z.infer<typeof taskSchema>>) {
+  // The CPU-bound neighbour: every await yields to a continuation of its own, so it never stops computing.
+  if (ctx.task.spin) for (;;) await null;
   if (ctx.task.loop) {
     // The hostile neighbour: tight ctx.chat loops, never done; only its limit (or the run's stop) ends it.
     const spin = async () => {
@@ -32,7 +36,13 @@ export interface FairnessRun {
   words: readonly string[];
   /** Add a looping rollout to this run (a sibling of the normal ones). */
   looper?: { tokens: number; loops: number };
+  /** Add this many CPU-bound rollouts (`for (;;) await null`) to the run. */
+  spinners?: number;
   rolloutTimeoutMs: number;
+  /** limits.cpu_timeout_ms (default 10 000). */
+  cpuTimeoutMs?: number;
+  /** max_concurrency (default 64). */
+  concurrency?: number;
   /** max_tokens of a normal rollout's one call (greedy: the same tokens alone and beside the looper). */
   maxTokens: number;
 }
@@ -40,12 +50,13 @@ export interface FairnessRun {
 export function fairnessFiles(run: FairnessRun): ExperimentFiles {
   const tasks: Record<string, unknown>[] = run.words.map((word) => ({ word }));
   if (run.looper) tasks.unshift({ word: "loop", loop: true, loop_tokens: run.looper.tokens, loops: run.looper.loops });
+  for (let i = 0; i < (run.spinners ?? 0); i++) tasks.unshift({ word: "spin", spin: true });
   const config = {
     groups_per_step: tasks.length,
     rollouts_per_group: 1,
-    max_concurrency: 64,
+    max_concurrency: run.concurrency ?? 64,
     sampling: { temperature: 0, max_tokens: run.maxTokens },
-    limits: { rollout_timeout_ms: run.rolloutTimeoutMs, cpu_timeout_ms: 10_000 },
+    limits: { rollout_timeout_ms: run.rolloutTimeoutMs, cpu_timeout_ms: run.cpuTimeoutMs ?? 10_000 },
   };
   return {
     "scenario.ts": SCENARIO,
@@ -55,9 +66,12 @@ export function fairnessFiles(run: FairnessRun): ExperimentFiles {
   };
 }
 
-/** Starts a dry run and resolves with its events once the runner ends the stream (after run.finished). */
-export async function dryRun(client: RunnerClient, runId: string, files: ExperimentFiles, timeoutMs = 600_000): Promise<RunEvent[]> {
-  const started = await client.start.mutate({ run_id: runId, workspace_id: "ws-fairness", kind: "dry-run", files, resume: false });
+/**
+ * Starts a dry run (in workspace `workspace`, default "ws-fairness") and resolves with its events once the
+ * runner ends the stream (after run.finished).
+ */
+export async function dryRun(client: RunnerClient, runId: string, files: ExperimentFiles, timeoutMs = 600_000, workspace = "ws-fairness"): Promise<RunEvent[]> {
+  const started = await client.start.mutate({ run_id: runId, workspace_id: workspace, kind: "dry-run", files, resume: false });
   if (!started.ok) throw new Error(`${runId} refused: ${JSON.stringify(started)}`);
   return new Promise<RunEvent[]>((resolve, reject) => {
     const events: RunEvent[] = [];

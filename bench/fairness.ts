@@ -14,14 +14,20 @@
  * its time alone. `--batch` sets the engine's ROLLBOOK_MAX_BATCH (its batch capacity, which the runner's fair
  * queue keeps on it); default: the engine's own (32). Load average printed before and after; results also
  * written to bench/results/fairness.json.
+ *
+ * `--case workspaces` (or `all`, the default: both) runs the cross-workspace case instead or as well
+ * (bench/fairness-workspaces.ts): workspace A's `--spinners` (12) CPU-bound rollouts beside workspace B's
+ * normal ones (`--b-limit-ms` 20000, `--b-tokens` 6), B alone vs beside, medians of `--reps`. With
+ * RUNNER_CPU_SHARE=off in the environment it measures the runner without CPU sharing.
  */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import { REPO_ROOT } from "../gpu-runner/src/env";
-import { startTestRunner } from "../gpu-runner/src/test-support/test-runner";
+import { startTestRunner, type TestRunner } from "../gpu-runner/src/test-support/test-runner";
 import { WORDS, dryRun, fairnessFiles, trajectories, wordOf } from "./fairness-experiment";
+import { benchWorkspaces } from "./fairness-workspaces";
 
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -33,6 +39,8 @@ const BATCH = arg("batch", 0);
 const LOOP_TOKENS = arg("loop-tokens", 64);
 const LOOPS = arg("loops", 4);
 const NORMAL_TOKENS = arg("tokens", 8);
+const CASE = process.argv.includes("--case") ? String(process.argv[process.argv.indexOf("--case") + 1]) : "all";
+if (!["all", "looper", "workspaces"].includes(CASE)) throw new Error(`--case is all, looper or workspaces (got ${CASE})`);
 const load = () => os.loadavg().map((l) => l.toFixed(2)).join(" ");
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -45,67 +53,76 @@ async function main(): Promise<void> {
   const loadBefore = load();
   console.log(`fairness bench: ${REPS} repetitions, ${WORDS.length} normal rollouts, looper ${LOOPS}×${LOOP_TOKENS} tokens, limit ${LIMIT_MS} ms; ${os.cpus().length} CPUs; load ${loadBefore}`);
   const runner = await startTestRunner({ name: "fairness-bench", token: randomBytes(24).toString("hex") });
+  let met = true;
+  try {
+    if (CASE !== "workspaces") met = (await benchLooper(runner, loadBefore)) && met;
+    if (CASE !== "looper") met = (await benchWorkspaces(runner, { reps: REPS, spinners: arg("spinners", 12), bLimitMs: arg("b-limit-ms", 20_000), tokens: arg("b-tokens", 6) })) && met;
+    console.log(`\nall targets: ${met ? "met" : "NOT met"}`);
+  } finally {
+    await runner.close();
+  }
+}
+
+/** The looping-rollout case (issue 16, finding 7): the rollouts of one run beside a ctx.chat looper. */
+async function benchLooper(runner: TestRunner, loadBefore: string): Promise<boolean> {
   const alone: Record<string, number[]> = {};
   const beside: Record<string, number[]> = {};
   const queued: Record<string, number[]> = {};
   const looperTurns: number[] = [];
   const failures: string[] = [];
-  try {
-    const capacity = runner.server.supervisor.status().health?.batch_capacity ?? null;
-    console.log(`engine batch capacity ${capacity ?? "(not reported)"}`);
-    const normal = { words: WORDS, rolloutTimeoutMs: LIMIT_MS, maxTokens: NORMAL_TOKENS };
-    // Warm-up, uncounted: the first run compiles the experiment and warms the engine.
-    await dryRun(runner.client, "warm", fairnessFiles(normal));
-    for (let rep = 1; rep <= REPS; rep++) {
-      const a = trajectories(await dryRun(runner.client, `alone-${rep}`, fairnessFiles(normal)));
-      const b = trajectories(await dryRun(runner.client, `beside-${rep}`, fairnessFiles({ ...normal, looper: { tokens: LOOP_TOKENS, loops: LOOPS } })));
-      for (const t of a) (alone[wordOf(t)] ??= []).push(t.timings.duration_ms);
-      for (const t of b) {
-        const word = wordOf(t);
-        if (word === "loop") {
-          looperTurns.push(t.metrics.turns ?? 0);
-          continue;
-        }
-        (beside[word] ??= []).push(t.timings.duration_ms);
-        (queued[word] ??= []).push(t.timings.queued_ms ?? 0);
-        if (t.error) failures.push(`beside-${rep} ${word}: ${t.error.kind}: ${t.error.message}`);
+  const capacity = runner.server.supervisor.status().health?.batch_capacity ?? null;
+  console.log(`engine batch capacity ${capacity ?? "(not reported)"}`);
+  const normal = { words: WORDS, rolloutTimeoutMs: LIMIT_MS, maxTokens: NORMAL_TOKENS };
+  // Warm-up, uncounted: the first run compiles the experiment and warms the engine.
+  await dryRun(runner.client, "warm", fairnessFiles(normal));
+  for (let rep = 1; rep <= REPS; rep++) {
+    const a = trajectories(await dryRun(runner.client, `alone-${rep}`, fairnessFiles(normal)));
+    const b = trajectories(await dryRun(runner.client, `beside-${rep}`, fairnessFiles({ ...normal, looper: { tokens: LOOP_TOKENS, loops: LOOPS } })));
+    for (const t of a) (alone[wordOf(t)] ??= []).push(t.timings.duration_ms);
+    for (const t of b) {
+      const word = wordOf(t);
+      if (word === "loop") {
+        looperTurns.push(t.metrics.turns ?? 0);
+        continue;
       }
-      for (const t of a) if (t.error) failures.push(`alone-${rep} ${wordOf(t)}: ${t.error.kind}: ${t.error.message}`);
-      console.log(`rep ${rep}: looper answered ${looperTurns.at(-1)} calls; load ${load()}`);
+      (beside[word] ??= []).push(t.timings.duration_ms);
+      (queued[word] ??= []).push(t.timings.queued_ms ?? 0);
+      if (t.error) failures.push(`beside-${rep} ${word}: ${t.error.kind}: ${t.error.message}`);
     }
-    const rows = WORDS.map((word) => {
-      const al = median(alone[word] ?? [Number.NaN]);
-      const be = median(beside[word] ?? [Number.NaN]);
-      return { word, alone_ms: Math.round(al), beside_ms: Math.round(be), ratio: Number((be / al).toFixed(2)), queued_ms: Math.round(median(queued[word] ?? [0])) };
-    });
-    console.log("\nrollout   alone ms  beside ms  ratio  queued ms (medians)");
-    for (const r of rows) console.log(`${r.word.padEnd(9)} ${String(r.alone_ms).padStart(8)} ${String(r.beside_ms).padStart(10)} ${r.ratio.toFixed(2).padStart(6)} ${String(r.queued_ms).padStart(10)}`);
-    const worst = Math.max(...rows.map((r) => r.ratio));
-    const met = worst <= 2 && failures.length === 0;
-    console.log(`\nworst ratio ${worst.toFixed(2)} (target ≤ 2.00): ${met ? "met" : "NOT met"}; looper answers per run (median) ${median(looperTurns)}; failures ${failures.length}`);
-    for (const f of failures) console.log(`  ${f}`);
-    const loadAfter = load();
-    console.log(`load ${loadAfter}`);
-    const out = {
-      date: new Date().toISOString(),
-      cpus: os.cpus().length,
-      load_before: loadBefore,
-      load_after: loadAfter,
-      batch_capacity: capacity,
-      reps: REPS,
-      limit_ms: LIMIT_MS,
-      looper: { loops: LOOPS, tokens: LOOP_TOKENS, answers_median: median(looperTurns) },
-      rows,
-      worst_ratio: worst,
-      target_met: met,
-      failures,
-    };
-    const file = path.join(REPO_ROOT, "bench/results", BATCH > 0 ? `fairness-batch${BATCH}.json` : "fairness.json");
-    fs.writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
-    console.log(`written ${path.relative(REPO_ROOT, file)}`);
-  } finally {
-    await runner.close();
+    for (const t of a) if (t.error) failures.push(`alone-${rep} ${wordOf(t)}: ${t.error.kind}: ${t.error.message}`);
+    console.log(`rep ${rep}: looper answered ${looperTurns.at(-1)} calls; load ${load()}`);
   }
+  const rows = WORDS.map((word) => {
+    const al = median(alone[word] ?? [Number.NaN]);
+    const be = median(beside[word] ?? [Number.NaN]);
+    return { word, alone_ms: Math.round(al), beside_ms: Math.round(be), ratio: Number((be / al).toFixed(2)), queued_ms: Math.round(median(queued[word] ?? [0])) };
+  });
+  console.log("\nrollout   alone ms  beside ms  ratio  queued ms (medians)");
+  for (const r of rows) console.log(`${r.word.padEnd(9)} ${String(r.alone_ms).padStart(8)} ${String(r.beside_ms).padStart(10)} ${r.ratio.toFixed(2).padStart(6)} ${String(r.queued_ms).padStart(10)}`);
+  const worst = Math.max(...rows.map((r) => r.ratio));
+  const met = worst <= 2 && failures.length === 0;
+  console.log(`\nworst ratio ${worst.toFixed(2)} (target ≤ 2.00): ${met ? "met" : "NOT met"}; looper answers per run (median) ${median(looperTurns)}; failures ${failures.length}`);
+  for (const f of failures) console.log(`  ${f}`);
+  const loadAfter = load();
+  console.log(`load ${loadAfter}`);
+  const out = {
+    date: new Date().toISOString(),
+    cpus: os.cpus().length,
+    load_before: loadBefore,
+    load_after: loadAfter,
+    batch_capacity: capacity,
+    reps: REPS,
+    limit_ms: LIMIT_MS,
+    looper: { loops: LOOPS, tokens: LOOP_TOKENS, answers_median: median(looperTurns) },
+    rows,
+    worst_ratio: worst,
+    target_met: met,
+    failures,
+  };
+  const file = path.join(REPO_ROOT, "bench/results", BATCH > 0 ? `fairness-batch${BATCH}.json` : "fairness.json");
+  fs.writeFileSync(file, JSON.stringify(out, null, 2) + "\n");
+  console.log(`written ${path.relative(REPO_ROOT, file)}`);
+  return met;
 }
 
 main().then(

@@ -85,11 +85,16 @@ export const Diagnostic = z.object({
 });
 export type Diagnostic = z.infer<typeof Diagnostic>;
 
+/** Every kind of rollout error, in the order the run page's filter lists them. */
+export const ROLLOUT_ERROR_KINDS = ["thrown", "timeout", "starved", "memory", "reward", "model", "mcp", "limit"] as const;
+
 export const RolloutError = z.object({
-  /** thrown: user code threw; timeout: wall clock or CPU limit; memory: heap limit; reward: the reward
-   * function returned NaN / a non-number or threw; model: the engine failed the call; mcp: an MCP server
-   * was unavailable or failed; limit: a sandbox cap was exceeded (calls in flight, prompt size, context). */
-  kind: z.enum(["thrown", "timeout", "memory", "reward", "model", "mcp", "limit"]),
+  /** thrown: user code threw; timeout: wall clock or CPU limit; starved: the wall clock ran out while the
+   * runner's CPUs were busy (the rollout, or the engine serving it, waited for a CPU a quarter or more of
+   * its time: the runner's load, not its code); memory: heap limit; reward: the reward function returned
+   * NaN / a non-number or threw; model: the engine failed the call; mcp: an MCP server was unavailable or
+   * failed; limit: a sandbox cap was exceeded (calls in flight, prompt size, context). */
+  kind: z.enum(ROLLOUT_ERROR_KINDS),
   message: z.string(),
   stack: z.string().optional(),
 });
@@ -131,6 +136,13 @@ export const Trajectory = z.object({
      * not counted against limits.rollout_timeout_ms. Absent on rollouts recorded before it was measured.
      */
     queued_ms: z.number().optional(),
+    /**
+     * CPU time its sandbox process got, and the time that process was runnable but waited for a CPU (the
+     * kernel's schedstat: a busy runner, or its workspace's share used up by its other rollouts). Absent
+     * where the runner cannot read them (not Linux) and on rollouts recorded before they were measured.
+     */
+    cpu_ms: z.number().optional(),
+    cpu_wait_ms: z.number().optional(),
   }),
   /** What the user's scenario logged with ctx.log, as plain text lines. */
   logs: z.array(z.string()).default([]),
@@ -250,6 +262,13 @@ export const StartResult = z.discriminatedUnion("ok", [
 ]);
 export type StartResult = z.infer<typeof StartResult>;
 
+/**
+ * How a runner shares its CPUs between workspaces: cgroup weights (v2 cpu.weight, v1 cpu.shares), the
+ * niceness fallback, or nothing (docs/security.md, "Fair share").
+ */
+export const CpuShareMode = z.enum(["cgroup-v2", "cgroup-v1", "nice", "off"]);
+export type CpuShareMode = z.infer<typeof CpuShareMode>;
+
 export const RunnerStatus = z.object({
   runner: z.string(),
   engine: z.object({
@@ -293,5 +312,9 @@ export const RunnerStatus = z.object({
     .nullable()
     .optional()
     .describe('Why this runner cannot write to its runs folder now, e.g. "disk full on runner gpu-1: …"; null when it can. While set, start refuses new runs.'),
+  cpu_share: z
+    .object({ mode: CpuShareMode, reason: z.string().optional() })
+    .optional()
+    .describe("How the runner shares its CPUs between workspaces (RUNNER_CPU_SHARE), and why not with cgroups when it falls back."),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

@@ -102,6 +102,21 @@ export const RunnerEnv = z.object({
     .transform((v) => v.split(",").map((s) => s.trim()).filter(Boolean))
     .pipe(z.array(z.string().refine((p) => path.isAbsolute(p), { error: (i) => `MCP_STDIO_READ_PATHS: ${String(i.input)} is not an absolute path` }))),
   /**
+   * How the runner shares its CPUs between workspaces (docs/security.md, "Fair share"): `auto` puts sandbox
+   * processes in cgroups weighted by workspace, then by run (cgroup v2 cpu.weight or v1 cpu.shares: needs
+   * root or a delegated cgroup), and falls back to niceness where it cannot, saying why at start; `cgroup`
+   * refuses to start without cgroups; `nice` uses the fallback; `off` shares nothing.
+   */
+  RUNNER_CPU_SHARE: z.enum(["auto", "cgroup", "nice", "off"], { error: "RUNNER_CPU_SHARE is auto, cgroup, nice or off" }).default("auto"),
+  /**
+   * A cgroup delegated to the runner's user (e.g. systemd's Delegate=yes, or a folder an admin chowned),
+   * as a path: the runner's groups go under it. Unset: the cgroup the runner runs in.
+   */
+  RUNNER_CGROUP: z
+    .string()
+    .refine((p) => path.isAbsolute(p) && !p.split("/").includes(".."), { error: "RUNNER_CGROUP is an absolute path without '..' (e.g. /sys/fs/cgroup/rollbook.slice)" })
+    .optional(),
+  /**
    * Internal addresses experiments may send requests to through this runner (judge endpoints, MCP http/sse
    * servers): comma-separated CIDR ranges, addresses and host names, each optionally :port, e.g.
    * `10.0.0.0/8,judge.lan:8000`. Everything else internal (loopback, link-local and cloud metadata, private,

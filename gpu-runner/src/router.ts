@@ -51,7 +51,7 @@ export const runnerRouter = router({
 
   status: authedProcedure.output(RunnerStatus).query(({ ctx }) => {
     const status = ctx.manager.status();
-    return { ...status, device: engineDevice(status.engine.health), models: ctx.pool.models, capacity: ctx.pool.capacity };
+    return { ...status, device: engineDevice(status.engine.health), models: ctx.pool.models, capacity: ctx.pool.capacity, cpu_share: ctx.pool.cpu_share };
   }),
 
   events: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {

@@ -15,6 +15,7 @@ import { FairQueue } from "./engine/fair-queue";
 import { EventLog } from "./events/event-log";
 import { RunManager } from "./loop/run-manager";
 import { sandboxPool } from "./sandbox/pool";
+import { closeCpuShare, openCpuShare } from "./sandbox/cpu/open";
 import { handleRunnerHttp, isRunnerHttpRoute, type RunnerHttpDeps } from "./http/routes";
 import { declaredBytes, sendRefusal, tooLargeMessage, trpcTooLarge } from "./http/body-cap";
 import { runnerRouter } from "./router";
@@ -38,9 +39,14 @@ export interface StartRunnerOptions {
   supervisor?: Partial<SupervisorOptions>;
 }
 
+/** Python: become a process group leader (in the same session), then run the interpreter on the rest of argv. */
+const SETPGRP_THEN_EXEC = "import os, sys; os.setpgrp(); os.execv(sys.executable, [sys.executable] + sys.argv[1:])";
+
 export async function startRunnerServer(options: StartRunnerOptions = {}): Promise<RunnerServer> {
   const env = options.env ?? loadEnv();
   const engineUrl = env.ENGINE_URL ?? `http://127.0.0.1:${env.ENGINE_PORT}`;
+  // Before the engine and any sandbox process start: both are placed in it from their first instruction.
+  const cpu = openCpuShare({ mode: env.RUNNER_CPU_SHARE, cgroup: env.RUNNER_CGROUP });
   const supervisor = new EngineSupervisor({
     url: engineUrl,
     // Unset: the supervisor makes a random token for the engine it spawns (loadEnv demands one with ENGINE_URL).
@@ -49,13 +55,16 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       ? undefined
       : {
           python: env.ENGINE_PYTHON,
-          args: ["-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
+          // In the runner's session (the nice fallback): the engine makes itself a process group leader first.
+          args: [...(cpu.sameSession ? ["-c", SETPGRP_THEN_EXEC] : []), "-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
           cwd: path.join(REPO_ROOT, "gpu-runner/engine"),
           env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR },
         },
     onLog: options.onEngineLog,
     // The runs waiting on the engine say why it went away (their model calls fail meanwhile).
     onRestart: (restart) => manager.logToActiveRuns("warn", `${restartCause(restart)}; the runs wait for it, and what it was doing is sent again once`),
+    onSpawn: (pid) => cpu.placeService(pid),
+    ownSession: !cpu.sameSession,
     ...options.supervisor,
   });
   supervisor.start();
@@ -105,7 +114,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     createContext: ({ req }): RunnerContext => ({
       manager,
       authorized: tokenMatches(bearerToken(req), env.RUNNER_TOKEN),
-      pool: { models: [env.ENGINE_MODEL], capacity: env.RUNNER_CAPACITY },
+      pool: { models: [env.ENGINE_MODEL], capacity: env.RUNNER_CAPACITY, cpu_share: { mode: cpu.mode, ...(cpu.reason ? { reason: cpu.reason } : {}) } },
     }),
   });
   // Checkpoint archives and the chat pass-through are byte streams, served beside tRPC (http/routes.ts).
@@ -145,6 +154,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
       await supervisor.stop();
       sandboxPool.closeAll(); // idle sandbox processes would otherwise linger until their idle timeout
       events.close();
+      await closeCpuShare(); // its groups go once the killed processes have left them
     })());
 
   return { port, url: `http://${env.RUNNER_HOST}:${port}`, manager, supervisor, slots, close };

@@ -7,13 +7,14 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { initTRPC, TRPCError } from "@trpc/server";
+import type { CpuShareMode } from "../../contracts";
 import { type RunManager } from "./loop/run-manager";
 
 export interface RunnerContext {
   manager: RunManager;
   authorized: boolean;
   /** What status() tells the web server's pool about this runner besides its runs. */
-  pool: { models: string[]; capacity: number };
+  pool: { models: string[]; capacity: number; cpu_share: { mode: CpuShareMode; reason?: string } };
 }
 
 /** Constant-time token check (hashing first makes the lengths equal, so length leaks nothing). */

@@ -208,6 +208,8 @@ describe("finding 4: runners.status and runners.list", () => {
     expect(s.status!.runs.map((r) => r.run_id)).toEqual([runA]);
     expect(s.url).toBeNull();
     expect(s.status).not.toHaveProperty("engine_queue"); // it counts every workspace's model calls
+    // How the runner shares its CPUs, but not why it fell back (that names its cgroup paths).
+    expect(Object.keys((s.status as { cpu_share?: object }).cpu_share ?? { mode: "" })).toEqual(["mode"]);
     const text = JSON.stringify(res.data);
     for (const secret of [runB, runner.url, String(ENGINE_SECRET_BYTES), RESTART_SECRET]) expect(text).not.toContain(secret);
   });

@@ -12,6 +12,7 @@ export type OpenFrame = (frame: Pick<StackFrame, "file" | "line" | "column">) =>
 const KIND_HINT: Record<RolloutError["kind"], string> = {
   thrown: "your code threw",
   timeout: "the rollout ran past its wall-clock or CPU limit",
+  starved: "the runner's CPUs were busy: its wall clock ran out while it waited for a CPU (not your code)",
   memory: "the rollout's isolate ran out of heap",
   reward: "the reward function threw or returned a non-number",
   model: "the model call failed",

@@ -10,11 +10,11 @@
  *   - every metric the scenario or reward recorded itself (ctx.metric / reward components, not the runner's
  *     own counts) → `metric:<name>`, so one can find the rollouts where a metric was reported at all.
  */
-import type { RolloutError } from "@contracts";
+import { ROLLOUT_ERROR_KINDS, type RolloutError } from "@contracts";
 import { isWholeRollout, type Rollout, type WholeRollout } from "./run-state";
 
 export type ErrorFilter = "any" | "ok" | "error" | RolloutError["kind"];
-export const ERROR_KINDS: readonly RolloutError["kind"][] = ["thrown", "timeout", "memory", "reward", "model", "mcp", "limit"];
+export const ERROR_KINDS: readonly RolloutError["kind"][] = ROLLOUT_ERROR_KINDS;
 
 export interface RolloutFilter {
   /** Exactly these rollouts (a flag's link); null: no id restriction. */

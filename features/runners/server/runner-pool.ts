@@ -62,9 +62,9 @@ export const runnersOf = (workspaceId: string) => ({ OR: [{ workspaceId }, { wor
 /**
  * What a caller may see of a runner. One runner serves every workspace: its run list is cut to the caller's
  * own runs (by the run ids this workspace owns in the database, never by what the runner says), and its
- * engine's health (memory, restart reasons with the engine's last output) and its engine queue (every
- * workspace's model calls) only reach those who see the runner's details (runner-visibility.ts: the
- * instance's operator; a workspace's admins for its own runners).
+ * engine's health (memory, restart reasons with the engine's last output), its engine queue (every
+ * workspace's model calls) and why its CPU share fell back (cgroup paths) only reach those who see the
+ * runner's details (runner-visibility.ts: the instance's operator; a workspace's admins for its own runners).
  */
 export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: RunnerStatus, opts: { details: boolean }): Promise<RunnerStatus> {
   const ids = status.runs.map((r) => r.run_id);
@@ -73,8 +73,14 @@ export async function runnerStatusFor(db: DbOrTx, workspaceId: string, status: R
   );
   const runs = status.runs.filter((r) => mine.has(r.run_id));
   if (opts.details) return { ...status, runs };
-  const { engine_queue: _everyWorkspacesCalls, ...rest } = status;
-  return { ...rest, runs, engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null } };
+  const { engine_queue: _everyWorkspacesCalls, cpu_share, ...rest } = status;
+  return {
+    ...rest,
+    runs,
+    engine: { state: status.engine.state, restarts: status.engine.restarts, health: null, last_restart: null },
+    // Its mode for everyone; why it fell back names the runner's cgroup paths.
+    ...(cpu_share ? { cpu_share: { mode: cpu_share.mode } } : {}),
+  };
 }
 
 /**

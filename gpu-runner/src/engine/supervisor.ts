@@ -59,6 +59,18 @@ export interface SupervisorOptions {
   onLog?: (line: string) => void;
   /** Called when the engine died or stopped answering and a restart is under way, with the reason. */
   onRestart?: (restart: EngineRestart) => void;
+  /**
+   * Called with each spawned engine's pid, at once (before it has loaded anything): the runner places it in
+   * its CPU share's service group, apart from the sandboxes (sandbox/cpu/share.ts).
+   */
+  onSpawn?: (pid: number) => void;
+  /**
+   * Spawn the engine in a session of its own (default), or in the runner's: then the spawned command must
+   * make itself a process group leader (setpgrp) for stop() to reach what it spawned. The runner's nice
+   * fallback needs the latter: where the kernel groups processes by session (autogroup), niceness weighs
+   * processes only against others of their session (sandbox/cpu/nice-share.ts).
+   */
+  ownSession?: boolean;
 }
 
 export interface EngineStatus {
@@ -107,8 +119,8 @@ export class EngineSupervisor {
   /** The engine's resident memory at the last health check: what a SIGKILL's reason quotes. */
   private rssBytes: number | null = null;
   private readonly exitHook = () => this.killGroup("SIGKILL");
-  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "token">> &
-    Pick<SupervisorOptions, "spawn" | "onRestart">;
+  private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "ownSession" | "token">> &
+    Pick<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "ownSession">;
   /** Given to every engine this supervisor spawns; the client sends it. */
   private readonly token: string | undefined;
 
@@ -220,10 +232,13 @@ export class EngineSupervisor {
       // ROLLBOOK_EXIT_WITH_PARENT: the engine ends itself if this process dies without stopping it.
       // ENGINE_TOKEN: the engine refuses every route but /health without it.
       env: { ...process.env, ...spec.env, ...(this.token ? { ENGINE_TOKEN: this.token } : {}), PYTHONUNBUFFERED: "1", ROLLBOOK_EXIT_WITH_PARENT: "1" },
-      detached: true, // own process group, so stop() can signal the whole group and nothing else
+      // Own session and process group, so stop() can signal the whole group and nothing else (ownSession
+      // false: the command makes its own group, in the runner's session).
+      detached: this.opts.ownSession !== false,
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.child = child;
+    if (child.pid !== undefined) this.opts.onSpawn?.(child.pid);
     const stderrTail: string[] = []; // this child's own, for the reason of its death
     const onData = (buf: Buffer, stderr: boolean) => {
       for (const line of buf.toString("utf8").split("\n")) {

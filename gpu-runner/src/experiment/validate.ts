@@ -5,6 +5,7 @@
  * one error at a time.
  */
 import { parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../../contracts";
+import type { SandboxPlacement } from "../sandbox/cpu/share";
 import { inspectExperiment, type ExperimentExports } from "../sandbox/inspect";
 import { type CompiledExperiment, compileExperiment } from "./compile";
 import { type TaskRow, parseTasks } from "./tasks";
@@ -39,7 +40,8 @@ function taskSchemaDiagnostics(rows: readonly TaskRow[], errors: { row: number; 
   return out;
 }
 
-export async function validateExperiment(files: ExperimentFiles, kind: RunKind): Promise<ValidateExperimentResult> {
+/** `placement`: whose CPU share the check's sandbox computes under (a run's start: the run's; absent: none). */
+export async function validateExperiment(files: ExperimentFiles, kind: RunKind, placement?: SandboxPlacement): Promise<ValidateExperimentResult> {
   const compiled = await compileExperiment(files);
   const tasks = parseTasks(files["tasks.jsonl"]);
   const config = parseRunConfig(files["config.json"], kind);
@@ -52,7 +54,7 @@ export async function validateExperiment(files: ExperimentFiles, kind: RunKind):
   if (!compiled.ok || !tasks.ok || !config.ok || diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
 
   const rows = [...tasks.train, ...tasks.val];
-  const inspected = await inspectExperiment(compiled.compiled, rows.map((r) => r.data), config.config.limits);
+  const inspected = await inspectExperiment(compiled.compiled, rows.map((r) => r.data), config.config.limits, placement);
   if (!inspected.ok) {
     const where = inspected.error.stack?.match(/\(?([\w./-]+\.ts):(\d+):(\d+)\)?/);
     const file = where?.[1] ?? "scenario.ts";

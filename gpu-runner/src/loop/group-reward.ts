@@ -9,6 +9,7 @@ import type { RunConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { TaskRow } from "../experiment/tasks";
 import type { ExecutedRollout, RolloutServices } from "../rollout/execute";
+import type { SandboxPlacement } from "../sandbox/cpu/share";
 import { runGroupReward } from "../sandbox/run-group";
 
 export interface GroupRewardJob {
@@ -19,6 +20,8 @@ export interface GroupRewardJob {
   /** The whole group, in rollout order; updated in place. */
   rollouts: ExecutedRollout[];
   signal: AbortSignal;
+  /** Whose CPU share the group reward computes under (the run's). */
+  placement?: SandboxPlacement;
 }
 
 export async function applyGroupReward(job: GroupRewardJob): Promise<void> {
@@ -37,6 +40,7 @@ export async function applyGroupReward(job: GroupRewardJob): Promise<void> {
       mcpCall: (server, tool, args, gate) => services.mcp.call(server, tool, args, AbortSignal.any([gate, signal])),
     },
     signal,
+    placement: job.placement,
   });
   const n = scored.length;
   const judge = outcome.record.judge;

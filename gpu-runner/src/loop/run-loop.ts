@@ -52,6 +52,8 @@ export interface McpConnection {
 
 export interface RunContext {
   runId: string;
+  /** The run's workspace: its rollouts compute in that workspace's CPU share (sandbox/cpu/share.ts). */
+  workspaceId?: string;
   kind: RunKind;
   config: RunConfig;
   compiled: CompiledExperiment;
@@ -135,6 +137,7 @@ async function runRollouts(
   opts: { step: number; split: "train" | "val"; model: string; idPrefix: string },
 ): Promise<ExecutedRollout[]> {
   const byGroupReward = ctx.exports.groupReward && opts.split === "train";
+  const placement = ctx.workspaceId === undefined ? undefined : { workspaceId: ctx.workspaceId, runId: ctx.runId };
   const groupSize = new Map<number, number>();
   for (const job of jobs) groupSize.set(job.group, (groupSize.get(job.group) ?? 0) + 1);
   const finished = new Map<number, ExecutedRollout[]>();
@@ -152,6 +155,7 @@ async function runRollouts(
         services,
         compiled: ctx.compiled,
         runId: ctx.runId,
+        placement,
         config: ctx.config,
         task: job.task,
         split: opts.split,
@@ -171,7 +175,7 @@ async function runRollouts(
       finished.set(job.group, group);
       if (group.length === groupSize.get(job.group)) {
         group.sort((a, b) => a.trajectory.id.localeCompare(b.trajectory.id, "en", { numeric: true }));
-        if (!ctx.signal.aborted) await applyGroupReward({ compiled: ctx.compiled, config: ctx.config, services, task: job.task, rollouts: group, signal: ctx.signal });
+        if (!ctx.signal.aborted) await applyGroupReward({ compiled: ctx.compiled, config: ctx.config, services, task: job.task, rollouts: group, signal: ctx.signal, placement });
         group.forEach(emit);
       }
       return done;

@@ -275,7 +275,7 @@ export class RunManager {
       if (this.disk.error && !this.disk.retry()) {
         return unavailable(`${this.disk.error}; new runs are refused until a test write to this runner's runs folder succeeds`);
       }
-      const checked = await validateExperiment(spec.files, spec.kind);
+      const checked = await validateExperiment(spec.files, spec.kind, { workspaceId: spec.workspace_id, runId });
       if (!checked.ok) {
         const errors = checked.diagnostics.filter((d) => d.severity === "error").length;
         return refuse(`the experiment has ${errors} error${errors === 1 ? "" : "s"}`, checked.diagnostics);
@@ -367,6 +367,7 @@ export class RunManager {
       const engine = this.engineFor(spec.workspace_id);
       record.done = executeRun({
         runId,
+        workspaceId: spec.workspace_id,
         kind: spec.kind,
         config: checked.config,
         compiled: checked.compiled,

@@ -26,6 +26,7 @@ import { mapConcurrent } from "../loop/pool";
 import { type RolloutHost, createBridge } from "../sandbox/bridge";
 import { SANDBOX_CAPS } from "../sandbox/caps";
 import { classify, thrown } from "../sandbox/outcome";
+import type { SandboxPlacement } from "../sandbox/cpu/share";
 import { SandboxUnavailable } from "../sandbox/pool";
 import { openSandbox, type RemoteSandbox } from "../sandbox/remote";
 import { runGroupReward } from "../sandbox/run-group";
@@ -67,6 +68,8 @@ interface Job {
   signal: AbortSignal;
   /** Why a trajectory was not reached, once the budget ran out. */
   notReached: () => RolloutError;
+  /** The CPU share its sandboxes compute under: the workspace's, as a run of its own. */
+  placement: SandboxPlacement;
 }
 
 function judgeMetrics(judge: Scored["judge"], share = 1): Record<string, number> {
@@ -91,7 +94,7 @@ async function scoreOne(t: RescoreTrajectory, job: Job): Promise<Scored> {
   if (signal.aborted) return done(job.notReached());
   let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge, signal);
+    sandbox = await openSandbox(compiled, limits, bridge, { signal, placement: job.placement });
     const args = [JSON.stringify(t.task ?? null), JSON.stringify(t.messages), JSON.stringify(t.output ?? null)];
     const r = RewardResult.parse(await sandbox.call("runReward", args));
     if (!r.ok) return done(thrown(compiled, r, "reward"));
@@ -130,6 +133,7 @@ async function applyGroup(members: { t: RescoreTrajectory; s: Scored }[], job: J
       limits: job.limits,
       host: rescoreHost(job.judge, job.signal),
       signal: job.signal,
+      placement: job.placement,
     });
   } catch (err) {
     outcome = { rewards: null, metrics: [], record: { logs: [], metrics: {}, judge: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, calls: 0 } }, logs: [], error: { kind: "thrown", message: (err as Error).message } };
@@ -161,7 +165,9 @@ const byId = (a: { t: RescoreTrajectory }, b: { t: RescoreTrajectory }) => a.t.i
 export async function rescoreTrajectories(input: z.input<typeof RescoreRequest>, deps: RescoreDeps, signal?: AbortSignal): Promise<RescoreResponse> {
   const started = performance.now();
   const request = RescoreRequest.parse(input);
-  const checked = await validateExperiment(request.files, request.kind);
+  // Every re-score of a workspace computes in one CPU group of its own, beside that workspace's runs.
+  const placement: SandboxPlacement = { workspaceId: request.workspace_id, runId: "(rescore)" };
+  const checked = await validateExperiment(request.files, request.kind, placement);
   if (!checked.ok) {
     const first = checked.diagnostics.find((d) => d.severity !== "warning") ?? checked.diagnostics[0];
     const error = first ? `${first.file}:${first.line}:${first.column}: ${first.message}` : "the experiment does not check";
@@ -185,6 +191,7 @@ export async function rescoreTrajectories(input: z.input<typeof RescoreRequest>,
     judge: createJudgeClient(config.judge, config.model, deps.engine, { secrets: request.secrets, egress: deps.egress }),
     signal: jobSignal,
     notReached: () => ({ kind: "timeout", message: `not re-scored: the re-score's time budget of ${budgetMs / 1000} s ran out before this trajectory` }),
+    placement,
   };
 
   const scored = await mapConcurrent(request.trajectories, Math.min(config.max_concurrency, MAX_PARALLEL), (t) => scoreOne(t, job));

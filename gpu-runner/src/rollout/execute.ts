@@ -26,6 +26,8 @@ import { type EngineClient, EngineError } from "../engine/client";
 import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
 import type { FairQueue } from "../engine/fair-queue";
 import { RolloutClock } from "../sandbox/rollout-clock";
+import type { CpuUse } from "../sandbox/cpu/cpu-meter";
+import type { SandboxPlacement } from "../sandbox/cpu/share";
 import type { JudgeClient } from "../judge/judge-client";
 import { buildTrainSample, type SampledTurn } from "./training-sample";
 import { type RunMcp } from "./run-mcp";
@@ -70,6 +72,8 @@ export interface ExecuteRolloutInput {
   /** Distinguishes eval rollouts' ids and seeds from training ones. */
   idPrefix?: string;
   signal?: AbortSignal;
+  /** Whose CPU share its sandbox computes under: its run's, in its workspace's. */
+  placement?: SandboxPlacement;
 }
 
 export interface ExecutedRollout {
@@ -310,6 +314,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     getMessages: () => transcript.map((m) => ({ ...m })),
     signal,
     clock,
+    placement: input.placement,
   });
 
   let error: RolloutError | null = result.error;
@@ -357,11 +362,16 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     error,
     model,
     tokens: { prompt: promptTokens, completion: completionTokens },
-    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0), queued_ms: result.queuedMs },
+    timings: { started_at: startedAt, duration_ms: result.durationMs, model_ms: turns.reduce((n, t) => n + t.modelMs, 0), queued_ms: result.queuedMs, ...cpuTimings(result.cpu) },
     logs: [...notes, ...result.logs],
     turns: turnFigures,
   };
   // Kept with the trajectory so a re-score can run an edited reward over it (a big output is left out).
   if (JSON.stringify(result.output ?? null).length <= MAX_RECORDED_OUTPUT_CHARS) trajectory.output = result.output ?? null;
   return { trajectory, sample, turns, output: result.output };
+}
+
+/** The sandbox process's CPU figures for a trajectory's timings, in whole ms (absent where not measured). */
+function cpuTimings(cpu: CpuUse | null): { cpu_ms?: number; cpu_wait_ms?: number } {
+  return cpu ? { cpu_ms: Math.round(cpu.cpuMs), cpu_wait_ms: Math.round(cpu.waitMs) } : {};
 }

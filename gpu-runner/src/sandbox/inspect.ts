@@ -10,6 +10,7 @@ import type { CompiledExperiment } from "../experiment/compile";
 import { type RolloutHost, createBridge } from "./bridge";
 import { Failure, classify, errorText, userStack } from "./outcome";
 import { SandboxUnavailable } from "./pool";
+import type { SandboxPlacement } from "./cpu/share";
 import { openSandbox, type RemoteSandbox } from "./remote";
 
 const Described = z.object({
@@ -49,7 +50,13 @@ const NO_HOST: RolloutHost = {
   mcpCall: () => Promise.reject(new Error("MCP is not available at module top level")),
 };
 
-export async function inspectExperiment(compiled: CompiledExperiment, rows: readonly unknown[], runLimits: LimitsConfig): Promise<InspectResult> {
+export async function inspectExperiment(
+  compiled: CompiledExperiment,
+  rows: readonly unknown[],
+  runLimits: LimitsConfig,
+  /** Whose CPU share the check computes under: the run's at its start (absent: a check outside any run). */
+  placement?: SandboxPlacement,
+): Promise<InspectResult> {
   // Room for the whole task file (up to the 8 MB experiment cap) inside the isolate at once, and time to
   // check every row. Only the task check gets the extra CPU time: loading the modules and describing them
   // run under the run's own limit, so a module that loops at top level costs no more here than in a rollout.
@@ -63,7 +70,7 @@ export async function inspectExperiment(compiled: CompiledExperiment, rows: read
   let sandbox: RemoteSandbox | undefined;
   let checkingTasks = false;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge);
+    sandbox = await openSandbox(compiled, limits, bridge, { placement });
     const exports = Described.parse(await sandbox.call("describe", []));
     if (exports.taskSchema !== "zod") return { ok: true, exports, taskErrors: [], failedRows: 0 };
     checkingTasks = true;

@@ -13,6 +13,8 @@ import { SandboxFailure } from "./remote";
 import { type DecodedMap, decodeInlineSourceMap, mapStack } from "./source-map";
 import type { StopReason } from "./worker/protocol";
 import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock, seconds } from "./rollout-clock";
+import type { CpuUse } from "./cpu/cpu-meter";
+import { starvation, starvedError } from "./cpu/starvation";
 
 /** The bundle's file name inside the isolate (isolate.ts), as it appears in stacks. */
 const BUNDLE_FILENAME = "experiment.js";
@@ -78,11 +80,20 @@ function wallMessage(limits: LimitsConfig, clock: RolloutClock): string {
   return `wall-clock timeout: limit of ${seconds(limit)} reached (limits.rollout_timeout_ms): ${figures}`;
 }
 
-export function stopError(reason: StopReason, limits: LimitsConfig, clock?: RolloutClock): RolloutError {
+/**
+ * What a stop means for the rollout. A wall-clock stop of a rollout that the runner's busy CPUs starved
+ * (cpu: what its process got and was denied, read as it stopped; cpu/starvation.ts) is `starved`, not its
+ * code's `timeout`.
+ */
+export function stopError(reason: StopReason, limits: LimitsConfig, clock?: RolloutClock, cpu?: CpuUse | null): RolloutError {
   switch (reason) {
-    case "wall":
-      if (clock) return { kind: "timeout", message: wallMessage(limits, clock) };
-      return { kind: "timeout", message: `wall-clock timeout: the rollout took longer than ${limits.rollout_timeout_ms} ms (limits.rollout_timeout_ms)` };
+    case "wall": {
+      if (!clock) return { kind: "timeout", message: `wall-clock timeout: the rollout took longer than ${limits.rollout_timeout_ms} ms (limits.rollout_timeout_ms)` };
+      // Stopped by the bound on real time, its own time never reached the limit: it waited for engine slots.
+      const backstop = clock.elapsedMs() >= ABSOLUTE_LIMIT_FACTOR * limits.rollout_timeout_ms;
+      const starved = backstop ? null : starvation(cpu, clock);
+      return starved ? starvedError(limits, clock, starved) : { kind: "timeout", message: wallMessage(limits, clock) };
+    }
     case "cpu":
       return { kind: "timeout", message: `CPU timeout: user code ran for more than ${limits.cpu_timeout_ms} ms of CPU time in one call (limits.cpu_timeout_ms)` };
     case "abort":
@@ -124,7 +135,7 @@ export function crashError(exit: SandboxExit, limits: LimitsConfig): RolloutErro
 export function classify(err: unknown, compiled: CompiledExperiment, limits: LimitsConfig, clock?: RolloutClock): RolloutError {
   if (err instanceof SandboxFailure) {
     const end = err.end;
-    if (end.type === "stop") return stopError(end.reason, limits, clock);
+    if (end.type === "stop") return stopError(end.reason, limits, clock, end.cpu);
     if (end.type === "crash") return crashError(end.exit, limits);
     const stack = userStack(compiled, end.error.stack);
     return { kind: KIND_BY_NAME[end.error.name] ?? "thrown", message: errorText(end.error.name, end.error.message), ...(stack ? { stack } : {}) };

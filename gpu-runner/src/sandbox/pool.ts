@@ -12,6 +12,8 @@
  * while, recycled after many uses or bundles, and capped in number.
  */
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
+import { cpuShare } from "./cpu/open";
+import type { SandboxPlacement } from "./cpu/share";
 import { sandboxWorkerScript } from "./worker-script";
 import type { ToSandbox } from "./worker/protocol";
 
@@ -122,20 +124,27 @@ class SandboxPool {
     return { live: this.all.size, idle: this.idle.length };
   }
 
-  /** A process for a sandbox of `memoryMb` that holds, or has room for, bundle `hash`. */
-  async acquire(memoryMb: number, hash: string, signal?: AbortSignal): Promise<SandboxProcess> {
+  /**
+   * A process for a sandbox of `memoryMb` that holds, or has room for, bundle `hash`, placed in
+   * `placement`'s CPU share (cpu/share.ts) each time it is handed out: a process serves many runs and
+   * workspaces in turn.
+   */
+  async acquire(memoryMb: number, hash: string, signal?: AbortSignal, placement?: SandboxPlacement): Promise<SandboxProcess> {
     for (;;) {
       if (signal?.aborted) throw signal.reason ?? new Error("aborted");
-      const fits = (p: SandboxProcess) => p.memoryMb === memoryMb && !p.exit;
+      const share = cpuShare();
+      const fits = (p: SandboxProcess) => p.memoryMb === memoryMb && !p.exit && p.pid !== undefined && share.canReuse(p.pid, placement);
       const reuse = this.idle.find((p) => fits(p) && p.hashes.has(hash)) ?? this.idle.find((p) => fits(p) && p.hashes.size < MAX_BUNDLES);
       if (reuse) {
         this.idle = this.idle.filter((p) => p !== reuse);
         if (reuse.idleTimer) clearTimeout(reuse.idleTimer);
+        share.assign(reuse.pid as number, placement);
         reuse.setBusy(true);
         return reuse;
       }
-      if (this.all.size < MAX_SANDBOX_PROCESSES) return this.start(memoryMb);
-      // Full: an idle process of another size makes room when it is gone; else wait for one to free up.
+      if (this.all.size < MAX_SANDBOX_PROCESSES) return this.start(memoryMb, placement);
+      // Full: an idle process of another size (or one the share cannot place here) makes room when it is
+      // gone; else wait for one to free up.
       this.idle.shift()?.kill();
       await this.waitForChange(signal);
     }
@@ -150,6 +159,7 @@ class SandboxPool {
       p.kill();
       return;
     }
+    if (p.pid !== undefined) cpuShare().release(p.pid);
     p.setBusy(false);
     p.idleTimer = setTimeout(() => {
       this.idle = this.idle.filter((q) => q !== p);
@@ -160,13 +170,19 @@ class SandboxPool {
     this.wake();
   }
 
+  /** Kill the idle processes (a benchmark that compares rollouts which must each start their own). */
+  dropIdle(): void {
+    for (const p of this.idle) p.kill();
+    this.idle = [];
+  }
+
   /** Kill every sandbox process (the runner is shutting down). */
   closeAll(): void {
     for (const p of this.all) p.kill();
     this.idle = [];
   }
 
-  private async start(memoryMb: number): Promise<SandboxProcess> {
+  private async start(memoryMb: number, placement: SandboxPlacement | undefined): Promise<SandboxProcess> {
     let script: string;
     try {
       script = await sandboxWorkerScript();
@@ -188,7 +204,10 @@ class SandboxPool {
       process.platform === "linux"
         ? spawn("/bin/sh", ["-c", 'ulimit -v "$1" 2>/dev/null; shift; exec "$@"', "rollbook-sandbox", String(addressSpaceMb(memoryMb) * 1024), ...node], options)
         : spawn(node[0]!, node.slice(1), options);
+    // Placed before it boots: starting Node is the rollout's CPU, under its workspace's share.
+    if (child.pid !== undefined) cpuShare().assign(child.pid, placement);
     const p = new SandboxProcess(child, memoryMb, (gone) => {
+      if (gone.pid !== undefined) cpuShare().forget(gone.pid);
       this.all.delete(gone);
       this.idle = this.idle.filter((q) => q !== gone);
       this.wake();

@@ -9,6 +9,9 @@ import { z } from "zod";
 import type { LimitsConfig } from "../../../contracts";
 import type { CompiledExperiment } from "../experiment/compile";
 import type { Bridge } from "./bridge";
+import { CpuMeter, type CpuUse } from "./cpu/cpu-meter";
+import { cpuShare } from "./cpu/open";
+import type { SandboxPlacement } from "./cpu/share";
 import { PausableTimer } from "./pausable-timer";
 import { ABSOLUTE_LIMIT_FACTOR, type RolloutClock } from "./rollout-clock";
 import { type SandboxExit, type SandboxProcess, sandboxPool } from "./pool";
@@ -25,7 +28,8 @@ const ABORT_GRACE_MS = 2_000;
 
 export type SandboxEnd =
   | { type: "threw"; error: ErrorInfo }
-  | { type: "stop"; reason: StopReason }
+  /** cpu: what the rollout's process got and was denied, read as it stopped (null: not measured). */
+  | { type: "stop"; reason: StopReason; cpu?: CpuUse | null }
   | { type: "crash"; exit: SandboxExit };
 
 export class SandboxFailure extends Error {
@@ -50,22 +54,26 @@ export interface RemoteSandbox {
   call(fn: EntryFunction, args: unknown[], cpuMs?: number): Promise<unknown>;
   /** Close the sandbox: its process goes back to the pool after a clean finish, else it is killed. */
   dispose(): void;
+  /** CPU its process got and waited for since the sandbox opened (as it stopped, if it was stopped); null: not measured. */
+  cpu(): CpuUse | null;
 }
 
 let nextSid = 1;
 
-export async function openSandbox(
-  compiled: CompiledExperiment,
-  limits: LimitsConfig,
-  bridge: Bridge,
-  signal?: AbortSignal,
+export interface OpenOptions {
+  signal?: AbortSignal;
   /** The rollout's own clock (absent: real time, e.g. a group reward, which never waits for the engine). */
-  clock?: RolloutClock,
-): Promise<RemoteSandbox> {
+  clock?: RolloutClock;
+  /** Whose CPU share the process computes under (absent: a check outside any run). */
+  placement?: SandboxPlacement;
+}
+
+export async function openSandbox(compiled: CompiledExperiment, limits: LimitsConfig, bridge: Bridge, options: OpenOptions = {}): Promise<RemoteSandbox> {
+  const { signal, clock, placement } = options;
   if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
   let proc: SandboxProcess;
   try {
-    proc = await sandboxPool.acquire(limits.memory_mb, compiled.hash, signal);
+    proc = await sandboxPool.acquire(limits.memory_mb, compiled.hash, signal, placement);
   } catch (err) {
     if (signal?.aborted) throw new SandboxFailure({ type: "stop", reason: "abort" });
     throw err; // SandboxUnavailable: no process could be started
@@ -76,6 +84,8 @@ export async function openSandbox(
     sandboxPool.release(proc, true);
     throw new SandboxFailure({ type: "stop", reason: "abort" });
   }
+  // From here on the rollout's limits run (the watchdog starts as the sandbox opens): so does the meter.
+  const meter = new CpuMeter(proc.pid, cpuShare().servicePids(), clock ? () => clock.runningMs() : undefined);
   const sid = nextSid++;
   let pending: { resolve: (v: unknown) => void; reject: (e: SandboxFailure) => void } | null = null;
   let failure: SandboxFailure | null = null;
@@ -84,7 +94,8 @@ export async function openSandbox(
 
   /** The sandbox is finished for good: the process is killed and the call waiting (if any) fails. */
   const end = (f: SandboxFailure) => {
-    failure ??= f;
+    // A stop says what CPU the process got and was denied: read now, while the process is still there.
+    failure ??= f.end.type === "stop" ? new SandboxFailure({ ...f.end, cpu: meter.read() }) : f;
     proc.kill();
     pending?.reject(failure);
     pending = null;
@@ -165,5 +176,9 @@ export async function openSandbox(
     dispose();
     throw err;
   }
-  return { call: (fn, args, cpuMs) => request({ t: "call", sid, fn, args, ...(cpuMs === undefined ? {} : { cpuMs }) }), dispose };
+  const cpu = () => {
+    const stopped = failure?.end;
+    return stopped?.type === "stop" && stopped.cpu !== undefined ? stopped.cpu : proc.exit ? null : meter.read();
+  };
+  return { call: (fn, args, cpuMs) => request({ t: "call", sid, fn, args, ...(cpuMs === undefined ? {} : { cpuMs }) }), dispose, cpu };
 }

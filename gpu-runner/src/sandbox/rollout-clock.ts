@@ -15,6 +15,8 @@ export class RolloutClock {
   private serving = 0;
   private pausedSince: number | null = null;
   private queued = 0;
+  private servingSince: number | null = null;
+  private served = 0;
   private readonly startedAt: number;
   private readonly listeners = new Set<(paused: boolean) => void>();
 
@@ -40,6 +42,11 @@ export class RolloutClock {
   /** The rollout's own time: what its wall-clock limit counts. */
   runningMs(): number {
     return this.elapsedMs() - this.queuedMs();
+  }
+
+  /** Time with at least one of its model calls on the engine (the starvation measure weighs the engine's wait by it). */
+  servingMs(): number {
+    return this.served + (this.servingSince === null ? 0 : this.now() - this.servingSince);
   }
 
   /** A model call began waiting for an engine slot. */
@@ -74,6 +81,11 @@ export class RolloutClock {
   }
 
   private update(): void {
+    if (this.serving > 0 && this.servingSince === null) this.servingSince = this.now();
+    else if (this.serving === 0 && this.servingSince !== null) {
+      this.served += this.now() - this.servingSince;
+      this.servingSince = null;
+    }
     const paused = this.waiting > 0 && this.serving === 0;
     if (paused === this.paused) return;
     if (paused) this.pausedSince = this.now();

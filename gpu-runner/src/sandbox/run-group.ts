@@ -10,6 +10,7 @@ import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
 import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, thrown } from "./outcome";
 import { SandboxUnavailable } from "./pool";
+import type { SandboxPlacement } from "./cpu/share";
 import { openSandbox, type RemoteSandbox } from "./remote";
 import { checkMetrics } from "./run-rollout";
 
@@ -27,6 +28,8 @@ export interface GroupRewardInput {
   limits: LimitsConfig;
   host: RolloutHost;
   signal?: AbortSignal;
+  /** Whose CPU share its sandbox computes under (the run's). */
+  placement?: SandboxPlacement;
 }
 
 export interface GroupRewardOutcome {
@@ -62,7 +65,7 @@ export async function runGroupReward(input: GroupRewardInput): Promise<GroupRewa
   });
   let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge, input.signal);
+    sandbox = await openSandbox(compiled, limits, bridge, { signal: input.signal, placement: input.placement });
     const r = GroupResult.parse(await sandbox.call("runGroupReward", [JSON.stringify({ task: input.task, rollouts: input.rollouts })]));
     if (!r.ok) return done(thrown(compiled, r, "reward"));
     if (r.shape !== "rewards") {

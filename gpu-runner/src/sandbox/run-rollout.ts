@@ -11,6 +11,8 @@ import { type BridgeRecord, type RolloutHost, createBridge } from "./bridge";
 import { SANDBOX_CAPS } from "./caps";
 import { Failure, MetricEntries, anyNumber, classify, stopError, thrown } from "./outcome";
 import { SandboxUnavailable } from "./pool";
+import type { CpuUse } from "./cpu/cpu-meter";
+import type { SandboxPlacement } from "./cpu/share";
 import { openSandbox, type RemoteSandbox } from "./remote";
 import { RolloutClock } from "./rollout-clock";
 
@@ -36,6 +38,8 @@ export interface RolloutInput {
    * rollout only waits for an engine slot. Absent: a clock of its own that never pauses.
    */
   clock?: RolloutClock;
+  /** Whose CPU share its sandbox computes under: its run's, in its workspace's. */
+  placement?: SandboxPlacement;
 }
 
 export interface RolloutOutcome {
@@ -52,6 +56,8 @@ export interface RolloutOutcome {
   durationMs: number;
   /** Time it waited for an engine slot with nothing of its own served (not counted by its limit). */
   queuedMs: number;
+  /** CPU its sandbox process got and waited for (cpu/cpu-meter.ts); null where not measured. */
+  cpu: CpuUse | null;
 }
 
 // --- what the entry points return (gpu-runner/sdk/runtime/entry.ts builds these; checked as untrusted data)
@@ -106,6 +112,7 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
   const clock = input.clock ?? new RolloutClock();
   const bridge = createBridge(input.host, limits);
   let output: unknown = null;
+  let sandbox: RemoteSandbox | undefined;
   const outcome = (error: RolloutError | null, reward: number | null = null): RolloutOutcome => ({
     output,
     reward: error ? null : reward,
@@ -115,12 +122,12 @@ export async function runRollout(input: RolloutInput): Promise<RolloutOutcome> {
     error,
     durationMs: Math.round(performance.now() - started),
     queuedMs: Math.round(clock.queuedMs()),
+    cpu: sandbox?.cpu() ?? null,
   });
   if (input.signal?.aborted) return outcome(stopError("abort", limits));
 
-  let sandbox: RemoteSandbox | undefined;
   try {
-    sandbox = await openSandbox(compiled, limits, bridge, input.signal, clock);
+    sandbox = await openSandbox(compiled, limits, bridge, { signal: input.signal, clock, placement: input.placement });
     const taskJson = JSON.stringify(input.task ?? null);
     const scenario = ScenarioResult.parse(
       await sandbox.call("runScenario", [taskJson, input.split, input.step, input.group, input.rolloutIndex, [...input.mcpServers]]),
