@@ -4,7 +4,7 @@
  * the engine's parser, so a verdict that changes on one side only fails that side's suite.
  */
 import { describe, expect, it } from "vitest";
-import grammar from "./identifiers.json";
+import grammar from "./identifiers.json" with { type: "json" };
 import { IDENTIFIER_KINDS, expandedPattern, isIdentifier } from "./identifiers";
 import { classifyModelName } from "./model-ref";
 import { identifierCorpus, modelSpellings } from "./fixtures/identifier-corpus";

@@ -9,7 +9,8 @@
  * Every pattern is matched against the whole string (`^(?:…)$` without flags: JS's `$` is the end of input
  * then), after a length check, so no input is ever scanned past its identifier's bound.
  */
-import grammar from "./identifiers.json";
+// The import attribute: Node's own ESM loader (Playwright's, for one) refuses a JSON module without it.
+import grammar from "./identifiers.json" with { type: "json" };
 
 export type IdentifierKind = keyof typeof grammar.identifiers;
 
