@@ -139,10 +139,6 @@ class ModelStore:
             )
         return self.parse_model_name(model_name)
 
-    def loaded_adapters_of(self, workspace: str | None) -> list[str]:
-        """The checkpoints loaded for serving that a request acting for `workspace` may use (none without one)."""
-        return [k for k in self.loaded_adapters() if may_use(self.runs_dir, k.rsplit("@", 1)[0], workspace)]
-
     def loaded_adapters(self) -> list[str]:
         with self._meta_lock:
             return list(self._loaded)

@@ -44,3 +44,8 @@ def run_owner(runs_dir: Path, run_id: str) -> str | None:
 def may_use(runs_dir: Path, run_id: str, workspace: str | None) -> bool:
     """True when a request acting for `workspace` may use run `run_id`'s checkpoints."""
     return workspace is not None and run_owner(runs_dir, run_id) == workspace
+
+
+def owned_checkpoints(runs_dir: Path, names: list[str], workspace: str | None) -> list[str]:
+    """Of `names` (`<run>@<step>`), those a request acting for `workspace` may use (none without one)."""
+    return [n for n in names if may_use(runs_dir, n.rsplit("@", 1)[0], workspace)]

@@ -31,7 +31,7 @@ from .contracts.chat import EngineHealth, EngineMemory
 from .errors import RequestError
 from .model_loader import DEFAULT_MODEL
 from .model_store import ModelStore, UnknownModelError
-from .ownership import request_workspace
+from .ownership import owned_checkpoints, request_workspace
 from .prompt import build_prompt
 from .request_io import parse_request, read_body, unless_disconnected
 from .responses import chat_response
@@ -58,6 +58,13 @@ def select_backend(store: ModelStore) -> InferenceBackend:
     from .backends.transformers_backend import TransformersBackend
 
     return TransformersBackend(store)
+
+
+def _loaded_checkpoints(backend: InferenceBackend, store: ModelStore) -> list[str]:
+    """The checkpoints the backend holds for serving: vLLM loads its LoRAs itself (VllmBackend.loaded_models),
+    the transformers backend serves the store's."""
+    loaded = getattr(backend, "loaded_models", None)
+    return loaded() if loaded is not None else store.loaded_adapters()
 
 
 def _error(status: int, message: str, param: str | None = None) -> JSONResponse:
@@ -152,7 +159,8 @@ def create_app(
         now = int(time.time())
         data = [{"id": store.base_model_name, "object": "model", "created": now, "owned_by": "rollbook"}]
         data += [{"id": key, "object": "model", "created": now, "owned_by": "rollbook", "parent": store.base_model_name}
-                 for key in store.loaded_adapters_of(request_workspace(request.headers))]
+                 for key in owned_checkpoints(store.runs_dir, _loaded_checkpoints(app.state.backend, store),
+                                              request_workspace(request.headers))]
         return {"object": "list", "data": data}
 
     @app.post("/v1/chat/completions")

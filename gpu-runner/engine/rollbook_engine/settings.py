@@ -55,6 +55,19 @@ class EngineSettings(BaseModel):
         default=64, ge=1,
         description="ROLLBOOK_VLLM_MAX_LORA_RANK: the largest LoRA rank vLLM can serve.",
     )
+    vllm_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        default="auto",
+        description="ROLLBOOK_VLLM_DTYPE: the dtype vLLM computes in. auto: float32 on CPU (bf16 logprobs differed "
+                    "from the trainer's fp32 by 0.03-0.05 and from one server run to the next; fp32 matched PEFT to "
+                    "3e-5, at about 1.8x the time), bfloat16 on CUDA (the trainer's dtype there).",
+    )
+    vllm_kv_cache_gib: float | None = Field(
+        default=None, gt=0,
+        description="ROLLBOOK_VLLM_KV_CACHE_GIB: the memory vLLM's KV cache takes (vLLM's kv_cache_memory_bytes). "
+                    "Unset: 2 GiB on CPU (vLLM's own default there is a share of all RAM, 8.7 GiB on a 24 GiB "
+                    "machine, and it refuses to start when that much is not free); on CUDA what "
+                    "ROLLBOOK_VLLM_GPU_MEMORY leaves after the weights.",
+    )
 
     adapter_memory_mb: int | None = Field(
         default=None, ge=1,
@@ -173,6 +186,8 @@ _ENV_NAMES = {
     "vllm_tensor_parallel": "ROLLBOOK_VLLM_TENSOR_PARALLEL",
     "vllm_gpu_memory": "ROLLBOOK_VLLM_GPU_MEMORY",
     "vllm_max_lora_rank": "ROLLBOOK_VLLM_MAX_LORA_RANK",
+    "vllm_dtype": "ROLLBOOK_VLLM_DTYPE",
+    "vllm_kv_cache_gib": "ROLLBOOK_VLLM_KV_CACHE_GIB",
     "adapter_memory_mb": "ROLLBOOK_ADAPTER_MEMORY_MB",
     "train_memory_gb": "ROLLBOOK_TRAIN_MEMORY_GB",
     "engine_host": "ROLLBOOK_ENGINE_HOST",

@@ -1,4 +1,5 @@
-"""ROLLBOOK_VLLM_* settings reach vLLM's engine arguments (checked without vllm, which is not installed here)."""
+"""ROLLBOOK_VLLM_* settings reach vLLM's engine arguments, checked without importing vllm (the engine's main venv has
+none; tests/test_vllm_backend.py runs the real thing in the vLLM venv)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 
 import pytest
 
-from rollbook_engine.backends.vllm_args import guided_decoding_kwargs, vllm_engine_args
+from rollbook_engine.backends.vllm_args import CPU_KV_CACHE_GIB, guided_decoding_kwargs, vllm_engine_args
 from rollbook_engine.settings import EngineSettings
 
 
@@ -14,19 +15,40 @@ def test_tensor_parallel_and_memory_settings_reach_the_engine_args():
     settings = EngineSettings.from_env({
         "ROLLBOOK_VLLM_TENSOR_PARALLEL": "4", "ROLLBOOK_VLLM_GPU_MEMORY": "0.8", "ROLLBOOK_VLLM_MAX_LORA_RANK": "32",
     })
-    args = vllm_engine_args("/models/SmolLM2-135M-Instruct", 8192, 4, settings)
+    args = vllm_engine_args("/models/SmolLM2-135M-Instruct", 8192, 4, settings, device="cuda", sleep_mode=True)
     assert args["tensor_parallel_size"] == 4
     assert args["gpu_memory_utilization"] == 0.8
     assert args["max_lora_rank"] == 32
     assert args["model"] == "/models/SmolLM2-135M-Instruct" and args["max_model_len"] == 8192 and args["max_loras"] == 4
     assert args["enable_lora"] and args["enable_sleep_mode"]
+    # On CUDA the KV cache is what the memory share leaves: no fixed size unless asked.
+    assert "kv_cache_memory_bytes" not in args
     # The mapping never needs vLLM itself.
     assert "vllm" not in sys.modules
 
 
 def test_defaults_keep_one_gpu():
-    args = vllm_engine_args("m", 2048, 2, EngineSettings.from_env({}))
+    args = vllm_engine_args("m", 2048, 2, EngineSettings.from_env({}), device="cuda", sleep_mode=True)
     assert args["tensor_parallel_size"] == 1 and args["gpu_memory_utilization"] == 0.5
+
+
+def test_the_platform_decides_dtype_sleep_mode_and_the_kv_cache():
+    none = EngineSettings.from_env({})
+    cpu = vllm_engine_args("m", 2048, 2, none, device="cpu", sleep_mode=False)
+    # fp32 on CPU (the trainer's dtype: bf16 logprobs were 0.03-0.05 off), no sleep mode (vLLM refuses it on CPU),
+    # a KV cache of a fixed size (vLLM's CPU default is a share of all RAM).
+    assert cpu["dtype"] == "float32" and cpu["enable_sleep_mode"] is False
+    assert cpu["kv_cache_memory_bytes"] == int(CPU_KV_CACHE_GIB * 1024**3)
+    assert vllm_engine_args("m", 2048, 2, none, device="cuda", sleep_mode=True)["dtype"] == "bfloat16"
+    set_ = EngineSettings.from_env({"ROLLBOOK_VLLM_DTYPE": "bfloat16", "ROLLBOOK_VLLM_KV_CACHE_GIB": "0.5"})
+    both = vllm_engine_args("m", 2048, 2, set_, device="cpu", sleep_mode=False)
+    assert both["dtype"] == "bfloat16" and both["kv_cache_memory_bytes"] == 512 * 1024**2
+    assert vllm_engine_args("m", 2048, 2, set_, device="cuda", sleep_mode=True)["kv_cache_memory_bytes"] == 512 * 1024**2
+    # The product's Lark grammars go to llguidance ("guidance"), never to xgrammar under "auto".
+    assert cpu["structured_outputs_config"] == {"backend": "guidance"}
+    with pytest.raises(ValueError, match="ROLLBOOK_VLLM_DTYPE='int8'"):
+        EngineSettings.from_env({"ROLLBOOK_VLLM_DTYPE": "int8"})
+    assert "vllm" not in sys.modules
 
 
 @pytest.mark.parametrize("value", ["0", "two", "-1"])

