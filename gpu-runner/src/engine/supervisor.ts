@@ -127,7 +127,10 @@ export class EngineSupervisor {
   private tail: string[] = [];
   /** The engine's resident memory at the last health check: what a SIGKILL's reason quotes. */
   private rssBytes: number | null = null;
-  /** The notice kinds already told about the current engine process (cleared when one is spawned). */
+  /**
+   * The notice kinds already told about the current engine process: cleared when one is spawned. An external
+   * engine (ENGINE_URL, as scripts/gpu-runner.sh runs it) is told about once per runner process.
+   */
   private noticed = new Set<string>();
   private readonly exitHook = () => this.killGroup("SIGKILL");
   private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "ownSession" | "token">> &
