@@ -269,6 +269,18 @@ export type StartResult = z.infer<typeof StartResult>;
 export const CpuShareMode = z.enum(["cgroup-v2", "cgroup-v1", "nice", "off"]);
 export type CpuShareMode = z.infer<typeof CpuShareMode>;
 
+/**
+ * Advice a runner gives its operator about its own setup, e.g. `slow_sampling`: it has a GPU but samples with
+ * the transformers backend (no vLLM). Fixed text the runner writes from its engine's health: no address, no
+ * secret, nothing of any workspace. Shown as text on the Runners page (never as HTML).
+ */
+export const RunnerNotice = z.object({
+  // A string, not an enum: a web server still parses the status of a newer runner that knows more kinds.
+  kind: z.string().min(1).max(100).describe('Stable id of the notice, e.g. "slow_sampling".'),
+  message: z.string().min(1).max(2_000).describe("What is wrong and how to fix it, for the runner's operator."),
+});
+export type RunnerNotice = z.infer<typeof RunnerNotice>;
+
 export const RunnerStatus = z.object({
   runner: z.string(),
   engine: z.object({
@@ -316,5 +328,10 @@ export const RunnerStatus = z.object({
     .object({ mode: CpuShareMode, reason: z.string().optional() })
     .optional()
     .describe("How the runner shares its CPUs between workspaces (RUNNER_CPU_SHARE), and why not with cgroups when it falls back."),
+  notices: z
+    .array(RunnerNotice)
+    .max(20)
+    .optional()
+    .describe("Advice about the runner's setup (engine/backend-notice.ts), e.g. slow_sampling: a GPU but no vLLM. Absent from older runners: none."),
 });
 export type RunnerStatus = z.infer<typeof RunnerStatus>;

@@ -12,6 +12,7 @@
 import { tracked, TRPCError } from "@trpc/server";
 import { z } from "zod";
 import { Diagnostic, ExperimentFiles, RescoreRequest, RescoreResponse, RunKind, RunnerStatus, RunSpec, StartResult } from "../../contracts";
+import { engineNotices } from "./engine/backend-notice";
 import { authedProcedure, router } from "./trpc";
 
 export const ValidateOutput = z.object({ ok: z.boolean(), diagnostics: z.array(Diagnostic) });
@@ -51,7 +52,15 @@ export const runnerRouter = router({
 
   status: authedProcedure.output(RunnerStatus).query(({ ctx }) => {
     const status = ctx.manager.status();
-    return { ...status, device: engineDevice(status.engine.health), models: ctx.pool.models, capacity: ctx.pool.capacity, cpu_share: ctx.pool.cpu_share };
+    return {
+      ...status,
+      device: engineDevice(status.engine.health),
+      models: ctx.pool.models,
+      capacity: ctx.pool.capacity,
+      cpu_share: ctx.pool.cpu_share,
+      // From the same health the supervisor logs them from (once): the Runners page shows them while they hold.
+      notices: engineNotices(status.engine.health),
+    };
   }),
 
   events: authedProcedure.input(EventsInput).subscription(async function* ({ ctx, input, signal }) {

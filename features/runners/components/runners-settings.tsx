@@ -5,7 +5,8 @@
  * "token: …"), enable/disable and remove. Everything a runner reports is rendered as text. A runner's
  * address and error texts reach only the instance's operator (every runner) and a workspace's admins (the
  * runners it registered): the server sends null to others, so the row shows them when they are there and
- * says who can see why when an unhealthy runner's error is not theirs to read.
+ * says who can see why when an unhealthy runner's error is not theirs to read. A runner's notices (advice about
+ * its setup, e.g. a GPU sampling without vLLM) show under its name, as text, to every member.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useEffect, useState, type FormEvent } from "react";
@@ -13,6 +14,7 @@ import { useTRPC } from "@/components/trpc";
 import { Button, ErrorBox, Spinner } from "@/components/ui/primitives";
 import { fmtAgo } from "@/components/ui/format";
 import { TextField } from "@/components/ui/text-field";
+import type { RunnerNotice } from "@contracts";
 
 const HEALTH_DOT: Record<string, string> = {
   healthy: "bg-emerald-400",
@@ -40,6 +42,21 @@ function useNow(ms: number): number {
     return () => clearInterval(t);
   }, [ms]);
   return now;
+}
+
+/** A runner's advice about its setup, as text (what it sends is never markup). */
+export function RunnerNotices({ notices }: { notices: readonly RunnerNotice[] }) {
+  if (notices.length === 0) return null;
+  return (
+    <ul className="mt-1 flex max-w-md flex-col gap-1">
+      {notices.map((n) => (
+        <li key={n.kind} role="status" data-testid="runner-notice" data-kind={n.kind} className="rounded border border-amber-700/60 bg-amber-950/40 px-2 py-1 text-[12px] break-words whitespace-normal text-amber-200">
+          <span aria-hidden>⚠ </span>
+          {n.message}
+        </li>
+      ))}
+    </ul>
+  );
 }
 
 function RegisterRunner({ onDone }: { onDone: () => void }) {
@@ -139,6 +156,7 @@ export function RunnersSettings({ admin }: { admin: boolean }) {
                   <div className="text-[12px] text-zinc-500">
                     {[r.url, r.scope === "instance" ? "this server's runner" : "this workspace", !r.enabled && "disabled"].filter(Boolean).join(" · ")}
                   </div>
+                  <RunnerNotices notices={r.notices} />
                 </td>
                 <td className="whitespace-nowrap">
                   <span className="inline-flex items-center gap-1" title={r.lastError ?? undefined}>

@@ -2,9 +2,10 @@
  * The runner registry of a workspace: list (with live running/queued counts), register (the URL must
  * answer and accept the token BEFORE anything is saved), update (capacity, enabled), remove (refused while
  * it has active runs), and how a runner's answer or silence is recorded on its row (health, lastSeenAt,
- * device, models, capacity) — shared by the heartbeat monitor and the dispatcher.
+ * device, models, capacity, notices) — shared by the heartbeat monitor and the dispatcher.
  */
-import { type RunnerStatus } from "@contracts";
+import { RunnerNotice, type RunnerStatus } from "@contracts";
+import { z } from "zod";
 import { egressUrlProblem } from "@/gpu-runner/src/net/egress-check";
 import { egressRefusalIn } from "@/gpu-runner/src/net/egress-policy";
 import { env } from "@/server/env";
@@ -44,11 +45,16 @@ export async function recordRunnerAnswer(db: DbOrTx, runnerId: string, status: R
       lastSeenAt: new Date(),
       ...(status.device !== undefined ? { device: status.device } : {}),
       ...(status.models ? { models: status.models } : {}),
+      // What it says now replaces what it said (an older runner sends none: it has none to show).
+      notices: status.notices ?? [],
       ...(row.capacityOverride == null && status.capacity ? { capacity: status.capacity } : {}),
     },
   });
   return health;
 }
+
+/** A row's stored notices, read back through the contract: anything else in the column shows as none. */
+const StoredNotices = z.array(RunnerNotice).catch([]);
 
 export async function recordRunnerFailure(db: DbOrTx, runnerId: string, e: unknown): Promise<RunnerHealth> {
   const health = healthOfError(e);
@@ -104,6 +110,7 @@ export async function listRunners(db: DbOrTx, viewer: RunnerViewer) {
       health: true,
       lastSeenAt: true,
       lastError: true,
+      notices: true,
     },
   });
   // This workspace's runs only: how busy a shared runner is with other workspaces' work is not theirs to see.
@@ -124,6 +131,8 @@ export async function listRunners(db: DbOrTx, viewer: RunnerViewer) {
       ...r,
       url: details ? r.url : null,
       lastError: details ? r.lastError : null,
+      // For every member (runner-visibility.ts): advice about the runner's setup, no address or secret in it.
+      notices: StoredNotices.parse(r.notices),
       scope: r.workspaceId === null ? ("instance" as const) : ("workspace" as const),
       running: counts.filter((c) => c.runnerId === r.id).reduce((n, c) => n + c._count._all, 0),
       /** Runs waiting that must go here (forks/evals of its checkpoints), and the unpinned queue it may serve. */

@@ -7,6 +7,8 @@ import { freePort } from "../test-support/net";
 import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { RunnerNotice } from "../../../contracts";
+import { backendNotice } from "./backend-notice";
 import { describeExit, EngineSupervisor } from "./supervisor";
 
 const FAKE = `
@@ -117,6 +119,59 @@ if (!fs.existsSync(marker)) {
     expect(sup.status().lastRestart).toEqual(restart);
     await until(() => sup!.status().state === "ready");
     expect(sup.status()).toMatchObject({ restarts: 1, lastRestart: restart });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("tells a GPU sampling with transformers once per engine process, not at every health check", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-sup-"));
+    const script = path.join(dir, "gpu-engine.mjs");
+    // A CUDA engine without vLLM; it prints a line per health check, so the test can count the polls.
+    fs.writeFileSync(script, FAKE.replace('backend: "fake", device: "cpu"', 'backend: "transformers", device: "cuda:0"').replace("http.createServer((req, res) => {", 'http.createServer((req, res) => {\n  console.log("HEALTH");'));
+    const port = await freePort();
+    const logs: string[] = [];
+    const notices: RunnerNotice[] = [];
+    sup = new EngineSupervisor({
+      url: `http://127.0.0.1:${port}`,
+      spawn: { python: process.execPath, args: [script, String(port)], cwd: dir },
+      healthIntervalMs: 50,
+      onLog: (l) => logs.push(l),
+      onNotice: (n) => notices.push(n),
+    });
+    const polls = () => logs.filter((l) => l === "HEALTH").length;
+    sup.start();
+    await sup.waitReady(15_000);
+    await until(() => polls() >= 10);
+    expect(notices).toEqual([backendNotice({ backend: "transformers", device: "cuda:0" })]);
+    expect(notices[0]!.kind).toBe("slow_sampling");
+
+    // A new engine process with the same setup says it once more, and again only once.
+    const first = sup.status().pid!;
+    process.kill(first, "SIGKILL");
+    await until(() => sup!.status().state === "ready" && sup!.status().pid !== first);
+    const after = polls();
+    await until(() => polls() >= after + 10);
+    expect(notices).toHaveLength(2);
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("tells nothing about an engine on a CPU", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-sup-"));
+    const script = path.join(dir, "cpu-engine.mjs");
+    fs.writeFileSync(script, FAKE.replace('backend: "fake"', 'backend: "transformers"').replace("http.createServer((req, res) => {", 'http.createServer((req, res) => {\n  console.log("HEALTH");'));
+    const port = await freePort();
+    const logs: string[] = [];
+    const notices: RunnerNotice[] = [];
+    sup = new EngineSupervisor({
+      url: `http://127.0.0.1:${port}`,
+      spawn: { python: process.execPath, args: [script, String(port)], cwd: dir },
+      healthIntervalMs: 50,
+      onLog: (l) => logs.push(l),
+      onNotice: (n) => notices.push(n),
+    });
+    sup.start();
+    await sup.waitReady(15_000);
+    await until(() => logs.filter((l) => l === "HEALTH").length >= 5);
+    expect(notices).toEqual([]);
     fs.rmSync(dir, { recursive: true, force: true });
   });
 

@@ -7,12 +7,16 @@
  * Every restart it decides on is recorded with its reason (exit code or signal, "likely out of memory" for a
  * SIGKILL it did not send, the engine's last stderr lines, or the failed health checks) in
  * status().lastRestart, and reported through onRestart so the runner can tell the runs that were waiting.
+ *
+ * What the engine's health calls for telling the operator (backend-notice.ts: a GPU sampling without vLLM) goes
+ * to onNotice once per engine process, not at every health check: a restarted engine may say it once more.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { EngineClient } from "./client";
+import { engineNotices } from "./backend-notice";
 import { randomToken } from "../tokens";
-import { type EngineHealth } from "../../../contracts";
+import { type EngineHealth, type RunnerNotice } from "../../../contracts";
 
 export type EngineState = "starting" | "ready" | "restarting" | "failed";
 
@@ -57,6 +61,11 @@ export interface SupervisorOptions {
   maxConsecutiveRestarts?: number;
   /** Engine stdout/stderr lines (default: written to stderr with an [engine] prefix). */
   onLog?: (line: string) => void;
+  /**
+   * Called once per engine process with each notice its health calls for (backend-notice.ts), e.g. a GPU
+   * sampling with transformers. Default: a warning in the runner's log (stderr).
+   */
+  onNotice?: (notice: RunnerNotice) => void;
   /** Called when the engine died or stopped answering and a restart is under way, with the reason. */
   onRestart?: (restart: EngineRestart) => void;
   /**
@@ -118,6 +127,11 @@ export class EngineSupervisor {
   private tail: string[] = [];
   /** The engine's resident memory at the last health check: what a SIGKILL's reason quotes. */
   private rssBytes: number | null = null;
+  /**
+   * The notice kinds already told about the current engine process: cleared when one is spawned. An external
+   * engine (ENGINE_URL, as scripts/gpu-runner.sh runs it) is told about once per runner process.
+   */
+  private noticed = new Set<string>();
   private readonly exitHook = () => this.killGroup("SIGKILL");
   private readonly opts: Required<Omit<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "ownSession" | "token">> &
     Pick<SupervisorOptions, "spawn" | "onRestart" | "onSpawn" | "ownSession">;
@@ -132,6 +146,7 @@ export class EngineSupervisor {
       maxBackoffMs: 30_000,
       maxConsecutiveRestarts: 8,
       onLog: (line) => process.stderr.write(`[engine] ${line}\n`),
+      onNotice: (notice) => process.stderr.write(`runner: warning: ${notice.message}\n`),
       // An explicit `undefined` in options must not erase a default.
       ...(Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as SupervisorOptions),
     };
@@ -227,6 +242,7 @@ export class EngineSupervisor {
   private spawnChild(): void {
     const spec = this.opts.spawn!;
     this.failedChecks = 0;
+    this.noticed.clear(); // a new engine process: what it calls for is said once more
     const child = spawn(spec.python, spec.args, {
       cwd: spec.cwd,
       // ROLLBOOK_EXIT_WITH_PARENT: the engine ends itself if this process dies without stopping it.
@@ -312,6 +328,19 @@ export class EngineSupervisor {
     }, delay);
   }
 
+  /** Each notice this health calls for, once per engine process (the health checks run every few seconds). */
+  private tellNotices(health: EngineHealth): void {
+    for (const notice of engineNotices(health)) {
+      if (this.noticed.has(notice.kind)) continue;
+      this.noticed.add(notice.kind);
+      try {
+        this.opts.onNotice(notice);
+      } catch (err) {
+        this.opts.onLog(`onNotice failed: ${(err as Error).message}`);
+      }
+    }
+  }
+
   private schedule(ms: number): void {
     if (this.stopping) return;
     if (this.timer) clearTimeout(this.timer);
@@ -330,6 +359,7 @@ export class EngineSupervisor {
       this.health = health;
       this.rssBytes = this.child?.pid ? residentBytes(this.child.pid) : null;
       this.failedChecks = 0;
+      this.tellNotices(health);
       if (health.status === "ok") {
         this.consecutiveRestarts = 0;
         this.lastError = null;

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "Runner" ADD COLUMN     "notices" JSONB NOT NULL DEFAULT '[]';
