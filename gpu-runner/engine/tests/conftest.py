@@ -19,6 +19,19 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("ENGINE_TOKEN", None)
 
 
+# The backend under test: the engine's own choice (ROLLBOOK_BACKEND, server.select_backend). `npm test` runs the
+# suite once as is (transformers on CPU) and its `conformance` modules again with ROLLBOOK_BACKEND=vllm in the
+# vLLM venv (scripts/test.sh): the same assertions on both; where a backend differs for good, the test says so
+# beside the check, with the reason, through BACKEND.
+BACKEND = "vllm" if os.environ.get("ROLLBOOK_BACKEND") == "vllm" else "transformers"
+
+
+def pytest_configure(config):
+    if BACKEND == "vllm":
+        # Asked for vLLM: a venv without it must fail here, never quietly test the transformers backend.
+        import vllm  # noqa: F401
+
+
 def pytest_collection_modifyitems(config, items):
     import torch
 
@@ -78,6 +91,9 @@ def serve_store(store, timeout_s: float = 300, settings=None):
                 except httpx.TransportError:
                     pass
                 time.sleep(0.1)
+            # The engine serves with the backend under test (a fallback would test the other one).
+            served_by = client.get("/health").json().get("backend")
+            assert served_by in (BACKEND, None), f"the engine serves with {served_by!r}, the tests expect {BACKEND!r}"
             yield url, client
     finally:
         server.should_exit = True

@@ -9,6 +9,8 @@ import pytest
 from rollbook_engine import chat_format
 from rollbook_engine.contracts.chat import ChatMessage
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}}}

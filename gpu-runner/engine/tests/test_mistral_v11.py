@@ -24,6 +24,8 @@ from rollbook_engine.responses import final_reply
 from rollbook_engine.vocab import Vocab
 from conftest import template_swapped
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 TEMPLATE = (Path(__file__).with_name("fixtures") / "tool_templates" / "mistral_v11.jinja").read_text()
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {

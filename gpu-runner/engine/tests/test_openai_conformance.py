@@ -10,6 +10,8 @@ import time
 import openai
 import pytest
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 MSGS = [{"role": "user", "content": "Write one sentence about the sea."}]
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers a and b", "parameters": {

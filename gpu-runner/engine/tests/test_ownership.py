@@ -19,6 +19,8 @@ from rollbook_engine.ownership import WORKSPACE_HEADER
 
 from conftest import own_run, serve_store, write_lora_checkpoint
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 REPO = Path(__file__).resolve().parents[3]
 CORPUS = REPO / "contracts" / "fixtures" / "identifiers.jsonl"
 A, B = "ws-a", "ws-b"

@@ -9,6 +9,10 @@ import socket
 import threading
 import time
 
+import pytest
+
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 
 

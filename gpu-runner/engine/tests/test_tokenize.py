@@ -15,6 +15,8 @@ from rollbook_engine.contracts.tokenize import TokenizeRequest, TokenizeResponse
 from rollbook_engine.settings import EngineSettings
 from rollbook_engine.tokenize_route import router
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 FIXTURE = CONTRACTS / "fixtures" / "tokenize.json"
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {

@@ -10,9 +10,12 @@ import json
 
 import llguidance
 import pytest
+import torch
 
 from rollbook_engine.contracts.chat import NamedToolChoice, ToolSpec
 from rollbook_engine.tool_formats import HermesFormat, Llama3JsonFormat, MistralFormat
+
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
 
 MODEL = "SmolLM2-135M-Instruct"
 WEATHER = {"type": "function", "function": {"name": "weather", "description": "Weather in a city", "parameters": {
@@ -97,11 +100,23 @@ def test_named_choice_calls_that_tool(served):
 def test_logprobs_stay_raw_for_forced_tokens(served):
     """The grammar masks what is sampled, not what is reported: logprobs are the raw model's (a forced token
     can be unlikely), the same numbers the trainer recomputes."""
-    body = dict(tool_choice="required", max_tokens=60, temperature=0, logprobs=True, return_token_ids=True)
-    c = chat(served, **body)["choices"][0]
-    lps = [e["logprob"] for e in c["logprobs"]["content"]]
-    assert len(lps) == len(c["token_ids"]) and all(lp <= 0 for lp in lps)
-    assert min(lps) < -0.05  # not renormalised over the allowed tokens (which would make forced tokens 0.0)
+    for extra in (dict(temperature=0), dict(temperature=1.0, seed=3)):
+        body = dict(tool_choice="required", max_tokens=60, logprobs=True, top_logprobs=3, return_token_ids=True, **extra)
+        reply = chat(served, **body)
+        c = reply["choices"][0]
+        lps = [e["logprob"] for e in c["logprobs"]["content"]]
+        assert len(lps) == len(c["token_ids"]) and all(lp <= 0 for lp in lps)
+        assert min(lps) < -0.05  # not renormalised over the allowed tokens (which would make forced tokens 0.0)
+        # Exactly the model's own numbers: a forward pass over prompt + reply (vLLM reports logprobs after its
+        # grammar mask, so its backend re-scores a constrained row: this is what fails if it does not).
+        prompt, ids = reply["prompt_token_ids"], c["token_ids"]
+        with torch.inference_mode(), served.store.use_adapter(None) as model:
+            logits = model(input_ids=torch.tensor([prompt + ids])).logits[0, len(prompt) - 1:-1].float()
+        want = torch.log_softmax(logits, -1)
+        assert torch.allclose(torch.tensor(lps), want.gather(1, torch.tensor(ids)[:, None])[:, 0], atol=2e-3), extra
+        for pos, entry in enumerate(c["logprobs"]["content"]):  # the top 3 of the raw distribution, in order
+            top = torch.topk(want[pos], 3)
+            assert [t["logprob"] for t in entry["top_logprobs"]] == pytest.approx(top.values.tolist(), abs=2e-3)
 
 
 def test_max_tokens_inside_a_forced_call_says_length_and_returns_no_call(served):

@@ -24,6 +24,8 @@ from rollbook_engine.prompt import build_prompt
 from rollbook_engine.vocab import Vocab
 from conftest import template_swapped
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 MODEL = "SmolLM2-135M-Instruct"
 TEMPLATE = (Path(__file__).with_name("fixtures") / "tool_templates" / "qwen3_coder.jinja").read_text()
 # Every value kind the grammar spells: raw strings (bounded, enum), integers (bounded), a nullable integer,
@@ -46,6 +48,10 @@ TAG = {"type": "function", "function": {"name": "tag", "description": "Tag a not
     "required": ["tags"]}}}
 TOOLS = [WEATHER, ADD, TAG]
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+# For a test that needs several names sampled: after ASK the grammar's first token is "weather" with 97% of the
+# allowed mass (SmolLM2, measured), so 20 seeds name only "weather" 55% of the time — the transformers backend's
+# seeds happened to pass, vLLM's did not. After this one: weather 38%, add 53%, tag 9%.
+ANY_TOOL = [{"role": "user", "content": "Use a tool."}]
 
 
 def schema_errors(schema: dict, value, path: str = "$") -> list[str]:
@@ -118,8 +124,8 @@ def test_required_always_calls_an_offered_tool_with_schema_valid_parameters(code
     # The 20 seeds at once: the engine batches concurrent requests (each keeps its own seed), ~4x faster than
     # one after another on CPU.
     with ThreadPoolExecutor(max_workers=20) as pool:
-        replies = list(pool.map(lambda seed: chat(coder, tool_choice="required", max_tokens=160, temperature=1.0,
-                                                  seed=seed), range(20)))
+        replies = list(pool.map(lambda seed: chat(coder, messages=ANY_TOOL, tool_choice="required", max_tokens=160,
+                                                  temperature=1.0, seed=seed), range(20)))
     for r in replies:
         name, args = assert_valid_call(r["choices"][0], {"weather", "add", "tag"})
         seen_names.add(name)

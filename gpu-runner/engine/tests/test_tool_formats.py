@@ -23,6 +23,8 @@ from rollbook_engine.responses import final_reply
 from rollbook_engine.streaming import ChoiceStream
 from rollbook_engine.vocab import Vocab
 
+pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
+
 TEMPLATES = Path(__file__).with_name("fixtures") / "tool_templates"
 ADD = {"type": "function", "function": {"name": "add", "description": "Add two numbers", "parameters": {
     "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}

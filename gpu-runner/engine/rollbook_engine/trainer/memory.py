@@ -35,11 +35,17 @@ def checkpointing(model, on: bool) -> Iterator[None]:
     if not on or not getattr(inner, "supports_gradient_checkpointing", False):
         yield
         return
-    inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    # transformers 5.2x's names; the vLLM venv's 5.19 (vLLM pins it lower) has the older gradient_* spelling.
+    if hasattr(inner, "activation_checkpointing_enable"):
+        inner.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        disable = inner.activation_checkpointing_disable
+    else:
+        inner.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        disable = inner.gradient_checkpointing_disable
     try:
         yield
     finally:
-        inner.activation_checkpointing_disable()
+        disable()
 
 
 # glibc's mallopt parameter and the values used around a step (malloc.h: M_MMAP_THRESHOLD = -3; 32 MiB is
