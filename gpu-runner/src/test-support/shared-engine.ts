@@ -34,6 +34,9 @@ export interface SharedEngine {
 /** Loading the model can take minutes on a busy 2-core machine. */
 const READY_MS = 540_000;
 
+/** The engine lines the broker keeps (a few runs' worth of its log). */
+const LOG_LINES = 2_000;
+
 /** Main process: a loopback HTTP server whose GET / starts the engine once and answers its SharedEngine. */
 export async function startEngineBroker(): Promise<{ url: string; close(): Promise<void> }> {
   let started: Promise<void> | null = null;
@@ -60,7 +63,7 @@ export async function startEngineBroker(): Promise<{ url: string; close(): Promi
       healthIntervalMs: 500,
       onLog: (line) => {
         logs.push(line);
-        if (logs.length > 200) logs.shift();
+        if (logs.length > LOG_LINES) logs.shift();
       },
     });
     supervisor.start();
@@ -76,7 +79,9 @@ export async function startEngineBroker(): Promise<{ url: string; close(): Promi
   // the engine loads, 200 with the SharedEngine once it is ready, 500 with the reason if it never gets ready.
   let ready: SharedEngine | null = null;
   let failed: string | null = null;
-  const server = http.createServer((_req, res) => {
+  const server = http.createServer((req, res) => {
+    // GET /logs: the engine's last lines, for a test that checks what the engine said (sharedEngineLogs).
+    if (req.url === "/logs") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(logs));
     started ??= start().then(
       (engine) => void (ready = engine),
       (err: Error) => void (failed = err.message),
@@ -110,4 +115,11 @@ export async function sharedEngine(): Promise<SharedEngine | null> {
     if (Date.now() > deadline) throw new Error(`the shared test engine was not ready within ${READY_MS + 60_000} ms`);
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/** The shared engine's last log lines (null where no broker runs). */
+export async function sharedEngineLogs(): Promise<string[] | null> {
+  const broker = process.env[BROKER_ENV];
+  if (!broker) return null;
+  return (await (await fetch(`${broker}/logs`)).json()) as string[];
 }
