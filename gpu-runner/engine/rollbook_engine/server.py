@@ -199,6 +199,8 @@ def create_app(
             results = await unless_disconnected(request, backend.generate([gen]))
         except UnknownModelError as err:
             return _error(404, str(err), "model")
+        except RequestError as err:  # the backend's own refusals (vLLM: an adapter rank above its limit)
+            return _error(err.status, err.message, err.param)
         if results is None:
             return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
         return JSONResponse(chat_response(req, prompt, results[0], store.vocab).model_dump())

@@ -51,9 +51,12 @@ class EngineSettings(BaseModel):
         description="ROLLBOOK_VLLM_GPU_MEMORY: vLLM's gpu_memory_utilization, the share of each GPU vLLM "
                     "takes (weights + KV cache); the trainer's copy of the model needs the rest.",
     )
-    vllm_max_lora_rank: int = Field(
-        default=64, ge=1,
-        description="ROLLBOOK_VLLM_MAX_LORA_RANK: the largest LoRA rank vLLM can serve.",
+    vllm_max_lora_rank: int | None = Field(
+        default=None, ge=1,
+        description="ROLLBOOK_VLLM_MAX_LORA_RANK: the largest LoRA rank vLLM can serve (a checkpoint of a larger "
+                    "rank is refused with this setting's name). Unset: 64 on CUDA; 8 on CPU (the trainer's default "
+                    "lora_rank), where vLLM's LoRA kernels pad every adapter to this rank: at 64 sampling 16 "
+                    "streams from a checkpoint ran at 10 tok/s, at 8 at 51 (docs/benchmarks.md).",
     )
     vllm_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         default="auto",

@@ -110,13 +110,13 @@ def served(tmp_path_factory):
         yield Served(url, client, store)
 
 
-def write_lora_checkpoint(store, path) -> None:
+def write_lora_checkpoint(store, path, rank: int = 4) -> None:
     """A LoRA checkpoint with non-zero B (so it visibly changes the output), in PEFT's on-disk layout."""
     import torch
     from peft import LoraConfig, get_peft_model_state_dict
     from safetensors.torch import save_file
 
-    cfg = LoraConfig(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
+    cfg = LoraConfig(r=rank, lora_alpha=16, target_modules=["q_proj", "v_proj"], lora_dropout=0.0)
     store.model.add_adapter("scratch", cfg)
     with torch.no_grad():
         gen = torch.Generator().manual_seed(0)

@@ -1,6 +1,6 @@
 """The inference side on the real SmolLM2-135M-Instruct (CPU), through a real uvicorn server in a thread.
 
-One module-scoped store and server keep this fast; max_tokens stays small because the machine is shared.
+The session's served engine keeps this fast; max_tokens stays small because the machine is shared.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 
 from rollbook_engine.model_store import ModelStore
 
-from conftest import BACKEND, own_run, serve_store, write_lora_checkpoint
+from conftest import BACKEND, own_run, write_lora_checkpoint
 
 pytestmark = pytest.mark.conformance  # run against both backends (conftest.BACKEND)
 
@@ -23,13 +23,11 @@ WORKSPACE = "ws-inference"
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory):
-    runs = tmp_path_factory.mktemp("runs")
-    store = ModelStore(runs_dir=runs)
-    write_lora_checkpoint(store, store.checkpoint_dir("run1", 1))
-    own_run(store, "run1", WORKSPACE)
-    with serve_store(store, timeout_s=120) as (_url, client):
-        yield client, store
+def engine(served):
+    """The session's served engine (one engine start less: ~40 s with vLLM) with a checkpoint of run1's."""
+    write_lora_checkpoint(served.store, served.store.checkpoint_dir("run1", 1))
+    own_run(served.store, "run1", WORKSPACE)
+    return served.client, served.store
 
 
 def chat(client, **body):
@@ -185,6 +183,19 @@ def test_checkpoint_adapter_is_served_and_listed(engine):
     assert "run1@1" not in store.loaded_adapters()
     chat(client, max_tokens=1)  # the PEFT modules go at the next batch if a batch was still finishing
     assert not any(n.startswith("ckpt:run1") for n in store.model.peft_config)
+
+
+def test_a_checkpoint_of_a_rank_above_what_the_backend_serves_is_refused_by_name(engine):
+    """vLLM serves LoRAs up to its max_lora_rank (8 by default on CPU, where its kernels pad to it): a larger one
+    is a 400 naming the setting, not a 500 from inside vLLM. The transformers backend serves any rank."""
+    client, store = engine
+    write_lora_checkpoint(store, store.checkpoint_dir("run1", 16), rank=16)
+    r = chat(client, model="run1@16")
+    if BACKEND == "vllm":
+        assert r.status_code == 400 and "ROLLBOOK_VLLM_MAX_LORA_RANK" in r.json()["error"]["message"], r.text
+        assert r.json()["error"]["param"] == "model"
+    else:
+        assert r.status_code == 200, r.text
 
 
 def test_tool_calls_are_parsed(engine):

@@ -7,6 +7,7 @@ one), and on the real model every forced reply is a call to an offered tool with
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import llguidance
@@ -201,11 +202,18 @@ def v11(served):
 
 
 def test_forced_calls_on_the_real_model_are_offered_tools_with_valid_arguments(v11):
-    for seed, choice in [(s, "required") for s in range(10)] + [(s, {"type": "function", "function": {"name": "mul"}})
-                                                                  for s in range(3)]:
-        r = v11.client.post("/v1/chat/completions", json={
+    cases = [(s, "required") for s in range(10)] + [(s, {"type": "function", "function": {"name": "mul"}}) for s in range(3)]
+
+    def ask(case):
+        seed, choice = case
+        return v11.client.post("/v1/chat/completions", json={
             "model": MODEL, "messages": FIRST, "tools": TOOLS, "tool_choice": choice, "max_tokens": 40,
             "temperature": 1.0, "seed": seed})
+
+    # All at once: both backends batch concurrent requests, each with its own seed.
+    with ThreadPoolExecutor(max_workers=len(cases)) as pool:
+        replies = list(pool.map(ask, cases))
+    for (seed, choice), r in zip(cases, replies):
         assert r.status_code == 200, r.text
         c = r.json()["choices"][0]
         assert c["finish_reason"] == "tool_calls" and not c.get("malformed_tool_calls"), (seed, c)

@@ -97,6 +97,23 @@ def test_logprobs_and_top_logprobs(client):
     assert text.startswith(r.choices[0].message.content)  # the bytes spell the reply (special tokens after it)
 
 
+def test_tokens_as_token_ids_name_the_sampled_ids_streamed_and_whole(client):
+    """vLLM's return_tokens_as_token_ids, which ART parses to train on the exact sampled ids, over HTTP on the
+    backend under test: every logprobs token (top ones too) reads "token_id:<id>" of the ids it sampled, one
+    per streamed chunk, the same in the whole reply."""
+    kw = dict(model=MODEL, messages=MSGS, max_tokens=8, seed=5, temperature=1.0, logprobs=True, top_logprobs=2,
+              extra_body={"return_tokens_as_token_ids": True, "return_token_ids": True})
+    plain = client.chat.completions.create(**kw)
+    ids = plain.choices[0].model_extra["token_ids"]
+    content = plain.choices[0].logprobs.content
+    assert ids and [e.token for e in content] == [f"token_id:{i}" for i in ids]
+    assert all(e.top_logprobs and all(t.token.startswith("token_id:") for t in e.top_logprobs) for e in content)
+    chunks = list(client.chat.completions.create(**kw, stream=True))
+    streamed = [e for ch in chunks for c in ch.choices if c.logprobs for e in c.logprobs.content or []]
+    assert [(e.token, e.logprob) for e in streamed] == [(e.token, e.logprob) for e in content]
+    assert sum(1 for ch in chunks for c in ch.choices if c.logprobs and c.logprobs.content) == len(ids)
+
+
 def test_forced_tool_call_is_parsed_into_tool_calls(client):
     r = client.chat.completions.create(
         model=MODEL, messages=TOOL_CHAT, tools=[ADD], tool_choice={"type": "function", "function": {"name": "add"}},

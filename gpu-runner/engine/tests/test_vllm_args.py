@@ -1,5 +1,5 @@
 """ROLLBOOK_VLLM_* settings reach vLLM's engine arguments, checked without importing vllm (the engine's main venv has
-none; tests/test_vllm_backend.py runs the real thing in the vLLM venv)."""
+none; the `conformance` modules run the real thing in the vLLM venv: scripts/test.sh)."""
 
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ def test_the_platform_decides_dtype_sleep_mode_and_the_kv_cache():
     assert vllm_engine_args("m", 2048, 2, set_, device="cuda", sleep_mode=True)["kv_cache_memory_bytes"] == 512 * 1024**2
     # The product's Lark grammars go to llguidance ("guidance"), never to xgrammar under "auto".
     assert cpu["structured_outputs_config"] == {"backend": "guidance"}
+    # vLLM's CPU LoRA kernels pad to max_lora_rank (64 ran 5x slower than 8, the trainer's default rank).
+    assert cpu["max_lora_rank"] == 8 and vllm_engine_args("m", 2048, 2, none, device="cuda", sleep_mode=True)["max_lora_rank"] == 64
     with pytest.raises(ValueError, match="ROLLBOOK_VLLM_DTYPE='int8'"):
         EngineSettings.from_env({"ROLLBOOK_VLLM_DTYPE": "int8"})
     assert "vllm" not in sys.modules

@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from vllm.inputs import TokensPrompt
 from vllm.lora.request import LoRARequest
 from vllm.platforms import current_platform
 
+from ..errors import RequestError
 from ..model_loader import ensure_local
 from ..model_store import ModelStore
 from ..settings import EngineSettings, engine_settings
@@ -73,6 +75,7 @@ class VllmBackend:
             device=self.device, sleep_mode=self.sleep_mode,
         )
         self.engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**self.engine_args))
+        self.max_lora_rank: int = self.engine_args["max_lora_rank"]
         self._lora_ids: dict[str, tuple[int, float]] = {}  # "<run>@<step>" -> (vLLM LoRA id, mtime)
         self._next_lora_id = 1
         # Row counts as the transformers backend names them (the runner and the tests read them from /health):
@@ -95,7 +98,13 @@ class VllmBackend:
             return None
         run, step = parsed
         path = self.store.checkpoint_dir(run, step)
-        mtime = (path / "adapter_config.json").stat().st_mtime
+        config = path / "adapter_config.json"
+        mtime = config.stat().st_mtime
+        rank = json.loads(config.read_text()).get("r", 0)
+        if rank > self.max_lora_rank:  # vLLM's own refusal would be a 500 from deep inside its engine
+            raise RequestError(
+                f"{model} is a LoRA of rank {rank}; this engine's vLLM serves ranks up to {self.max_lora_rank} "
+                "(ROLLBOOK_VLLM_MAX_LORA_RANK)", param="model")
         known = self._lora_ids.get(model)
         if known is None or known[1] != mtime:
             known = (self._next_lora_id, mtime)
