@@ -14,8 +14,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ExperimentFiles, type RunEvent } from "../../../contracts";
-import { type RunnerClient } from "../client";
+import { type ExperimentFiles } from "../../../contracts";
+import { collectRunEvents } from "../../../server/test/collect-run-events";
 import { loadEnv, REPO_ROOT } from "../env";
 import { sharedEngine, sharedEngineLogs } from "../test-support/shared-engine";
 import { startTestRunner, type TestRunner } from "../test-support/test-runner";
@@ -70,31 +70,6 @@ function experiment(config: Record<string, unknown>): ExperimentFiles {
   };
 }
 
-/** The run's events until the runner ends the subscription (after run.finished). */
-function collect(client: RunnerClient, runId: string): Promise<RunEvent[]> {
-  return new Promise((resolve, reject) => {
-    const events: RunEvent[] = [];
-    const timer = setTimeout(() => {
-      sub.unsubscribe();
-      reject(new Error(`events of ${runId} did not end; got ${events.length}`));
-    }, 560_000);
-    const sub = client.events.subscribe(
-      { run_id: runId },
-      {
-        onData: (tracked) => void events.push(tracked.data as RunEvent),
-        onComplete: () => {
-          clearTimeout(timer);
-          resolve(events);
-        },
-        onError: (err) => {
-          clearTimeout(timer);
-          reject(err);
-        },
-      },
-    );
-  });
-}
-
 describe.skipIf(!onVllm)("a training run on the vLLM backend", () => {
   let runner: TestRunner | undefined;
 
@@ -110,7 +85,7 @@ describe.skipIf(!onVllm)("a training run on the vLLM backend", () => {
   afterAll(() => runner?.close(), 60_000);
 
   it("trains 3 steps: each step's checkpoint is what vLLM serves next, logprobs the trainer's, no gap in the log", async () => {
-    const client = runner!.client;
+    const { client, server } = runner!;
     const config = {
       num_steps: 3,
       groups_per_step: 2,
@@ -122,7 +97,7 @@ describe.skipIf(!onVllm)("a training run on the vLLM backend", () => {
     const runId = `vllm-train-${Date.now()}`;
     const spec = { run_id: runId, workspace_id: "ws-vllm", kind: "train" as const, files: experiment(config), resume: false };
     expect(await client.start.mutate(spec)).toMatchObject({ ok: true });
-    const events = await collect(client, runId);
+    const events = await collectRunEvents(server.url, TOKEN, runId, 560_000);
 
     expect(events.at(-1)).toMatchObject({ type: "run.finished", payload: { status: "completed", error: null } });
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1)); // no gap, no duplicate
