@@ -15,6 +15,7 @@ export default tseslint.config(
       "templates/**",
       // Experiments in the template shape (they import "rollbook"), checked by bench/fresh-tasks.test.ts.
       "bench/fresh-tasks/**",
+      "bench/flag-corpus/pathologies/**",
       // Experiment code (hostile on purpose), checked by the experiment's own type check in its tests.
       "gpu-runner/src/sandbox/hostile/corpus/**",
       "next-env.d.ts",

@@ -35,7 +35,8 @@ export interface RunFlagMessage {
   id: string;
   runId: string;
   rule: string;
-  severity: "warning" | "critical";
+  /** info: not a problem (converged, length moving with the reward), never alerted; warning/critical: alerted. */
+  severity: "info" | "warning" | "critical";
   message: string;
   firstStep: number;
   lastStep: number;

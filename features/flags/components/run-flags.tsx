@@ -15,6 +15,7 @@ import { getSocket } from "@/components/socket";
 
 export const FLAG_LABELS: Record<string, string> = {
   reward_collapse: "Reward collapse",
+  converged: "Converged",
   length_drift: "Length drift",
   reward_hacking: "Reward hacking?",
   low_probs_corr: "Low probs_corr",
@@ -24,10 +25,14 @@ export const FLAG_LABELS: Record<string, string> = {
   stalled: "Stalled",
 };
 
+// info (converged, length moving with the reward) is not a problem: a quiet sky tone, no ⚑.
 const SEVERITY_STYLE = {
   critical: "bg-red-500/15 text-red-200 ring-red-500/50 hover:bg-red-500/25",
   warning: "bg-amber-400/10 text-amber-200 ring-amber-500/40 hover:bg-amber-400/20",
+  info: "bg-sky-400/10 text-sky-200 ring-sky-500/30 hover:bg-sky-400/20",
 } as const;
+const SEVERITY_RANK: Record<string, number> = { info: 0, warning: 1, critical: 2 };
+const styleOf = (severity: string) => SEVERITY_STYLE[severity === "critical" || severity === "info" ? severity : "warning"];
 
 const stepsText = (f: Pick<RunFlagMessage, "firstStep" | "lastStep">) => (f.firstStep === f.lastStep ? `step ${f.firstStep}` : `steps ${f.firstStep}–${f.lastStep}`);
 
@@ -61,9 +66,9 @@ export function RunFlagsStrip({ runId, onOpen }: { runId: string; onOpen: (focus
               e.preventDefault();
               onOpen({ flagId: f.id, steps: f.steps, rolloutIds: f.rolloutIds }, href);
             }}
-            className={`inline-flex max-w-[40rem] items-center gap-1.5 rounded px-2 py-0.5 text-[12px] ring-1 ring-inset ${SEVERITY_STYLE[f.severity]}`}
+            className={`inline-flex max-w-[40rem] items-center gap-1.5 rounded px-2 py-0.5 text-[12px] ring-1 ring-inset ${styleOf(f.severity)}`}
           >
-            <span aria-hidden>⚑</span>
+            <span aria-hidden>{f.severity === "info" ? "ⓘ" : "⚑"}</span>
             <span className="font-medium">{FLAG_LABELS[f.rule] ?? f.rule}</span>
             <span className="opacity-70">{stepsText(f)}</span>
             {f.rolloutIds.length > 0 && <span className="opacity-60">· {f.rolloutIds.length} rollouts</span>}
@@ -80,9 +85,9 @@ export function RunFlagsBadge({ runId, flags }: { runId: string; flags: { rule: 
   const byRule = new Map<string, { severity: string; firstStep: number }>();
   for (const f of flags) {
     const prev = byRule.get(f.rule);
-    if (!prev || (f.severity === "critical" && prev.severity !== "critical")) byRule.set(f.rule, f);
+    if (!prev || (SEVERITY_RANK[f.severity] ?? 1) > (SEVERITY_RANK[prev.severity] ?? 1)) byRule.set(f.rule, f);
   }
-  const list = [...byRule].sort((a, b) => Number(b[1].severity === "critical") - Number(a[1].severity === "critical"));
+  const list = [...byRule].sort((a, b) => (SEVERITY_RANK[b[1].severity] ?? 1) - (SEVERITY_RANK[a[1].severity] ?? 1));
   return (
     <div className="flex max-w-56 flex-wrap gap-1" data-testid="run-flags-cell">
       {list.map(([rule, f]) => (
@@ -90,9 +95,9 @@ export function RunFlagsBadge({ runId, flags }: { runId: string; flags: { rule: 
           key={rule}
           href={`/runs/${runId}?tab=rollouts&steps=${f.firstStep}`}
           title={`${FLAG_LABELS[rule] ?? rule} from step ${f.firstStep}`}
-          className={`rounded px-1.5 text-[11px] whitespace-nowrap ring-1 ring-inset ${SEVERITY_STYLE[f.severity === "critical" ? "critical" : "warning"]}`}
+          className={`rounded px-1.5 text-[11px] whitespace-nowrap ring-1 ring-inset ${styleOf(f.severity)}`}
         >
-          ⚑ {FLAG_LABELS[rule] ?? rule}
+          {f.severity === "info" ? "ⓘ" : "⚑"} {FLAG_LABELS[rule] ?? rule}
         </Link>
       ))}
     </div>

@@ -9,6 +9,11 @@ export const FLAG_THRESHOLDS = {
   /** …at or below minTrainableFraction on this many consecutive steps. 2 flags the default template's
    * "every rollout scores 0.200" failure on the 2nd step of it. Zero trainable groups is critical. */
   collapseSteps: 2,
+  /** Converged, not collapsed: the run's best reward is at least this far above its first steps' mean… */
+  convergedMinRise: 0.1,
+  /** …and at least this share of the tied groups score within this fraction of that best (1.000 ties at 1.000). */
+  convergedTopShare: 0.75,
+  convergedTopTolerance: 0.02,
 
   /** Length drift: a step's mean completion length against the mean of the run's first `baselineSteps`. */
   baselineSteps: 2,
@@ -18,6 +23,11 @@ export const FLAG_THRESHOLDS = {
   lengthShrinkRatio: 0.4,
   /** …and moved by at least this many tokens (tiny replies doubling from 2 to 4 tokens is not drift). */
   lengthMinDeltaTokens: 8,
+  /** It moved with the reward (info, not a warning) when the drifted steps' mean reward is at least this
+   * above the baseline's, and the per-rollout correlation of length with reward, signed by the direction the
+   * length went, is at least this (say-the-word: shorter replies score higher, the replies shrink). */
+  lengthRewardRise: 0.05,
+  lengthRewardCorr: 0.3,
 
   /** Reward hacking: compares the mean of the first `hackWindow` steps with the last `hackWindow`. */
   hackWindow: 3,

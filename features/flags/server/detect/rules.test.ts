@@ -67,6 +67,31 @@ describe("reward collapse", () => {
   });
 });
 
+describe("converged, not collapsed", () => {
+  // say-the-word at its end: the reward rose from ~0.15 to 1.000, and every group's 8 replies are the word.
+  const steps = history(6, (i) => (i < 2 ? { reward_mean: 0.15 } : i >= 4 ? { groups_trainable: 0, reward_std_within_group: 0, reward_mean: 1 } : { reward_mean: 0.8 }));
+  const rs = [...rollouts(0, (g, i) => (i === 0 ? 0.5 : 0.1)), ...rollouts(4, () => 1), ...rollouts(5, () => 1)];
+
+  it("says converged (info) with what to do next, and raises no reward collapse", () => {
+    const flags = rewardCollapse({ steps, rollouts: rs }, T);
+    expect(flags).toHaveLength(1);
+    expect(flags[0]).toMatchObject({ rule: "converged", severity: "info", firstStep: 4, lastStep: 5 });
+    expect(flags[0]!.message).toContain("Harder tasks");
+  });
+
+  it("is a collapse when the groups tie below the top the run reached (it learned, then lost it)", () => {
+    const fell = [...rollouts(0, (g, i) => (i === 0 ? 0.5 : 0.1)), ...rollouts(2, (g, i) => (i === 0 ? 0.1 : 1)), ...rollouts(4, () => 0), ...rollouts(5, () => 0)];
+    const flags = rewardCollapse({ steps, rollouts: fell }, T);
+    expect(flags.map((f) => [f.rule, f.severity])).toEqual([["reward_collapse", "critical"]]);
+  });
+
+  it("is a collapse when the reward never moved (a check that always answers 0.2)", () => {
+    const flat = history(4, (i) => ({ reward_mean: 0.2, ...(i >= 2 ? { groups_trainable: 0 } : {}) }));
+    const flags = rewardCollapse({ steps: flat, rollouts: [0, 1, 2, 3].flatMap((s) => rollouts(s, () => 0.2)) }, T);
+    expect(flags.map((f) => f.rule)).toEqual(["reward_collapse"]);
+  });
+});
+
 describe("length drift", () => {
   it("flags completions that doubled from the first steps' length, linking the longest replies", () => {
     const steps = history(5, (i) => ({ completion_tokens_mean: i < 2 ? 10 : i === 4 ? 24 : 12 }));
@@ -79,6 +104,27 @@ describe("length drift", () => {
 
   it("flags a collapse to very short replies", () => {
     expect(lengthDrift({ steps: history(4, (i) => ({ completion_tokens_mean: i < 2 ? 30 : 5 })), rollouts: [] }, T)).toHaveLength(1);
+  });
+
+  it("says info, not warning, when the length moved with the reward (say-the-word's replies shrink to the word)", () => {
+    // Baseline: 20-token sentences scoring ~0.1; later 3-token replies scoring 1. Longer replies score less.
+    const steps = history(5, (i) => (i < 2 ? { completion_tokens_mean: 20, reward_mean: 0.1 } : { completion_tokens_mean: 3, reward_mean: 0.95 }));
+    const rs = [0, 1, 2, 3, 4].flatMap((s) =>
+      rollouts(s, (g, i) => (s < 2 ? (i === 0 ? 0.5 : 0.05) : i === 0 ? 0.5 : 1), () => ({}), 0).map((r, k) => ({ ...r, completion_tokens: s < 2 ? (k % 4 === 0 ? 4 : 22) : k % 4 === 0 ? 6 : 3 })),
+    );
+    const flags = lengthDrift({ steps, rollouts: rs }, T);
+    expect(flags).toHaveLength(1);
+    expect(flags[0]).toMatchObject({ rule: "length_drift", severity: "info" });
+    expect(flags[0]!.message).toContain("with the reward");
+  });
+
+  it("warns when the length moved against the reward (longer replies, reward flat)", () => {
+    const steps = history(5, (i) => ({ completion_tokens_mean: i < 2 ? 10 : 30, reward_mean: 0.5 }));
+    const rs = [0, 1, 3, 4].flatMap((s) => rollouts(s, (g, i) => 0.3 + 0.1 * ((g + i) % 3), () => ({}), s < 2 ? 10 : 30));
+    const flags = lengthDrift({ steps, rollouts: rs }, T);
+    expect(flags).toHaveLength(1);
+    expect(flags[0]).toMatchObject({ severity: "warning" });
+    expect(flags[0]!.message).toContain("against the reward");
   });
 
   it("is not raised by growth under the ratio, or a doubling of a tiny length", () => {

@@ -10,7 +10,7 @@ import type { RunFlagMessage } from "@contracts/socket-events";
 import type { Db } from "@/server/db-types";
 import { FLAG_THRESHOLDS, type FlagThresholds } from "./config";
 import { evaluateFlags } from "./evaluate";
-import type { Flag, RolloutInput, StepInput } from "./types";
+import { FLAG_SEVERITIES, worseSeverity, type Flag, type FlagSeverity, type RolloutInput, type StepInput } from "./types";
 
 /** Rollouts of this many most recent steps are read (plus the first hackWindow steps, the baseline). */
 const RECENT_STEPS = 30;
@@ -21,7 +21,7 @@ export const flagMessage = (f: FlagRow): RunFlagMessage => ({
   id: f.id,
   runId: f.runId,
   rule: f.rule,
-  severity: f.severity === "critical" ? "critical" : "warning",
+  severity: severityOf(f.severity),
   message: f.message,
   firstStep: f.firstStep,
   lastStep: f.lastStep,
@@ -29,6 +29,9 @@ export const flagMessage = (f: FlagRow): RunFlagMessage => ({
   rolloutIds: f.rolloutIds,
   raisedAt: f.raisedAt.toISOString(),
 });
+
+/** A stored severity (a plain string column) as one of the three; anything else reads as a warning. */
+const severityOf = (v: string): FlagSeverity => (FLAG_SEVERITIES as readonly string[]).includes(v) ? (v as FlagSeverity) : "warning";
 
 const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
 
@@ -94,11 +97,14 @@ export async function storeFlag(db: Db, runId: string, f: Flag, existing: FlagRo
   if (row) {
     const steps = [...new Set([...row.steps, ...f.steps])].sort((a, b) => a - b);
     const lastStep = Math.max(row.lastStep, f.lastStep);
-    const severity = row.severity === "critical" || f.severity === "critical" ? "critical" : "warning";
+    const before = severityOf(row.severity);
+    const severity = worseSeverity(before, f.severity);
     const rolloutIds = cap([...f.rolloutIds, ...row.rolloutIds]);
     if (lastStep === row.lastStep && steps.length === row.steps.length && severity === row.severity && rolloutIds.length === row.rolloutIds.length) return null;
     const updated = await db.runFlag.update({ where: { id: row.id }, data: { lastStep, steps, severity, message: f.message, rolloutIds } });
     emitRunFlag(flagMessage(updated));
+    // An info flag that became a problem (length that moved with the reward, then against it) is alerted now.
+    if (before === "info" && severity !== "info") await alertFlag(db, runId, { ...f, severity, firstStep: row.firstStep });
     return updated;
   }
   const [created] = await db.runFlag.createManyAndReturn({
@@ -108,9 +114,16 @@ export async function storeFlag(db: Db, runId: string, f: Flag, existing: FlagRo
   if (!created) return null; // another evaluation stored it first
   existing.push(created);
   emitRunFlag(flagMessage(created));
+  await alertFlag(db, runId, f);
+  return created;
+}
+
+/** The workspace's alert for a flag, unless it is info (not a problem: on the run page, not in the bell) or
+ * on a dry run (a preview its author is watching). */
+async function alertFlag(db: Db, runId: string, f: Flag): Promise<void> {
+  if (f.severity === "info") return;
   const run = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { workspaceId: true, number: true, kind: true } });
-  // A dry run is a preview its author is watching: flagged on its page, not alerted to the workspace.
-  if (run.kind === "dry_run") return created;
+  if (run.kind === "dry_run") return;
   await raiseAlert(db, {
     workspaceId: run.workspaceId,
     runId,
@@ -121,11 +134,11 @@ export async function storeFlag(db: Db, runId: string, f: Flag, existing: FlagRo
     message: f.message,
     data: { runNumber: run.number, rule: f.rule, firstStep: f.firstStep, steps: f.steps, rolloutIds: cap(f.rolloutIds) },
   });
-  return created;
 }
 
 export const RULE_TITLES: Record<Flag["rule"], string> = {
   reward_collapse: "reward collapse",
+  converged: "converged",
   length_drift: "length drift",
   reward_hacking: "reward hacking signs",
   low_probs_corr: "low probs_corr",

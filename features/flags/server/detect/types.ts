@@ -38,6 +38,7 @@ export interface RolloutInput {
 
 export const FLAG_RULES = [
   "reward_collapse",
+  "converged",
   "length_drift",
   "reward_hacking",
   "low_probs_corr",
@@ -47,7 +48,16 @@ export const FLAG_RULES = [
   "stalled",
 ] as const;
 export type FlagRule = (typeof FLAG_RULES)[number];
-export type FlagSeverity = "warning" | "critical";
+/**
+ * "info": worth knowing, not a problem (a run that converged, length that moves with the reward): shown on
+ * the run page, never alerted. "warning" and "critical" are problems: alerted to the workspace.
+ */
+export const FLAG_SEVERITIES = ["info", "warning", "critical"] as const;
+export type FlagSeverity = (typeof FLAG_SEVERITIES)[number];
+
+/** The worse of two severities (a stored flag extended by a new evaluation keeps the worst it reached). */
+export const worseSeverity = (a: FlagSeverity, b: FlagSeverity): FlagSeverity =>
+  FLAG_SEVERITIES.indexOf(a) >= FLAG_SEVERITIES.indexOf(b) ? a : b;
 
 /** A raised flag. (rule, firstStep) identifies it: re-evaluating the same history raises the same flags. */
 export interface Flag {
