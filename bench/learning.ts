@@ -17,8 +17,8 @@
  *             `LEARNING_JSON {...}` line at the end
  * --keep-runs keep each run's events.jsonl (every rollout, every step) in DIR instead of a temp folder
  * --quiet     no per-step lines, only evals and the final table
- * --tag T     add T to the run ids: rollout sampling seeds derive from (seed, run id), so another tag
- *             draws other samples with the same seed, as a new run in the browser does
+ * --tag T     add T to the run ids (the same seed samples the same replies whatever the run id: another
+ *             seed draws other samples)
  *
  * Ports: the runner binds port 0 (it prints the port it got); the engine's port is found by binding port
  * 0 here and releasing it just before the engine starts.
@@ -182,8 +182,8 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
   const config = { ...baseConfig, seed };
   const loadavgStart = loadavg().map((x) => Number(x.toFixed(2)));
   const t0 = Date.now();
-  // A fixed run id per (template, seed): sampling seeds derive from the run id, so a re-run of the bench
-  // samples the same way up to batching noise.
+  // A fixed run id per (template, seed), so a re-run replaces its folder. Sampling seeds derive from the
+  // seed and each call's coordinates, not from the run id (gpu-runner/src/rollout/seed.ts).
   const runId = `learn-${templateName}-s${seed}${tag ? `-${tag}` : ""}`.replace(/[^A-Za-z0-9_-]/g, "_");
   rmSync(path.join(runsDir, runId), { recursive: true, force: true });
   const started = await client.start.mutate({

@@ -176,7 +176,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
       top_p: evaluating ? 1 : (options.top_p ?? config.sampling.top_p),
       max_tokens: Math.max(1, Math.min(wanted, budget)),
       n: 1,
-      seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, input.runId, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
+      seed: evaluating || options.seed === undefined ? deriveSeed(config.seed, prefix, step, group, rolloutIndex, turnIndex) : options.seed,
       logprobs: true,
       return_token_ids: true,
       // The engine shares its batches fairly by run, then by rollout within the run, by this key.

@@ -1,6 +1,8 @@
 /**
  * Deterministic seeds. Every sampling call and every shuffle derives its seed from the run seed and its
  * coordinates (step, group, rollout, turn), so re-running a run — or resuming it — samples the same way.
+ * Never from the run's id: two runs of the same experiment, config and seed are the same experiment and
+ * sample the same replies (config.seed's promise); another seed draws other samples.
  */
 import { mulberry32 } from "../../../contracts/random";
 
