@@ -143,6 +143,13 @@ class EngineSettings(BaseModel):
         description="ROLLBOOK_LEAN_DECODE=0|1: the lean Llama forward (backends/decode_llama.py) off / on; "
                     "unset: on on CPU only.",
     )
+    batch_invariant: bool = Field(
+        default=True,
+        description="ROLLBOOK_BATCH_INVARIANT=0: the lean forward may let a row's logits depend on which rows share "
+                    "its batch (float rounding: padded attention, a 1-row matmul kernel, the LoRA matmuls' row count). "
+                    "On (default): a row's logits are bit-identical whatever shares the batch, so a seed reproduces a "
+                    "run on a loaded machine (backends/decode_llama.py).",
+    )
     packed_weights: bool = Field(
         default=True,
         description="ROLLBOOK_PACKED_WEIGHTS=0: no oneDNN prepacked copy of the base weights for the lean "
@@ -154,7 +161,7 @@ class EngineSettings(BaseModel):
     def _on_only_as_1(cls, v: object) -> object:
         return v == "1" if isinstance(v, str) else v
 
-    @field_validator("join_inflight", "packed_weights", mode="before")
+    @field_validator("join_inflight", "packed_weights", "batch_invariant", mode="before")
     @classmethod
     def _off_only_as_0(cls, v: object) -> object:
         return v != "0" if isinstance(v, str) else v
@@ -209,6 +216,7 @@ _ENV_NAMES = {
     "join_inflight": "ROLLBOOK_JOIN_INFLIGHT",
     "lean_decode": "ROLLBOOK_LEAN_DECODE",
     "packed_weights": "ROLLBOOK_PACKED_WEIGHTS",
+    "batch_invariant": "ROLLBOOK_BATCH_INVARIANT",
 }
 
 

@@ -12,6 +12,17 @@ prepacked copy of those weights (`_Packed`, one more copy in memory; ROLLBOOK_PA
 because past the Python overhead the matmuls themselves were the step's time. Rotary embeddings come from
 the model's own rotary module (`rotary_emb`), so every RoPE variant the config names is honoured.
 
+Batch-invariant (ROLLBOOK_BATCH_INVARIANT, on by default): a row's logits are bit-identical whatever other rows
+share its batch, so a run's samples depend on its seeds and not on which rollouts happened to arrive together
+(the property Thinking Machines' "Defeating Nondeterminism in LLM Inference", 2025, asks of an inference
+server). Measured here, three things broke it on CPU, each fixed where it happens: (1) attention over a
+left-padded cache — the masked columns change fp32's summation order (~1e-7), so decode attention runs in
+float64 and is rounded back (0 of 30 padded/unpadded shapes differ); (2) oneDNN's prepacked matmul takes
+another kernel for 1 row than for 2-64 (the down projection differed by 1e-5), so a 1-row decode step is
+run as 2 rows; (3) MKL's F.linear (the LoRA deltas) rounds differently with the row count, so the deltas of a
+decode step are computed on a fixed 64-row block. Prefills are per row (backends/decode_step.py), so their
+shapes depend only on the row's own prompt. tests/test_batch_invariance.py holds it.
+
 It is exact up to float rounding (tests/test_decode_llama.py compares its logits with the HF forward, base
 model and LoRA adapters, prefill and decode). Anything it does not model (another architecture, sliding
 windows, DoRA, LoRA on other modules) is reported by `unsupported_reason` and the backend uses the HF path.
@@ -140,6 +151,32 @@ class KVCache:
         self.v = [torch.cat([place(a, self.width, 2), place(b, other.width, 2)]) for a, b in zip(self.v, other.v)]
         self.valid = torch.cat([place(self.valid, self.width, 1), place(other.valid, other.width, 1)])
         self.width = width
+
+
+def _linear_rows(packed: _Packed, x: torch.Tensor, bias: torch.Tensor | None, invariant: bool) -> torch.Tensor:
+    """A prepacked projection; with `invariant`, a single row is multiplied as two (oneDNN's 1-row kernel
+    rounds differently from its 2-64-row one, which agree with each other)."""
+    rows = x.numel() // x.shape[-1]
+    if not invariant or rows != 1:
+        return packed(x, bias)
+    flat = x.reshape(1, x.shape[-1])
+    return packed(torch.cat([flat, flat]), bias)[:1].reshape(*x.shape[:-1], -1)
+
+
+def _lora_delta(x: torch.Tensor, d: _Lora) -> torch.Tensor:
+    return F.linear(F.linear(x, d.a), d.b) * d.scale
+
+
+def _lora_block(x: torch.Tensor, d: _Lora) -> torch.Tensor:
+    """The LoRA delta of a decode step (≤ PACKED_MAX_ROWS rows, one token each) computed on a zero-padded
+    block of exactly PACKED_MAX_ROWS rows: MKL rounds a row's product differently with the row count, never
+    with the other rows' values, so a fixed count makes the delta independent of the batch."""
+    rows = x.shape[0]
+    if rows > PACKED_MAX_ROWS:
+        return _lora_delta(x, d)
+    block = x.new_zeros((PACKED_MAX_ROWS, *x.shape[1:]))
+    block[:rows] = x
+    return _lora_delta(block, d)[:rows]
 
 
 def _grow(t: torch.Tensor, cap: int, dim: int) -> torch.Tensor:
@@ -287,6 +324,10 @@ class LeanLlama:
                 raise ValueError(f"adapter {adapter!r} adapts the embeddings")
         return LoraSet(per_layer)
 
+    @property
+    def batch_invariant(self) -> bool:
+        return engine_settings().batch_invariant
+
     def new_cache(self, batch: int, capacity: int) -> KVCache:
         return KVCache(len(self.layers), batch, self.kv_heads, self.head_dim, capacity, self.embed.dtype,
                        self.embed.device)
@@ -295,13 +336,14 @@ class LeanLlama:
         weight, bias = self.fused[layer][which]
         rows = x.numel() // x.shape[-1]
         if self.packed is not None and rows <= PACKED_MAX_ROWS:
-            out = self.packed[layer][which](x, bias)
+            out = _linear_rows(self.packed[layer][which], x, bias, self.batch_invariant)
         else:
             out = F.linear(x, weight, bias)
+        decode = x.shape[-2] == 1 and self.batch_invariant
         for sel, lset in loras:
             for d in lset.per_layer[layer].get(which, ()):
                 xs = x if sel is None else x[sel]
-                delta = F.linear(F.linear(xs, d.a), d.b) * d.scale
+                delta = (_lora_block if decode else _lora_delta)(xs, d)
                 if sel is None:
                     out[..., d.lo:d.hi] += delta
                 else:
@@ -349,8 +391,14 @@ class LeanLlama:
             v = qkv[..., q_dim + kv_dim:].view(batch, new, self.kv_heads, self.head_dim).transpose(1, 2)
             cache.k[i][:, :, start:end] = k
             cache.v[i][:, :, start:end] = v
-            o = F.scaled_dot_product_attention(q, cache.k[i][:, :, :end], cache.v[i][:, :, :end], attn_mask=allowed,
-                                               scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
+            keys, values = cache.k[i][:, :, :end], cache.v[i][:, :, :end]
+            if new == 1 and self.batch_invariant:
+                # float64, rounded back: the padding columns other rows bring cannot change this row's sums.
+                o = F.scaled_dot_product_attention(q.double(), keys.double(), values.double(), attn_mask=allowed,
+                                                   scale=self.scaling, enable_gqa=self.heads != self.kv_heads).to(q.dtype)
+            else:
+                o = F.scaled_dot_product_attention(q, keys, values, attn_mask=allowed,
+                                                   scale=self.scaling, enable_gqa=self.heads != self.kv_heads)
             o = o.transpose(1, 2).reshape(batch, new, q_dim)
             h = h + self._proj(o, i, "o", loras)
             x = F.rms_norm(h, (self.hidden,), mlp_norm.weight, mlp_norm.variance_epsilon)
@@ -361,5 +409,5 @@ class LeanLlama:
         last = F.rms_norm(h[:, -1], (self.hidden,), self.norm.weight, self.norm.variance_epsilon)
         head_bias = getattr(self.lm_head, "bias", None)
         if self.packed_head is not None and last.shape[0] <= PACKED_MAX_ROWS:
-            return self.packed_head(last, head_bias).float()
+            return _linear_rows(self.packed_head, last, head_bias, self.batch_invariant).float()
         return F.linear(last, self.lm_head.weight, head_bias).float()

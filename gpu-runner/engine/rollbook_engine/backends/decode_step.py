@@ -4,7 +4,8 @@ The sampling loop (transformers_backend.TransformersBackend._sample) drives a `D
 touches caches itself. Two runners:
 - `LeanRunner`: decode_llama.LeanLlama with its in-place KV cache (Llama-family models; the CPU default).
 - `HFRunner`: the transformers forward with a DynamicCache (every other model, or ROLLBOOK_LEAN_DECODE=0).
-Both prefill every row handed to them in one left-padded forward (a burst of joiners costs one prefill), and
+Both prefill the rows handed to them in one left-padded forward (a burst of joiners costs one prefill) — the
+lean one row by row when batch-invariant (ROLLBOOK_BATCH_INVARIANT, the default: see decode_llama.py) — and
 both serve a mix of adapters in one batch: each row names its PEFT adapter (BASE for the base model); the HF
 runner hands the names to PEFT (`adapter_names`), the lean one adds each adapter's LoRA delta on its rows.
 """
@@ -87,6 +88,14 @@ class LeanRunner:
         return out
 
     def _prefill(self, prompts: Sequence[list[int]], names: Sequence[str]):
+        if self.lean.batch_invariant and len(prompts) > 1:
+            # One prefill per row, spliced: each row's prefill then has the shape of its own prompt alone (no
+            # padding, its own row count in every matmul), whatever it arrived with (decode_llama.py).
+            parts = [self._prefill([p], [n]) for p, n in zip(prompts, names)]
+            cache = parts[0][1]
+            for _, more, _ in parts[1:]:
+                cache.splice(more)
+            return torch.cat([p[0] for p in parts]), cache, torch.cat([p[2] for p in parts])
         ids, valid, pos = left_pad(prompts, self.pad_id, self.device)
         cache = self.lean.new_cache(len(prompts), ids.shape[1] + self.headroom)
         logits = self.lean.forward(cache, ids, valid, pos, self._groups(names))
