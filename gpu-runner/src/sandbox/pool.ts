@@ -24,7 +24,9 @@ const IDLE_MS = 30_000;
 const MAX_USES = 500;
 /** Distinct experiment bundles one process may hold (each ~1 MB plus its code cache). */
 const MAX_BUNDLES = 8;
-const START_TIMEOUT_MS = 20_000;
+// A hung start is killed after this. 20 s was too short on a busy 2-core machine: at load 20 (tests, two
+// engines and a build beside a run) every start of a learning-bench run took longer and the run failed.
+const START_TIMEOUT_MS = 60_000;
 /**
  * Address space of a sandbox process: Node with an isolate reserves ~1.7 GB of virtual memory it never
  * touches, so the limit is that plus a few times the heap limit — generous for any rollout within
