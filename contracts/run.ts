@@ -86,14 +86,24 @@ export const Diagnostic = z.object({
 export type Diagnostic = z.infer<typeof Diagnostic>;
 
 /** Every kind of rollout error, in the order the run page's filter lists them. */
-export const ROLLOUT_ERROR_KINDS = ["thrown", "timeout", "starved", "memory", "reward", "model", "mcp", "limit"] as const;
+export const ROLLOUT_ERROR_KINDS = ["thrown", "timeout", "starved", "memory", "reward", "model", "mcp", "limit", "engine_connection"] as const;
+
+/**
+ * The kinds that are the runner's failure, not the experiment's: the run page counts them apart from the
+ * rollouts the user's code (or its model, MCP servers, limits) failed, and does not call a run that only
+ * lost rollouts to them "completed with warnings".
+ */
+export const RUNNER_FAULT_ERROR_KINDS = ["engine_connection"] as const satisfies readonly (typeof ROLLOUT_ERROR_KINDS)[number][];
+export const isRunnerFault = (kind: string | null | undefined): boolean => (RUNNER_FAULT_ERROR_KINDS as readonly string[]).includes(kind ?? "");
 
 export const RolloutError = z.object({
   /** thrown: user code threw; timeout: wall clock or CPU limit; starved: the wall clock ran out while the
    * runner's CPUs were busy (the rollout, or the engine serving it, waited for a CPU a quarter or more of
    * its time: the runner's load, not its code); memory: heap limit; reward: the reward function returned
    * NaN / a non-number or threw; model: the engine failed the call; mcp: an MCP server was unavailable or
-   * failed; limit: a sandbox cap was exceeded (calls in flight, prompt size, context). */
+   * failed; limit: a sandbox cap was exceeded (calls in flight, prompt size, context); engine_connection: the
+   * runner's connection to its engine was cut (reset, closed) while the engine kept running, and the model
+   * call sent again was cut too — the runner's failure, not the experiment's. */
   kind: z.enum(ROLLOUT_ERROR_KINDS),
   message: z.string(),
   stack: z.string().optional(),

@@ -14,6 +14,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { debiasedEma } from "./ema";
 import { tickLabels } from "./ticks";
+import { CHART_SCALES } from "./chart-range";
 
 export interface ChartLine {
   label: string;
@@ -112,7 +113,8 @@ export function UplotChart(props: UplotChartProps) {
       height,
       series: built.series,
       bands: built.bands,
-      scales: { x: { time: false } },
+      // Not uPlot's defaults alone: a series flat up to float noise made them throw (chart-range.ts).
+      scales: CHART_SCALES,
       axes: [
         { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatX), size: 28 },
         { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatY), size: 52 },

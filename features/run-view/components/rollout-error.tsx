@@ -18,6 +18,7 @@ const KIND_HINT: Record<RolloutError["kind"], string> = {
   model: "the model call failed",
   mcp: "an MCP server was unavailable or failed",
   limit: "a sandbox cap was exceeded",
+  engine_connection: "the runner lost its connection to the engine on this model call and again when it sent the call once more (the runner's failure, not your code)",
 };
 
 /** The run page's URL that opens the code tab at a frame. */

@@ -7,6 +7,7 @@
 import type { RunKind, RunStatus } from "@contracts";
 import { fmtAgo, fmtDateTime, fmtInt, ordinal } from "@/components/ui/format";
 import type { RunLogLine } from "./run-state";
+import { completedHealth } from "./completed-health";
 
 /** At most this many distinct warnings are quoted in the header (the Logs tab has them all). */
 const MAX_QUOTED = 3;
@@ -18,6 +19,7 @@ export function RunHealthNotes({
   queuePosition = null,
   rolloutCount,
   errorCount,
+  runnerErrorCount = 0,
   logs,
 }: {
   status: RunStatus | string;
@@ -27,6 +29,8 @@ export function RunHealthNotes({
   queuePosition?: number | null;
   rolloutCount: number;
   errorCount: number;
+  /** Of errorCount, the rollouts the runner lost (its failure, not the experiment's: completed-health.ts). */
+  runnerErrorCount?: number;
   logs: readonly RunLogLine[];
 }) {
   if (status === "queued") {
@@ -57,14 +61,27 @@ export function RunHealthNotes({
     );
   }
   if (status !== "completed") return null;
-  const warnings = [...new Set(logs.filter((l) => l.level !== "info").map((l) => l.message))];
-  if (errorCount === 0 && warnings.length === 0) return null;
+  const health = completedHealth({ errorCount, runnerErrorCount, logs });
+  if (!health) return null;
+  const { rolloutErrors, runnerErrors, warnings } = health;
+  // Only the experiment's failures and the log's warnings warn about the run; the runner's losses are said apart.
+  const warned = health.heading === "Completed with warnings";
+  const leftOut = kind === "train" ? " (left out of training and of the mean reward)" : " (left out of the mean reward)";
   return (
-    <div data-testid="run-warnings" className="mt-2 rounded border border-amber-800 bg-amber-950/40 px-2.5 py-1.5 text-[12px] text-amber-200">
-      <div className="font-medium">Completed with warnings</div>
-      {errorCount > 0 && (
+    <div
+      data-testid={warned ? "run-warnings" : "run-runner-losses"}
+      className={`mt-2 rounded border px-2.5 py-1.5 text-[12px] ${warned ? "border-amber-800 bg-amber-950/40 text-amber-200" : "border-zinc-700 bg-zinc-900 text-zinc-300"}`}
+    >
+      <div className="font-medium">{health.heading}</div>
+      {rolloutErrors > 0 && (
         <div>
-          {fmtInt(errorCount)} of {fmtInt(rolloutCount)} rollouts failed{kind === "train" ? " (left out of training and of the mean reward)" : " (left out of the mean reward)"}.
+          {fmtInt(rolloutErrors)} of {fmtInt(rolloutCount)} rollouts failed{leftOut}.
+        </div>
+      )}
+      {runnerErrors > 0 && (
+        <div data-testid="run-runner-faults">
+          {fmtInt(runnerErrors)} of {fmtInt(rolloutCount)} rollouts were lost by the runner: its connection to the engine was cut on a model call and again when
+          it sent the call once more (error kind engine_connection). The runner&apos;s failure, not your code&apos;s{leftOut}.
         </div>
       )}
       {warnings.length > 0 && (

@@ -9,7 +9,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
-import { MEAN_REWARD_DEFINITION, meanReward, type ExperimentFiles, type RunStatus } from "@contracts";
+import { MEAN_REWARD_DEFINITION, isRunnerFault, meanReward, type ExperimentFiles, type RunStatus } from "@contracts";
 import { useTRPC } from "@/components/trpc";
 import { useCanWrite } from "@/components/auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "@/components/ui/format";
@@ -160,6 +160,8 @@ export function RunView({ id }: { id: string }) {
   const numSteps = kind === "train" ? config?.num_steps : undefined;
   const rolloutCount = Math.max(state.rollouts.length, r?.rolloutCount ?? 0);
   const errorCount = Math.max(state.errorCount, r?.errorCount ?? 0);
+  // The rollouts the runner lost (engine_connection): said apart from the experiment's failures (run-health.tsx).
+  const runnerErrorCount = state.rollouts.reduce((n, x) => n + (isRunnerFault(x.error?.kind) ? 1 : 0), 0);
   const lastStep = state.steps[state.steps.length - 1];
   const currentStep = Math.max(lastStep?.step ?? 0, r?.currentStep ?? 0);
   const latestEval = state.evals[state.evals.length - 1];
@@ -269,7 +271,7 @@ export function RunView({ id }: { id: string }) {
           </div>
         )}
         {status === "stopped" && <div className="mt-2 text-[12px] text-amber-300">Stopped{error ? `: ${error}` : "."}</div>}
-        <RunHealthNotes status={status ?? "loading"} kind={kind} lostSince={r?.lostSince ?? null} queuePosition={r?.queuePosition ?? null} rolloutCount={rolloutCount} errorCount={errorCount} logs={state.logs} />
+        <RunHealthNotes status={status ?? "loading"} kind={kind} lostSince={r?.lostSince ?? null} queuePosition={r?.queuePosition ?? null} rolloutCount={rolloutCount} errorCount={errorCount} runnerErrorCount={runnerErrorCount} logs={state.logs} />
         {stop.error && <div className="mt-2 text-[12px] text-red-300">Stop failed: {stop.error.message}</div>}
         {resumeError && <div className="mt-2 text-[12px] text-red-300">Resume failed: {resumeError}</div>}
         {loadError && <div className="mt-2 text-[12px] text-amber-300">Stored events could not be read ({loadError}); showing the live stream.</div>}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EngineError } from "./client";
-import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "./restart-recovery";
+import { type EngineWatch, isConnectionCut, isTransportFailure, restartCause, restartSince } from "./restart-recovery";
 
 /** A supervisor as restartSince sees it: `restarts` and `up` change as the test says. */
 function watch(state: { restarts: number; up: boolean; restarting: boolean }): EngineWatch & { readyCalls: number } {
@@ -58,6 +58,15 @@ describe("what an engine restart can explain", () => {
     expect(isTransportFailure(new EngineError("engine /train → 503: restarting", 503))).toBe(true);
     expect(isTransportFailure(new EngineError("engine /train → 409: step out of order", 409))).toBe(false);
     expect(isTransportFailure(new Error("training step 2 failed: loss is NaN"))).toBe(false);
+  });
+
+  it("a cut connection is worth one more try without a restart; an answer from the engine (4xx or 5xx) is not", () => {
+    expect(isConnectionCut(new EngineError("engine unreachable at http://127.0.0.1:1/v1/chat/completions: fetch failed (read ECONNRESET)"))).toBe(true);
+    expect(isConnectionCut(new TypeError("terminated"))).toBe(true);
+    expect(isConnectionCut(new Error("other side closed"))).toBe(true);
+    expect(isConnectionCut(new EngineError("engine /v1/chat/completions → 503: overloaded", 503))).toBe(false);
+    expect(isConnectionCut(new EngineError("engine /v1/chat/completions → 400: messages: empty", 400))).toBe(false);
+    expect(isConnectionCut(new Error("the scenario threw"))).toBe(false);
   });
 
   it("reads as the issue's operators would search for it, without the engine's memory or output (every workspace's runs read it)", () => {

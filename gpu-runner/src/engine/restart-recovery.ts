@@ -37,6 +37,17 @@ export function isTransportFailure(err: unknown): boolean {
   return err instanceof TypeError || (err instanceof Error && /terminated|ECONNRESET|socket|other side closed/i.test(err.message));
 }
 
+/**
+ * A failure of the connection itself — reset, closed, refused, cut mid-answer — rather than an answer from
+ * the engine (a 4xx or 5xx is the engine speaking). Such a call is worth one more try even when the engine
+ * never restarted: the engine is fine, only this request's socket was lost (a keep-alive socket the server
+ * had just closed, a reset on the way), and the same request, same seed, samples the same answer.
+ */
+export function isConnectionCut(err: unknown): boolean {
+  if (err instanceof EngineError) return err.status === null;
+  return isTransportFailure(err);
+}
+
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);

@@ -293,7 +293,7 @@ async function sampleStep(ctx: RunContext, services: RolloutServices, step: numb
   const done = await runRollouts(ctx, services, groupJobs(ctx, step), { step, split: "train", model, idPrefix: "s" });
   // The engine unreachable for a whole step is an outage, not data: fail (resumable) instead of training
   // an empty step and advancing the checkpoint.
-  const modelErrors = done.filter((d) => d.trajectory.error?.kind === "model");
+  const modelErrors = done.filter((d) => d.trajectory.error?.kind === "model" || d.trajectory.error?.kind === "engine_connection");
   if (done.length > 0 && modelErrors.length === done.length) {
     throw new Error(`every rollout of step ${step} failed to reach the model: ${modelErrors[0]!.trajectory.error!.message}`);
   }

@@ -6,8 +6,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { RunConfig, type ChatCompletionRequest, type ChatCompletionResponse, type ExperimentFiles } from "../../../contracts";
-import type { EngineClient } from "../engine/client";
+import { EngineError, type EngineClient } from "../engine/client";
 import { compileExperiment } from "../experiment/compile";
+import type { EngineWatch } from "../engine/restart-recovery";
 import { NO_MCP } from "./run-mcp";
 import { executeRollout } from "./execute";
 
@@ -60,11 +61,11 @@ function engineAnswering(answered: number, content = "apple"): Pick<EngineClient
   return engine;
 }
 
-async function run(files: ExperimentFiles, engine: Pick<EngineClient, "chat">) {
+async function run(files: ExperimentFiles, engine: Pick<EngineClient, "chat">, engineWatch?: EngineWatch) {
   const compiled = await compileExperiment(files);
   if (!compiled.ok) throw new Error(JSON.stringify(compiled.diagnostics));
   return executeRollout({
-    services: { engine, judge: { description: "none", chat: () => Promise.reject(new Error("no judge")) }, mcp: NO_MCP },
+    services: { engine, engineWatch, judge: { description: "none", chat: () => Promise.reject(new Error("no judge")) }, mcp: NO_MCP },
     compiled: compiled.compiled,
     runId: "r",
     config: RunConfig.parse(JSON.parse(files["config.json"])),
@@ -109,5 +110,66 @@ describe("executeRollout cut by its timeout while waiting for the model", () => 
     // The answered turn keeps its figures, pointing at its reply.
     expect(t.turns).toEqual([expect.objectContaining({ message_index: 1, completion_tokens: 6 })]);
     expect(t.logs).toContainEqual(expect.stringContaining("turn 2: the rollout ended"));
+  });
+});
+
+/** The engine never restarted and answers /health: a failed call was not a restart. */
+const STEADY_ENGINE: EngineWatch = {
+  restarts: () => 0,
+  lastRestart: () => null,
+  restarting: () => false,
+  probe: () => Promise.resolve(),
+  waitReady: () => Promise.resolve(),
+};
+
+/** Fails the first `failures` calls with `failure`, then answers; keeps every request it was sent. */
+function engineFailing(failures: number, failure: () => Error): Pick<EngineClient, "chat"> & { requests: ChatCompletionRequest[] } {
+  const engine = {
+    requests: [] as ChatCompletionRequest[],
+    chat: (body: ChatCompletionRequest) => {
+      engine.requests.push(body);
+      return engine.requests.length <= failures ? Promise.reject(failure()) : Promise.resolve(answer(body, "apple"));
+    },
+  };
+  return engine;
+}
+
+const RESET = () => new EngineError("engine unreachable at http://127.0.0.1:1/v1/chat/completions: fetch failed (read ECONNRESET)");
+// Room for the sandbox's start on a loaded machine: these rollouts are meant to finish.
+const ROOMY: ExperimentFiles = { ...FILES, "config.json": JSON.stringify({ ...JSON.parse(FILES["config.json"]), limits: { rollout_timeout_ms: 60_000 } }) };
+
+describe("executeRollout when the connection to the engine is cut and the engine did not restart", () => {
+  it("sends the same request once more, and the rollout succeeds with one turn", async () => {
+    const engine = engineFailing(1, RESET);
+    const done = await run(ROOMY, engine, STEADY_ENGINE);
+    expect(done.trajectory.error).toBeNull();
+    expect(engine.requests).toHaveLength(2);
+    expect(engine.requests[1]).toEqual(engine.requests[0]); // same seed, same everything
+    expect(done.turns).toHaveLength(1);
+    expect(done.trajectory.tokens).toEqual({ prompt: 3, completion: 5 });
+    expect(done.trajectory.logs).toContainEqual(expect.stringMatching(/^turn 1: the connection to the engine was cut \(.*ECONNRESET.*\) with no engine restart; the model call was sent again$/));
+  });
+
+  it("retries a cut call without a supervisor to ask too (the engine's own client only)", async () => {
+    const engine = engineFailing(1, () => new TypeError("terminated"));
+    expect((await run(ROOMY, engine)).trajectory.error).toBeNull();
+    expect(engine.requests).toHaveLength(2);
+  });
+
+  it("files a call cut twice as the runner's failure (engine_connection), sent no third time", async () => {
+    const engine = engineFailing(Infinity, RESET);
+    const t = (await run(ROOMY, engine, STEADY_ENGINE)).trajectory;
+    expect(engine.requests).toHaveLength(2);
+    expect(t.error).toMatchObject({ kind: "engine_connection", message: expect.stringMatching(/^the runner lost its connection to the engine twice on this model call/) });
+    expect(t.reward).toBeNull();
+  });
+
+  it("does not retry the engine's own answer (a 4xx or 5xx): that is the model call's error", async () => {
+    for (const status of [400, 500]) {
+      const engine = engineFailing(Infinity, () => new EngineError(`engine /v1/chat/completions → ${status}: no`, status));
+      const t = (await run(ROOMY, engine, STEADY_ENGINE)).trajectory;
+      expect(engine.requests).toHaveLength(1);
+      expect(t.error).toMatchObject({ kind: "model" });
+    }
   });
 });

@@ -23,7 +23,7 @@ import type { ChatOptions } from "../sandbox/chat-args";
 import { type CompiledExperiment } from "../experiment/compile";
 import { type TaskRow } from "../experiment/tasks";
 import { type EngineClient, EngineError } from "../engine/client";
-import { type EngineWatch, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
+import { type EngineWatch, isConnectionCut, isTransportFailure, restartCause, restartSince } from "../engine/restart-recovery";
 import type { FairQueue } from "../engine/fair-queue";
 import { RolloutClock } from "../sandbox/rollout-clock";
 import type { CpuUse } from "../sandbox/cpu/cpu-meter";
@@ -152,6 +152,9 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
   };
   const notes: string[] = [];
   let modelError: string | null = null;
+  /** What the failed model call is filed as: the engine's failure, or the runner's lost connection to it. */
+  // (Asserted, not annotated: it is set inside `chat`, which narrowing by assignment does not see.)
+  let modelErrorKind = "model" as "model" | "engine_connection";
   const startedAt = Date.now();
   // What the wall-clock limit counts: paused while this rollout only waits for an engine slot.
   const clock = new RolloutClock();
@@ -229,6 +232,7 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
           })
           .finally(() => clock.leaveQueue(false));
       }
+      let cutTwice = false;
       if (restart) {
         notes.push(`turn ${turnIndex + 1}: ${restartCause(restart)}; the model call was sent again to the restarted engine`);
         try {
@@ -237,10 +241,24 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
           if (gateSignal.aborted || signal?.aborted) throw retryErr;
           failure = new Error(`${restartCause(restart)}; the model call sent again failed too: ${(retryErr as Error).message}`);
         }
+      } else if (failure === err && isConnectionCut(err)) {
+        // The connection was cut while the engine kept running (no restart since the call began): the same
+        // request (same seed) once more. Nothing of the lost answer reached the scenario or was counted.
+        notes.push(`turn ${turnIndex + 1}: the connection to the engine was cut (${(err as Error).message}) with no engine restart; the model call was sent again`);
+        try {
+          response = await send();
+        } catch (retryErr) {
+          if (gateSignal.aborted || signal?.aborted) throw retryErr;
+          cutTwice = isConnectionCut(retryErr);
+          failure = cutTwice
+            ? new Error(`the runner lost its connection to the engine twice on this model call (no engine restart): ${(err as Error).message}; sent again: ${(retryErr as Error).message}`)
+            : retryErr;
+        }
       }
       if (!response) {
         waiting.delete(call);
-        modelError = failure instanceof EngineError || restart ? (failure as Error).message : `model call failed: ${(failure as Error).message}`;
+        modelError = failure instanceof EngineError || restart || cutTwice ? (failure as Error).message : `model call failed: ${(failure as Error).message}`;
+        modelErrorKind = cutTwice ? "engine_connection" : "model";
         throw Object.assign(new Error(modelError), { name: "ModelError" });
       }
     }
@@ -326,6 +344,9 @@ export async function executeRollout(input: ExecuteRolloutInput): Promise<Execut
     }
   }
   if (error && modelError && error.kind === "thrown") error = { ...error, kind: "model", message: modelError };
+  // A call the runner could not get through to a running engine (cut, and cut again when sent once more) is
+  // the runner's failure: its own kind, not the model's nor the user's (the run page counts it apart).
+  if (error && modelError && modelErrorKind === "engine_connection" && error.kind === "model") error = { ...error, kind: "engine_connection", message: modelError };
   let reward: number | null = error ? null : result.reward;
   let sample: TrainSample | null = null;
   if (!error && reward !== null && turns.length > 0) {
