@@ -24,25 +24,39 @@ hash_files() { cat "$@" | sha256sum | cut -c1-16; }
 . "$ROOT/scripts/isolated-vm-cache.sh"
 
 # A path setting as an absolute path: a relative one is the repository's, whatever the cwd (the engine runs in
-# gpu-runner/engine, the web server and runner in the repository); ~ was expanded by the shell already.
+# gpu-runner/engine, the web server and runner in the repository); ~/ is the home folder.
 # The same rule as contracts/repo-path.ts and the engine's settings.py.
 repo_path() {
-  case "$1" in /*) printf '%s' "$1" ;; *) printf '%s' "$ROOT/$1" ;; esac
+  case "$1" in
+    /*) printf '%s' "$1" ;;
+    "~") printf '%s' "$HOME" ;;
+    "~/"*) printf '%s' "$HOME/${1#"~/"}" ;; # quoted in the environment, the shell left it as is
+    *) printf '%s' "$ROOT/$1" ;;
+  esac
 }
 
 # Every path setting of .env.example that the scripts, the web server, the runner or the engine read.
 PATH_SETTINGS=(DATA_DIR ROLLBOOK_RUNS_DIR ENGINE_PYTHON ROLLBOOK_MODEL_CACHE ROLLBOOK_SHARED_CHECKPOINT_DIR)
 
 # Load .env if present (Prisma 7 and our scripts do not read it on their own), then make every path setting
-# absolute from the repository, so each process started from here reads the same folders.
+# absolute from the repository, so each process started from here reads the same folders. A variable already
+# in the environment wins over .env's line for it, as with dotenv: `PORT=3001 npm start` serves on 3001 even
+# with the PORT=3000 that .env.example's copy holds.
 load_env() {
+  local name kv given=()
   if [ -f "$ROOT/.env" ]; then
+    while IFS= read -r name; do
+      if [ -n "${!name+x}" ]; then given+=("$name=${!name}"); fi
+    done < <(sed -n 's/^[[:space:]]*\(export[[:space:]]\{1,\}\)\{0,1\}\([A-Za-z_][A-Za-z0-9_]*\)=.*/\2/p' "$ROOT/.env")
     set -a
     # shellcheck disable=SC1091
     . "$ROOT/.env"
     set +a
+    for kv in ${given[@]+"${given[@]}"}; do
+      printf -v "${kv%%=*}" '%s' "${kv#*=}"
+      export "${kv%%=*}"
+    done
   fi
-  local name
   for name in "${PATH_SETTINGS[@]}"; do
     if [ -n "${!name:-}" ]; then
       printf -v "$name" '%s' "$(repo_path "${!name}")"
