@@ -63,6 +63,9 @@ load_env() {
       export "${name?}"
     fi
   done
+  # Given even when unset: the web server's code that Next bundled reads it too, and must name the same folder
+  # (auth-secret, PGlite) as the server process, whatever the bundle makes of its module's location.
+  export DATA_DIR="${DATA_DIR:-$ROOT/.data}"
 }
 
 # A secret made once and kept in a file (mode 600): the same on every start of this checkout, different on
