@@ -13,6 +13,7 @@
  * logs "restarting the engine" instead of "engine ready".
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -42,6 +43,10 @@ function copyCheckout(dest: string): void {
     fs.cpSync(from, path.join(dest, f), { verbatimSymlinks: true });
   }
   // What `npm start` would install or generate the same: linked or copied instead of made again (minutes).
+  // Linked, node_modules must already be this lockfile's: else setup in the copy would npm-install into it.
+  const lockHash = createHash("sha256").update(fs.readFileSync(path.join(ROOT, "package-lock.json"))).digest("hex").slice(0, 16);
+  const stamp = fs.readFileSync(path.join(ROOT, "node_modules", ".rollbook-stamp"), "utf8").trim();
+  if (stamp !== lockHash) throw new Error("node_modules was not installed from this package-lock.json: run `npm run setup` first");
   fs.symlinkSync(fs.realpathSync(path.join(ROOT, "node_modules")), path.join(dest, "node_modules"));
   fs.cpSync(path.join(ROOT, "generated"), path.join(dest, "generated"), { recursive: true });
 }
