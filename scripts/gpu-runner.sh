@@ -25,16 +25,18 @@ ensure_tokens # RUNNER_TOKEN and ENGINE_TOKEN, generated once under DATA_DIR unl
 ensure_node_modules
 ensure_engine_venv
 ensure_model
-# The engine's interpreter: the vLLM venv with ROLLBOOK_BACKEND=vllm (the runner's own default, env.ts).
-engine_python=.venv/bin/python
+# The engine's interpreter: ENGINE_PYTHON when set (load_env made it absolute from the repository), else the
+# vLLM venv with ROLLBOOK_BACKEND=vllm, else the engine's (the runner's own defaults, env.ts).
+engine_python="$ENGINE_DIR/.venv/bin/python"
 if [ "${ROLLBOOK_BACKEND:-auto}" = vllm ]; then
   ensure_vllm_venv
-  engine_python=.venv-vllm/bin/python
+  engine_python="$ENGINE_DIR/.venv-vllm/bin/python"
 fi
+engine_python="${ENGINE_PYTHON:-$engine_python}"
 
 nproc="${ROLLBOOK_TRAIN_NPROC:-1}"
 if [ "$nproc" = auto ]; then
-  nproc=$("$ENGINE_DIR/$engine_python" -c 'import torch; print(max(torch.cuda.device_count(), 1))')
+  nproc=$("$engine_python" -c 'import torch; print(max(torch.cuda.device_count(), 1))')
 fi
 case "$nproc" in
   '' | *[!0-9]* | 0) echo "ROLLBOOK_TRAIN_NPROC must be a positive number or auto, not '$nproc'" >&2; exit 2 ;;

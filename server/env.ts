@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { parseEnv } from "@contracts/env";
+import { repoPath } from "@contracts/repo-path";
 import { EgressAllowSetting } from "@/gpu-runner/src/net/egress-policy";
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -16,8 +17,8 @@ export const ServerEnv = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   /** Postgres URL; unset = embedded PGlite under DATA_DIR (one process per data directory). */
   DATABASE_URL: z.string().min(1).optional(),
-  /** Local state: the embedded database and anything else the web server keeps on disk. */
-  DATA_DIR: z.string().min(1).default(".data"),
+  /** Local state: the embedded database and anything else the web server keeps on disk. Relative: from the repository (contracts/repo-path.ts), whatever the cwd. */
+  DATA_DIR: z.string().min(1).default(".data").transform((p) => repoPath(p)),
   /** The GPU runner registered at boot (more runners can register later through the Runner table). */
   RUNNER_URL: z
     .string()

@@ -9,9 +9,10 @@ import { RUNNER_TOKEN_MISSING } from "../../contracts/tokens";
 import { parseEnv } from "../../contracts/env";
 import { identifierRule, isIdentifier } from "../../contracts/identifiers";
 import { EgressAllowSetting } from "./net/egress-policy";
+import { REPO_ROOT, repoPath } from "../../contracts/repo-path";
 
-/** The repository root (gpu-runner/src/ → ../..); defaults below are relative to it. */
-export const REPO_ROOT = path.resolve(import.meta.dirname, "../..");
+/** The repository root; every path setting below is resolved from it, whatever the cwd (contracts/repo-path.ts). */
+export { REPO_ROOT };
 
 const port = z.coerce.number().int().min(0).max(65535);
 
@@ -43,7 +44,7 @@ export const RunnerEnv = z.object({
   ENGINE_PYTHON: z
     .string()
     .min(1)
-    .transform((p) => path.resolve(REPO_ROOT, p))
+    .transform((p) => repoPath(p))
     .optional(),
   /**
    * The engine's inference backend, read by the engine itself (it inherits the runner's environment): `vllm`
@@ -85,15 +86,18 @@ export const RunnerEnv = z.object({
    * own). Bigger bodies are 413, before more is read. Checkpoint uploads stream to disk under their own cap.
    */
   RUNNER_MAX_REQUEST_BYTES: z.coerce.number().int().min(65_536, "RUNNER_MAX_REQUEST_BYTES: a whole number of bytes, at least 65536").default(32 * 1024 * 1024),
-  /** Where run folders live: runs/<run>/events.jsonl here; the engine writes checkpoints beside them. */
-  ROLLBOOK_RUNS_DIR: z.string().min(1).default(path.join(REPO_ROOT, "runs")),
+  /**
+   * Where run folders live: runs/<run>/events.jsonl here; the engine writes checkpoints beside them. Relative:
+   * from the repository (the engine is given the absolute path: it runs in gpu-runner/engine).
+   */
+  ROLLBOOK_RUNS_DIR: z.string().min(1).default("runs").transform((p) => repoPath(p)),
   /**
    * A folder every runner of the pool mounts at the same path (NFS, a shared volume). Set: each checkpoint
    * is copied there once the engine saved it, and a run resumed on this runner after its own runner was
    * lost takes its checkpoints from there (loop/shared-checkpoints.ts). Unset: a run can only move to this
    * runner while its old runner still answers (the web server copies the checkpoint through both APIs).
    */
-  ROLLBOOK_SHARED_CHECKPOINT_DIR: z.string().min(1).optional(),
+  ROLLBOOK_SHARED_CHECKPOINT_DIR: z.string().min(1).transform((p) => repoPath(p)).optional(),
   /** Shown in status(); several runners can register with one web tier. */
   RUNNER_NAME: z.string().min(1).default(os.hostname()),
   /**

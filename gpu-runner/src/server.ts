@@ -58,7 +58,9 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
           // In the runner's session (the nice fallback): the engine makes itself a process group leader first.
           args: [...(cpu.sameSession ? ["-c", SETPGRP_THEN_EXEC] : []), "-m", "rollbook_engine", "--host", "127.0.0.1", "--port", String(env.ENGINE_PORT), "--model", env.ENGINE_MODEL],
           cwd: path.join(REPO_ROOT, "gpu-runner/engine"),
-          env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR },
+          // The engine's stderr is the runner's log: a progress bar (transformers' "Loading weights") is a
+          // line of carriage returns in it unless that log is a terminal.
+          env: { ROLLBOOK_RUNS_DIR: env.ROLLBOOK_RUNS_DIR, ...(process.stderr.isTTY ? {} : { HF_HUB_DISABLE_PROGRESS_BARS: "1" }) },
         },
     onLog: options.onEngineLog,
     // The runs waiting on the engine say why it went away (their model calls fail meanwhile).
@@ -169,6 +171,13 @@ async function main(): Promise<void> {
   }
   const runner = await startRunnerServer({ env });
   console.log(`RUNNER READY ${runner.port}`);
+  // The start log's own word that runs can start (scripts/first-start.servertest.ts waits for it): the
+  // runner answers at once, the engine only once its model is loaded, and a misconfigured one never does.
+  const engineStarted = Date.now();
+  runner.supervisor.waitReady().then(
+    () => console.log(`runner: engine ready (${env.ENGINE_MODEL}, ${((Date.now() - engineStarted) / 1000).toFixed(1)} s)`),
+    (err: unknown) => console.error(`runner: the engine is not ready: ${(err as Error).message}`),
+  );
   const shutdown = (signal: string) => {
     console.error(`runner: ${signal}, stopping runs and the engine`);
     runner.close().then(

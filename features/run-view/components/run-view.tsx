@@ -37,6 +37,7 @@ import { fetchWholeRollouts } from "./whole-rollouts";
 import { useRunStream } from "./use-run-stream";
 import { errorCode, isNotFound, runPollInterval } from "./run-poll";
 import { runActions } from "./run-actions";
+import { knownRunKind } from "./run-kind";
 import { DeliveryIndicator } from "./delivery-indicator";
 
 type Tab = "rollouts" | "groups" | "logs" | "code";
@@ -155,7 +156,9 @@ export function RunView({ id }: { id: string }) {
     );
   }
   const r = run.data;
-  const kind = r?.kind ?? state.started?.kind ?? "train";
+  const knownKind = knownRunKind(r, state.started);
+  // The panels below need a layout before the kind is known; the badge and the actions wait for the real one.
+  const kind = knownKind ?? "train";
   const config = r?.config ?? state.started?.config;
   const numSteps = kind === "train" ? config?.num_steps : undefined;
   const rolloutCount = Math.max(state.rollouts.length, r?.rolloutCount ?? 0);
@@ -168,7 +171,7 @@ export function RunView({ id }: { id: string }) {
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
   const active = status !== null && !isTerminal(status);
-  const actions = runActions(status, kind, canWrite);
+  const actions = runActions(status, knownKind ?? "unknown", canWrite);
   // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
@@ -179,7 +182,7 @@ export function RunView({ id }: { id: string }) {
       <div className="shrink-0 border-b border-zinc-800 px-4 py-2.5">
         <div className="flex flex-wrap items-center gap-3">
           <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
-          <KindBadge kind={kind} />
+          {knownKind && <KindBadge kind={knownKind} />}
           <StatusBadge status={status ?? "loading"} testId="run-status" kind={kind} />
           {r && (
             <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">

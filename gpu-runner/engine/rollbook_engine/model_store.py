@@ -34,13 +34,12 @@ from . import model_loader
 from .adapter_ledger import AdapterLedger, default_budget_bytes, tensor_bytes
 from .identifiers import parse_checkpoint_model
 from .ownership import may_use
-from .settings import engine_settings
+from .settings import REPO_ROOT, engine_settings
 from .vocab import Vocab
 
 log = logging.getLogger(__name__)
 
 PLACEHOLDER_ADAPTER = "rollbook-placeholder"
-_REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 class UnknownModelError(LookupError):
@@ -73,7 +72,7 @@ class ModelStore:
             # attention have no per-shape setup; SDPA falls back to them.
             torch.backends.cuda.enable_cudnn_sdp(False)
         settings = engine_settings()
-        self.runs_dir = Path(runs_dir or settings.runs_dir or _REPO_ROOT / "runs")
+        self.runs_dir = Path(runs_dir or settings.runs_dir or REPO_ROOT / "runs")
         self.max_loaded_adapters = max_loaded_adapters or settings.max_loaded_adapters
 
         base, self.tokenizer = model_loader.load(base_model_name, self.device, self.dtype)

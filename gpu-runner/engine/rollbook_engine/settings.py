@@ -17,6 +17,17 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+# gpu-runner/engine/rollbook_engine/ → the repository: the one root every path setting is read from, as the
+# runner and web server read theirs (contracts/repo-path.ts). The engine runs in gpu-runner/engine, so a
+# `.env` copied from `.env.example` (ROLLBOOK_RUNS_DIR=runs) named gpu-runner/engine/runs from the cwd.
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def repo_path(value: str | Path) -> Path:
+    """A path setting's value as an absolute path: `~/x` from the home folder, a relative one from the repo."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else REPO_ROOT / path
+
 
 class EngineSettings(BaseModel):
     max_request_bytes: int = Field(
@@ -109,11 +120,12 @@ class EngineSettings(BaseModel):
     model_cache: Path | None = Field(
         default=None,
         description="ROLLBOOK_MODEL_CACHE: where the bundled model is converted to once; unset: "
-                    "~/.cache/rollbook/models.",
+                    "~/.cache/rollbook/models. Relative: from the repository; ~/ is the home folder.",
     )
     runs_dir: Path | None = Field(
         default=None,
-        description="ROLLBOOK_RUNS_DIR: the runs' folder (checkpoints, spills); unset: runs/ at the repo root.",
+        description="ROLLBOOK_RUNS_DIR: the runs' folder (checkpoints, spills); unset: runs/ at the repo root. "
+                    "Relative: from the repository, whatever the cwd.",
     )
     max_loaded_adapters: int = Field(
         default=4, description="ROLLBOOK_MAX_LOADED_ADAPTERS: checkpoints kept loaded for serving (LRU).",
@@ -155,6 +167,11 @@ class EngineSettings(BaseModel):
         description="ROLLBOOK_PACKED_WEIGHTS=0: no oneDNN prepacked copy of the base weights for the lean "
                     "forward on CPU (saves that copy's memory).",
     )
+
+    @field_validator("model_cache", "runs_dir", mode="after")
+    @classmethod
+    def _from_the_repo(cls, v: Path | None) -> Path | None:
+        return None if v is None else repo_path(v)
 
     @field_validator("exit_with_parent", mode="before")
     @classmethod

@@ -45,3 +45,14 @@ def test_switches_keep_their_spelling(raw, exit_with_parent, off_switch, lean):
 def test_a_bad_number_names_its_variable():
     with pytest.raises(ValueError, match="ROLLBOOK_MAX_BATCH='many'"):
         EngineSettings.from_env({"ROLLBOOK_MAX_BATCH": "many"})
+
+
+def test_path_settings_resolve_from_the_repository_whatever_the_cwd(monkeypatch, tmp_path):
+    # The engine runs in gpu-runner/engine: `.env.example`'s ROLLBOOK_RUNS_DIR=runs is the repository's runs/,
+    # the folder the runner reads its checkpoints from, not gpu-runner/engine/runs.
+    repo = Path(__file__).resolve().parents[3]
+    monkeypatch.chdir(tmp_path)
+    s = EngineSettings.from_env({"ROLLBOOK_RUNS_DIR": "runs", "ROLLBOOK_MODEL_CACHE": "~/.cache/rollbook/models"})
+    assert s.runs_dir == repo / "runs"
+    assert s.model_cache == Path.home() / ".cache" / "rollbook" / "models"
+    assert EngineSettings.from_env({"ROLLBOOK_RUNS_DIR": "/srv/runs"}).runs_dir == Path("/srv/runs")

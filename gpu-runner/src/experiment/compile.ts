@@ -16,7 +16,12 @@ export interface CompiledExperiment {
   hash: string;
 }
 
-export type CompileResult = { ok: true; compiled: CompiledExperiment } | { ok: false; diagnostics: Diagnostic[] };
+/**
+ * `bundled`, on a failure: the script esbuild still made when only type checking failed (esbuild strips types),
+ * so a check can go on to look inside it (task rows against taskSchema) and report those problems together
+ * with the type errors (validate.ts). Never run as a run: a run needs `ok`.
+ */
+export type CompileResult = { ok: true; compiled: CompiledExperiment } | { ok: false; diagnostics: Diagnostic[]; bundled?: CompiledExperiment };
 
 /**
  * The last few successful compiles, by the files' content. Compiling is a pure function of the files (the
@@ -54,10 +59,12 @@ export async function compileExperiment(files: Record<string, string>): Promise<
 
 async function compileUncached(files: Record<string, string>): Promise<CompileResult> {
   const diagnostics = typecheckExperiment(files);
-  if (diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
+  const typeErrors = diagnostics.some((d) => d.severity === "error");
   const bundle = await bundleExperiment(files);
-  if (!bundle.ok) return { ok: false, diagnostics: bundle.diagnostics };
+  // Type errors first: esbuild's own errors (a bad import) are usually the same problems, said again.
+  if (!bundle.ok) return { ok: false, diagnostics: typeErrors ? diagnostics : bundle.diagnostics };
   // The inline source map changes with comments and whitespace; the identity is the code alone.
   const code = bundle.js.replace(/\n\/\/# sourceMappingURL=.*\s*$/, "");
-  return { ok: true, compiled: { js: bundle.js, hash: createHash("sha256").update(code).digest("hex") } };
+  const compiled = { js: bundle.js, hash: createHash("sha256").update(code).digest("hex") };
+  return typeErrors ? { ok: false, diagnostics, bundled: compiled } : { ok: true, compiled };
 }

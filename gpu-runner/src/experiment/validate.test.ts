@@ -63,6 +63,23 @@ describe("validateExperiment", () => {
     expect(new Set(r.diagnostics.map((d) => d.file))).toEqual(new Set(["reward.ts", "tasks.jsonl", "config.json"]));
   });
 
+  it("reports a row that does not fit taskSchema beside a config error and a type error (not one kind at a time)", async () => {
+    const lines = template["tasks.jsonl"].split("\n");
+    lines[2] = '{"wrd": "x"}';
+    const r = await validateExperiment(
+      { ...template, "reward.ts": template["reward.ts"] + "\nconst n: number = 'x';\n", "tasks.jsonl": lines.join("\n"), "config.json": '{ "seed": -1 }' },
+      "train",
+    );
+    expect(r.ok).toBe(false);
+    expect(r.diagnostics).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ file: "reward.ts", severity: "error" }),
+        expect.objectContaining({ file: "config.json", severity: "error", message: expect.stringMatching(/^seed: /) }),
+        expect.objectContaining({ file: "tasks.jsonl", line: 3, message: expect.stringMatching(/^tasks\.jsonl line 3, field "word": does not fit taskSchema/) }),
+      ]),
+    );
+  });
+
   it("finds the one bad row of 10,000 against taskSchema, at its line and field", async () => {
     const files = { ...template, "scenario.ts": SCHEMA_SCENARIO, "reward.ts": SCHEMA_REWARD, "tasks.jsonl": rows(10_000, new Map([[5030, JSON.stringify({ question: "What is 1 + 1?", answer: "two" })]])) };
     const r = await validateExperiment(files, "train");

@@ -2,9 +2,9 @@
  * One check of a whole experiment, once per start (and for the editor's Check button): compile the code,
  * parse the tasks and the config, look inside the bundle (its exports; every task row against the
  * scenario's taskSchema), and report every problem of every file together, so a user is not sent round
- * one error at a time.
+ * one error at a time: type errors, config errors and rows that do not fit taskSchema in one list.
  */
-import { parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../../contracts";
+import { LimitsConfig, parseRunConfig, type Diagnostic, type ExperimentFiles, type RunConfig, type RunKind } from "../../../contracts";
 import type { SandboxPlacement } from "../sandbox/cpu/share";
 import { inspectExperiment, type ExperimentExports } from "../sandbox/inspect";
 import { type CompiledExperiment, compileExperiment } from "./compile";
@@ -51,10 +51,15 @@ export async function validateExperiment(files: ExperimentFiles, kind: RunKind, 
     // A config that parsed may still carry warnings (what a pasted mcpServers became).
     ...config.diagnostics,
   ];
-  if (!compiled.ok || !tasks.ok || !config.ok || diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
+  // The rows are checked against taskSchema whenever there is a script and rows to check, even beside type or
+  // config errors: a config error used to hide a bad row until it was fixed (issue 31). A config that did not
+  // parse gives the check the default limits.
+  const script = compiled.ok ? compiled.compiled : compiled.bundled;
+  if (!script || !tasks.ok) return { ok: false, diagnostics };
 
   const rows = [...tasks.train, ...tasks.val];
-  const inspected = await inspectExperiment(compiled.compiled, rows.map((r) => r.data), config.config.limits, placement);
+  const limits = config.ok ? config.config.limits : LimitsConfig.parse({});
+  const inspected = await inspectExperiment(script, rows.map((r) => r.data), limits, placement);
   if (!inspected.ok) {
     const where = inspected.error.stack?.match(/\(?([\w./-]+\.ts):(\d+):(\d+)\)?/);
     const file = where?.[1] ?? "scenario.ts";
@@ -71,6 +76,6 @@ export async function validateExperiment(files: ExperimentFiles, kind: RunKind, 
   if (inspected.exports.taskSchema === "invalid") {
     diagnostics.push({ file: "scenario.ts", line: 1, column: 1, message: "scenario.ts exports a taskSchema that is not a zod schema", severity: "error" });
   }
-  if (diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
+  if (!compiled.ok || !config.ok || diagnostics.some((d) => d.severity === "error")) return { ok: false, diagnostics };
   return { ok: true, diagnostics, compiled: compiled.compiled, tasks: { train: tasks.train, val: tasks.val }, config: config.config, exports: inspected.exports };
 }

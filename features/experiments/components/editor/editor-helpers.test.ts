@@ -12,6 +12,10 @@ describe("helper file names", () => {
     expect(normalizeHelperPath("./lib/x.ts")).toBe("lib/x.ts");
     expect(normalizeHelperPath("/lib/x")).toBe("lib/x.ts");
     expect(normalizeHelperPath("x.js")).toBe("lib/x.js");
+    // New file's field starts with "lib/": typing "lib/x.ts" after it is lib/x.ts, not lib/lib/x.ts.
+    expect(normalizeHelperPath("lib/" + "lib/x.ts")).toBe("lib/x.ts");
+    expect(normalizeHelperPath("lib/lib/lib/game/board")).toBe("lib/game/board.ts");
+    expect(normalizeHelperPath("library/x")).toBe("lib/library/x.ts");
     expect(normalizeHelperPath("  ")).toBe("");
   });
 

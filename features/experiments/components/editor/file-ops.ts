@@ -11,10 +11,13 @@ export const isHelperPath = (path: string) => isExperimentPath(path) && !isRequi
 /**
  * "tools" → "lib/tools.ts", "game/board" → "lib/game/board.ts", "./lib/x.ts" → "lib/x.ts". A name with an
  * extension other than .ts keeps it, so the check can say why it is refused instead of silently adding .ts.
+ * New file's field starts with "lib/": a user who types "lib/x.ts" after it means lib/x.ts, not lib/lib/x.ts
+ * (issue 31), so a repeated leading "lib/" counts once.
  */
 export function normalizeHelperPath(input: string): string {
   let p = input.trim().replace(/\\/g, "/").replace(/^(\.\/|\/)+/, "");
   if (p === "") return "";
+  p = p.replace(/^(lib\/)+/, "lib/");
   if (!p.startsWith("lib/")) p = `lib/${p}`;
   const base = p.split("/").pop() ?? "";
   if (!base.includes(".")) p = `${p}.ts`;

@@ -83,6 +83,9 @@ function NameInput({
     <div className="px-2 py-1">
       <input
         autoFocus
+        // Selected, so what the user types replaces the pre-filled "lib/" or old name (normalizeHelperPath
+        // puts it back under lib/); typed after it instead, "lib/x.ts" is not doubled either.
+        onFocus={(e) => e.currentTarget.select()}
         aria-label={label}
         aria-invalid={error !== null}
         value={value}

@@ -50,17 +50,32 @@ export async function raiseAlert(db: Db, a: NewAlert) {
 const TERMINAL_KINDS = { completed: "run.completed", failed: "run.failed", stopped: "run.stopped" } as const;
 
 /**
+ * "say-the-word: stopped after step 2 of 12.": the last step that finished, the number the run page's Steps
+ * shows (2 / 12). Not Run.currentStep: that is the step whose rollouts had started, one more for a run
+ * stopped mid-step ("stopped at step 3" for a run at 2/12, issue 31). An eval run has no steps; an ART
+ * run's client decides how many there are (no "of N").
+ */
+export function runEndedMessage(run: { experimentName: string; verb: string; kind: string; lastFinishedStep: number; numSteps: number | null }): string {
+  if (run.kind === "eval") return `${run.experimentName}: ${run.verb}.`;
+  const of = run.numSteps ? ` of ${run.numSteps}` : "";
+  if (run.lastFinishedStep === 0) return `${run.experimentName}: ${run.verb} before step 1${of} finished.`;
+  return `${run.experimentName}: ${run.verb} after step ${run.lastFinishedStep}${of}.`;
+}
+
+/**
  * The alert for a run that ended (once per run). Dry runs are previews the author is watching: no alert.
  * Called after ingestion changes a status, and by the watcher for runs ended elsewhere (runner lost, stop).
  */
 export async function alertRunEnded(db: Db, runId: string) {
   const run = await db.run.findUnique({
     where: { id: runId },
-    select: { id: true, number: true, workspaceId: true, status: true, kind: true, error: true, currentStep: true, experiment: { select: { name: true } } },
+    select: { id: true, number: true, workspaceId: true, status: true, kind: true, error: true, config: true, experiment: { select: { name: true } } },
   });
   if (!run || run.kind === "dry_run" || !(run.status in TERMINAL_KINDS)) return null;
   const kind = TERMINAL_KINDS[run.status as keyof typeof TERMINAL_KINDS];
   const verb = run.status === "completed" ? "finished" : run.status;
+  const lastStep = await db.step.aggregate({ where: { runId }, _max: { step: true } });
+  const numSteps = (run.config as { num_steps?: unknown } | null)?.num_steps;
   return raiseAlert(db, {
     workspaceId: run.workspaceId,
     runId: run.id,
@@ -68,7 +83,16 @@ export async function alertRunEnded(db: Db, runId: string) {
     key: `${run.id}:status`,
     severity: run.status === "failed" ? "critical" : "info",
     title: `Run #${run.number} ${verb}`,
-    message: run.status === "failed" ? (run.error ?? "the run failed") : `${run.experiment.name}: ${verb} at step ${run.currentStep}.`,
+    message:
+      run.status === "failed"
+        ? (run.error ?? "the run failed")
+        : runEndedMessage({
+            experimentName: run.experiment.name,
+            verb,
+            kind: run.kind,
+            lastFinishedStep: lastStep._max.step ?? 0,
+            numSteps: run.kind === "train" && typeof numSteps === "number" ? numSteps : null,
+          }),
     data: { runNumber: run.number, status: run.status },
   });
 }
