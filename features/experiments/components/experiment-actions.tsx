@@ -8,7 +8,7 @@
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { useRouter } from "next/navigation";
 import { useEffect, useRef, useState, type FormEvent } from "react";
-import { roleAtLeast } from "@/contracts/roles";
+import { can } from "@/contracts/actions";
 import { useRole } from "@/components/auth/use-role";
 import { useTRPC } from "@/components/trpc";
 import { Button } from "@/components/ui/primitives";
@@ -191,8 +191,11 @@ export function ExperimentMenu({ experiment, onHistory, onDeleted }: { experimen
     };
   }, [open]);
 
-  const canWrite = role !== null && roleAtLeast(role, "member");
-  const canDelete = role !== null && roleAtLeast(role, "admin");
+  // Each item asks the action table (contracts/actions.ts): a role sees only what the server lets it do.
+  const canRename = can(role, "experiment.rename");
+  const canDuplicate = can(role, "experiment.duplicate");
+  const canArchive = can(role, "experiment.archive");
+  const canDelete = can(role, "experiment.delete");
   const archived = Boolean(experiment.archivedAt);
   const item = (label: string, onClick: () => void, opts: { danger?: boolean; disabled?: boolean; title?: string } = {}) => (
     <button
@@ -226,11 +229,11 @@ export function ExperimentMenu({ experiment, onHistory, onDeleted }: { experimen
       {open && (
         <div role="menu" className="absolute top-full right-0 z-30 mt-1 w-48 overflow-hidden rounded border border-zinc-700 bg-zinc-900 py-1 shadow-xl">
           {onHistory && item("Version history…", onHistory)}
-          {canWrite && item("Rename…", () => setDialog("rename"))}
-          {canWrite && item(duplicate.isPending ? "Duplicating…" : "Duplicate", () => duplicate.mutate({ id: experiment.id }), { disabled: duplicate.isPending, title: "A new experiment with the latest saved version's files" })}
-          {canWrite && item(archived ? "Unarchive" : "Archive", () => archive.mutate({ id: experiment.id, archived: !archived }), { title: archived ? "Show it in the experiments list again" : "Hide it from the experiments list; its runs stay" })}
+          {canRename && item("Rename…", () => setDialog("rename"))}
+          {canDuplicate && item(duplicate.isPending ? "Duplicating…" : "Duplicate", () => duplicate.mutate({ id: experiment.id }), { disabled: duplicate.isPending, title: "A new experiment with the latest saved version's files" })}
+          {canArchive && item(archived ? "Unarchive" : "Archive", () => archive.mutate({ id: experiment.id, archived: !archived }), { title: archived ? "Show it in the experiments list again" : "Hide it from the experiments list; its runs stay" })}
           {canDelete && item("Delete…", () => setDialog("delete"), { danger: true })}
-          {!onHistory && !canWrite && <p className="px-3 py-1.5 text-[12px] text-zinc-500">Viewers cannot change experiments.</p>}
+          {!onHistory && !canRename && !canDuplicate && !canArchive && <p className="px-3 py-1.5 text-[12px] text-zinc-500">Viewers cannot change experiments.</p>}
         </div>
       )}
       {error && (

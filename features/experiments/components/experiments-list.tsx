@@ -7,6 +7,7 @@ import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useState } from "react";
 import { ExperimentMenu } from "./experiment-actions";
+import { usePermission } from "@/components/auth/use-role";
 import { useTRPC } from "@/components/trpc";
 import { fmtAgo } from "@/components/ui/format";
 import { EmptyState, ErrorBox, Spinner } from "@/components/ui/primitives";
@@ -15,6 +16,7 @@ export function ExperimentsList() {
   const trpc = useTRPC();
   const [showArchived, setShowArchived] = useState(false);
   const list = useQuery(trpc.experiments.list.queryOptions({ includeArchived: showArchived }));
+  const create = usePermission("experiment.create");
   return (
     <div className="mx-auto w-full max-w-6xl p-6">
       <div className="mb-4 flex items-center gap-3">
@@ -24,12 +26,18 @@ export function ExperimentsList() {
           <input type="checkbox" checked={showArchived} onChange={(e) => setShowArchived(e.target.checked)} className="accent-amber-400" />
           Show archived
         </label>
-        <Link
-          href="/experiments/new"
-          className="inline-flex h-7 items-center rounded bg-amber-400 px-2.5 text-[13px] font-medium text-zinc-950 hover:bg-amber-300"
-        >
-          New experiment
-        </Link>
+        {create.allowed ? (
+          <Link
+            href="/experiments/new"
+            className="inline-flex h-7 items-center rounded bg-amber-400 px-2.5 text-[13px] font-medium text-zinc-950 hover:bg-amber-300"
+          >
+            New experiment
+          </Link>
+        ) : (
+          <span aria-disabled="true" title={create.title} className="inline-flex h-7 cursor-not-allowed items-center rounded bg-zinc-800 px-2.5 text-[13px] font-medium text-zinc-500">
+            New experiment
+          </span>
+        )}
       </div>
       {list.error ? (
         <ErrorBox title="Could not load experiments">{list.error.message}</ErrorBox>
@@ -38,10 +46,15 @@ export function ExperimentsList() {
       ) : list.data.length === 0 ? (
         <EmptyState title={showArchived ? "No experiments yet" : "No experiments to show"}>
           {!showArchived && <>Archived experiments are hidden: turn on &quot;Show archived&quot; to see them. </>}
-          <Link href="/experiments/new" className="underline">
-            Create one from a template
-          </Link>
-          , or open Rollbook&apos;s home page for the default one.
+          {create.allowed && (
+            <>
+              <Link href="/experiments/new" className="underline">
+                Create one from a template
+              </Link>
+              , or open
+            </>
+          )}
+          {!create.allowed && "Open"} Rollbook&apos;s home page for the default one.
         </EmptyState>
       ) : (
         // No overflow clipping: a row's "⋯" menu opens below the table's edge.

@@ -8,6 +8,7 @@ import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState, type FormEvent } from "react";
 import { useTRPC } from "@/components/trpc";
+import { usePermission } from "@/components/auth/use-role";
 import { Button, ErrorBox, Spinner } from "@/components/ui/primitives";
 
 const BLANK = "";
@@ -70,6 +71,8 @@ export function NewExperiment({ initialTemplate }: { initialTemplate?: string })
   const [name, setName] = useState("");
   const [nameTouched, setNameTouched] = useState(false);
   const [description, setDescription] = useState("");
+  // A viewer may look at the templates, not create from one (contracts/actions.ts).
+  const permission = usePermission("experiment.create");
   const create = useMutation(
     trpc.experiments.createFromTemplate.mutationOptions({
       onSuccess: ({ id }) => {
@@ -89,7 +92,7 @@ export function NewExperiment({ initialTemplate }: { initialTemplate?: string })
 
   const submit = (e: FormEvent) => {
     e.preventDefault();
-    if (nameError || create.isPending) return;
+    if (nameError || create.isPending || !permission.allowed) return;
     create.mutate({ name: shownName.trim(), description: description.trim() || undefined, template: chosen === BLANK ? null : chosen });
   };
 
@@ -160,7 +163,7 @@ export function NewExperiment({ initialTemplate }: { initialTemplate?: string })
       {create.error && !serverNameError && <ErrorBox title="Could not create the experiment">{create.error.message}</ErrorBox>}
 
       <div className="flex items-center gap-3">
-        <Button type="submit" variant="primary" disabled={create.isPending || nameError !== null || !templates.data}>
+        <Button type="submit" variant="primary" disabled={create.isPending || nameError !== null || !templates.data || !permission.allowed} title={permission.title}>
           {create.isPending ? "Creating…" : "Create and open"}
         </Button>
         <span className="text-[12px] text-zinc-500">Opens in the editor as version 1.</span>

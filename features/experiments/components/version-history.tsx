@@ -71,7 +71,7 @@ export function VersionHistory({
   editorFiles,
   baseVersion,
   dirty,
-  canWrite,
+  canRestore,
   initialVersion,
   conflict,
   onClose,
@@ -85,7 +85,8 @@ export function VersionHistory({
   /** The version the editor's text is based on. */
   baseVersion: number;
   dirty: boolean;
-  canWrite: boolean;
+  /** Whether the caller may restore a version (contracts/actions.ts: experiment.restoreVersion). */
+  canRestore: boolean;
   initialVersion?: number;
   /** The stale-tab conflict's message, when that is why the history was opened. */
   conflict?: string | null;
@@ -209,7 +210,7 @@ export function VersionHistory({
               ) : (
                 <span />
               )}
-              {canWrite && loaded && !conflict && (
+              {canRestore && loaded && !conflict && (
                 <Button
                   className="ml-auto"
                   onClick={doRestore}

@@ -11,11 +11,13 @@ export interface RunActions {
   resume: boolean;
 }
 
-export function runActions(status: RunStatus | null, kind: string, canWrite: boolean): RunActions {
-  if (!canWrite || status === null) return { stop: false, resume: false };
+/** `allowed`: what the caller's role may do (contracts/actions.ts run.stop / run.resume); true for both in tests. */
+export function runActions(status: RunStatus | null, kind: string, allowed: boolean | { stop: boolean; resume: boolean }): RunActions {
+  const may = typeof allowed === "boolean" ? { stop: allowed, resume: allowed } : allowed;
+  if (status === null) return { stop: false, resume: false };
   return {
-    stop: !isTerminal(status),
+    stop: may.stop && !isTerminal(status),
     // A train run continues from its newest checkpoint; lost: on the configured runner if its own is gone.
-    resume: kind === "train" && (status === "stopped" || status === "failed" || status === "lost"),
+    resume: may.resume && kind === "train" && (status === "stopped" || status === "failed" || status === "lost"),
   };
 }

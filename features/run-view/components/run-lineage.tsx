@@ -8,7 +8,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useEffect, useRef, useState } from "react";
-import { useCanWrite } from "@/components/auth/use-role";
+import { useCan } from "@/components/auth/use-role";
 import { useTRPC } from "@/components/trpc";
 import { Button } from "@/components/ui/primitives";
 
@@ -65,7 +65,7 @@ export function ForkButton({ runId }: { runId: string }) {
   const trpc = useTRPC();
   const router = useRouter();
   const queryClient = useQueryClient();
-  const canWrite = useCanWrite();
+  const canFork = useCan("run.fork");
   const lineage = useQuery(trpc.runs.lineage.queryOptions({ id: runId }));
   const [open, setOpen] = useState(false);
   const steps = lineage.data?.run.checkpointSteps ?? [];
@@ -89,7 +89,7 @@ export function ForkButton({ runId }: { runId: string }) {
       },
     }),
   );
-  if (!canWrite || !lineage.data) return null;
+  if (!canFork || !lineage.data) return null;
 
   return (
     <span ref={box} className="relative">

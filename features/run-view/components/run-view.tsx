@@ -11,7 +11,7 @@ import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
 import { MEAN_REWARD_DEFINITION, isRunnerFault, meanReward, type ExperimentFiles, type RunStatus } from "@contracts";
 import { useTRPC } from "@/components/trpc";
-import { useCanWrite } from "@/components/auth/use-role";
+import { useCan } from "@/components/auth/use-role";
 import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "@/components/ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "@/components/ui/primitives";
 import { CompareWith } from "@/features/compare";
@@ -57,7 +57,12 @@ function focusFromSearch(search: URLSearchParams): CodeFocus | null {
 
 export function RunView({ id }: { id: string }) {
   const trpc = useTRPC();
-  const canWrite = useCanWrite();
+  // What the caller's role allows (contracts/actions.ts): a viewer watches, and is offered nothing that changes the run.
+  const canStop = useCan("run.stop");
+  const canResume = useCan("run.resume");
+  const canEditTags = useCan("run.editTagsNotes");
+  const canRescore = useCan("run.rescore");
+  const canStartRun = useCan("run.start");
   const queryClient = useQueryClient();
   // "Not found" is said once and stays: no retry, no poll (a refetch would blank the answer meanwhile).
   const [notFound, setNotFound] = useState(false);
@@ -171,7 +176,7 @@ export function RunView({ id }: { id: string }) {
   const error = state.finished?.error ?? r?.error ?? null;
   const diagnostics = state.finished?.diagnostics.length ? state.finished.diagnostics : (r?.diagnostics ?? []);
   const active = status !== null && !isTerminal(status);
-  const actions = runActions(status, knownKind ?? "unknown", canWrite);
+  const actions = runActions(status, knownKind ?? "unknown", { stop: canStop, resume: canResume });
   // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
@@ -192,8 +197,8 @@ export function RunView({ id }: { id: string }) {
           {r && <RunLineage runId={r.id} />}
           {r && (
             <span className="flex items-center gap-1.5">
-              <RunTags runId={r.id} tags={r.tags} canEdit={canWrite} />
-              <RunNotes runId={r.id} notes={r.notes} canEdit={canWrite} />
+              <RunTags runId={r.id} tags={r.tags} canEdit={canEditTags} />
+              <RunNotes runId={r.id} notes={r.notes} canEdit={canEditTags} />
             </span>
           )}
           <DeliveryIndicator phase={phase} status={status} delivery={delivery} kind={kind} />
@@ -203,8 +208,8 @@ export function RunView({ id }: { id: string }) {
             {/* An ART run's code lives with its client: nothing here to fork (runs.fork refuses it too). */}
             {r && r.kind !== "art" && <ForkButton runId={r.id} />}
             {r && <RunExportMenu runId={r.id} />}
-            {canWrite && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
-            {r && r.kind === "train" && r.checkpoints.length > 0 && (
+            {canRescore && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
+            {canStartRun && r && r.kind === "train" && r.checkpoints.length > 0 && (
               <EvalCheckpoint
                 experimentId={r.experiment.id}
                 runId={r.id}

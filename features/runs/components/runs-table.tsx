@@ -11,7 +11,7 @@ import { useRouter } from "next/navigation";
 import { useEffect, useState } from "react";
 import { ACTIVE_RUN_STATUSES, MEAN_REWARD_DEFINITION } from "@contracts";
 import { SUMMARY_COLUMNS, viewToListInput, type RunsSort } from "@/features/runs/runs-table-query";
-import { useCanWrite } from "@/components/auth/use-role";
+import { useCan } from "@/components/auth/use-role";
 import { RunFlagsBadge } from "@/features/flags";
 import { RunsFilterBar } from "./runs-filter-bar";
 import { RunNotes, RunTags } from "./run-tags-notes";
@@ -31,7 +31,7 @@ function typing(e: KeyboardEvent): boolean {
 export function RunsTable() {
   const trpc = useTRPC();
   const router = useRouter();
-  const canEdit = useCanWrite();
+  const canEdit = useCan("run.editTagsNotes");
   const { view, query, setView, clear } = useRunsView();
   const runs = useInfiniteQuery(
     trpc.runs.list.infiniteQueryOptions(

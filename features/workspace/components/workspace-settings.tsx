@@ -2,7 +2,8 @@
 /** /settings/workspace: the active workspace's members and roles, invite links, rename, leave, runners, secrets, MCP servers, alert webhook. */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useState } from "react";
-import { grantableRoles, roleAtLeast, type Role } from "@/contracts/roles";
+import { grantableRoles, type Role } from "@/contracts/roles";
+import { can } from "@/contracts/actions";
 import { useTRPC } from "@/components/trpc";
 import { Button, ErrorBox, Spinner } from "@/components/ui/primitives";
 import { fmtAgo, fmtDateTime } from "@/components/ui/format";
@@ -108,11 +109,12 @@ export function WorkspaceSettings() {
   if (current.isPending) return <Spinner label="Loading the workspace" />;
   if (current.error) return <ErrorBox title="Workspace">{current.error.message}</ErrorBox>;
   const role = current.data.role;
-  const admin = roleAtLeast(role, "admin");
+  // Each control asks the action table (contracts/actions.ts), the same roles the server's procedures declare.
+  const canRename = can(role, "workspace.rename");
   return (
     <div className="flex max-w-4xl flex-col gap-6 p-6 text-[13px] text-zinc-300">
       <div className="flex items-center gap-3">
-        {role === "owner" && name !== null ? (
+        {canRename && name !== null ? (
           <form
             className="flex items-center gap-2"
             onSubmit={(e) => {
@@ -128,12 +130,12 @@ export function WorkspaceSettings() {
           <h1 className="text-lg font-semibold text-zinc-100">{current.data.name}</h1>
         )}
         <span className="text-zinc-500">you are {role}</span>
-        {role === "owner" && name === null && (
+        {canRename && name === null && (
           <Button variant="ghost" onClick={() => setName(current.data.name)}>
             Rename
           </Button>
         )}
-        {role !== "owner" && (
+        {role !== "owner" && can(role, "workspace.leave") && (
           <Button variant="ghost" onClick={() => leave.mutate()}>
             Leave workspace
           </Button>
@@ -158,7 +160,7 @@ export function WorkspaceSettings() {
           </thead>
           <tbody>
             {members.data?.map((m) => {
-              const editable = admin && m.role !== "owner" && m.user.id !== me.data?.id && grantableRoles(role).includes(m.role);
+              const editable = can(role, "member.changeRole") && m.role !== "owner" && m.user.id !== me.data?.id && grantableRoles(role).includes(m.role);
               return (
                 <tr key={m.user.id} className="border-t border-zinc-800" data-testid="member-row">
                   <td className="py-1">{m.user.name}</td>
@@ -183,7 +185,7 @@ export function WorkspaceSettings() {
                   </td>
                   <td>{fmtAgo(m.createdAt)}</td>
                   <td className="text-right">
-                    {editable && (
+                    {editable && can(role, "member.remove") && (
                       <Button variant="ghost" onClick={() => remove.mutate({ userId: m.user.id })}>
                         Remove
                       </Button>
@@ -195,11 +197,11 @@ export function WorkspaceSettings() {
           </tbody>
         </table>
       </section>
-      {admin && <InviteLinks role={role} />}
-      <RunnersSettings admin={admin} />
-      <SecretsSettings admin={admin} />
-      <McpServersSettings admin={admin} />
-      {admin && <WebhookSettings />}
+      {can(role, "member.invite") && <InviteLinks role={role} />}
+      <RunnersSettings admin={can(role, "runner.manage")} />
+      <SecretsSettings admin={can(role, "secret.manage")} />
+      <McpServersSettings admin={can(role, "mcpServer.manage")} />
+      {can(role, "webhook.manage") && <WebhookSettings />}
     </div>
   );
 }

@@ -13,7 +13,7 @@
 import dynamic from "next/dynamic";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { useCanWrite } from "@/components/auth/use-role";
+import { useCan } from "@/components/auth/use-role";
 import { ExperimentMenu } from "../experiment-actions";
 import { VersionHistory } from "../version-history";
 import { Button, ErrorBox, Spinner } from "@/components/ui/primitives";
@@ -36,8 +36,13 @@ const CodeEditor = dynamic(() => import("@/components/code/code-editor"), {
   loading: () => <div className="p-4 text-zinc-500">Loading editor…</div>,
 });
 
+const noSave = () => {};
+
 export function ExperimentEditor({ id }: { id: string }) {
-  const canWrite = useCanWrite();
+  // What the caller's role allows (contracts/actions.ts): a viewer gets a read-only editor with no run buttons.
+  const canEdit = useCan("experiment.edit");
+  const canRun = useCan("run.start");
+  const canRestore = useCan("experiment.restoreVersion");
   const router = useRouter();
   const typeLibs = useTypeLibs();
   const nav = useEditorNavigation();
@@ -48,7 +53,8 @@ export function ExperimentEditor({ id }: { id: string }) {
   const runtime = useRuntimeMarkers(id, doc?.files ?? null);
   const [counts, setCounts] = useState<Record<string, MarkerCount>>({});
   useUnsavedGuard(editor.dirty);
-  useSaveShortcut(editor.onSave);
+  // Ctrl/⌘+S too: a viewer's key press must not send a save the server refuses.
+  useSaveShortcut(canEdit ? editor.onSave : noSave);
 
   if (exp.error) {
     return (
@@ -88,7 +94,7 @@ export function ExperimentEditor({ id }: { id: string }) {
             onHistory={editor.openHistory}
             onDeleted={() => router.push("/experiments")}
           />
-          {editor.dirty ? (
+          {canEdit && editor.dirty ? (
             <span data-testid="unsaved" className="flex items-center gap-1.5 text-[12px] text-amber-300">
               <span aria-hidden className="h-2 w-2 rounded-full bg-amber-400" />
               Unsaved changes
@@ -96,18 +102,23 @@ export function ExperimentEditor({ id }: { id: string }) {
           ) : editor.saveSucceeded ? (
             <span className="text-[12px] text-zinc-500">Saved</span>
           ) : null}
-          {!canWrite && (
+          {!canEdit && !canRun && (
             <span data-testid="read-only" className="ml-auto text-[12px] text-zinc-500">
               Read only: viewers cannot edit or run
             </span>
           )}
-          {canWrite && <div className="ml-auto flex items-center gap-2">
-            <Button onClick={editor.onSave} disabled={!editor.dirty || editor.savePending} title="Save a new version (Ctrl/⌘+S)">
-              {editor.savePending ? "Saving…" : "Save"}
-            </Button>
-            <Button onClick={editor.check} disabled={editor.validating || editor.starting} title="Type-check the code and check config and tasks on the runner, without running">
-              Check
-            </Button>
+          {(canEdit || canRun) && <div className="ml-auto flex items-center gap-2">
+            {canEdit && (
+              <>
+                <Button onClick={editor.onSave} disabled={!editor.dirty || editor.savePending} title="Save a new version (Ctrl/⌘+S)">
+                  {editor.savePending ? "Saving…" : "Save"}
+                </Button>
+                <Button onClick={editor.check} disabled={editor.validating || editor.starting} title="Type-check the code and check config and tasks on the runner, without running">
+                  Check
+                </Button>
+              </>
+            )}
+            {canRun && <>
             <span aria-hidden className="mx-1 h-5 w-px bg-zinc-800" />
             <Button onClick={() => editor.run("dry-run")} disabled={!!editor.busy} title="One step of rollouts, no training">
               Dry run
@@ -118,6 +129,7 @@ export function ExperimentEditor({ id }: { id: string }) {
             <Button variant="primary" onClick={() => editor.run("train")} disabled={!!editor.busy} title="Train with GRPO">
               Train
             </Button>
+            </>}
           </div>}
         </div>
 
@@ -128,7 +140,7 @@ export function ExperimentEditor({ id }: { id: string }) {
           </div>
         )}
 
-        {canWrite && <ForkBanner busy={!!editor.busy} onStart={editor.run} />}
+        {canRun && <ForkBanner busy={!!editor.busy} onStart={editor.run} />}
 
         <div className="flex min-h-0 flex-1">
           <FileTree
@@ -141,13 +153,14 @@ export function ExperimentEditor({ id }: { id: string }) {
             onRename={editor.renameHelper}
             onDelete={editor.deleteHelper}
             onImportTasks={tasks.open}
+            readOnly={!canEdit}
           />
           <div className="flex min-w-0 flex-1 flex-col">
             <div className="flex h-8 shrink-0 items-center gap-3 border-b border-zinc-800 px-3">
               <span className="truncate font-mono text-[12px] text-zinc-400" data-testid="active-file">
                 {active}
               </span>
-              {active === "tasks.jsonl" && (
+              {canEdit && active === "tasks.jsonl" && (
                 <Button variant="ghost" className="ml-auto" onClick={tasks.open} title="Replace tasks.jsonl with rows from a JSON Lines, JSON, CSV, TSV or Parquet file">
                   Import tasks…
                 </Button>
@@ -172,8 +185,8 @@ export function ExperimentEditor({ id }: { id: string }) {
                   onMarkerCounts={setCounts}
                   reveal={nav.reveal}
                   replace={tasks.replace}
-                  onSave={canWrite ? editor.onSave : undefined}
-                  readOnly={!canWrite}
+                  onSave={canEdit ? editor.onSave : undefined}
+                  readOnly={!canEdit}
                 />
               ) : (
                 <div className="p-4 text-zinc-500">Loading editor…</div>
@@ -193,14 +206,14 @@ export function ExperimentEditor({ id }: { id: string }) {
         />
       </section>
       <RecentRuns experimentId={doc.experimentId} />
-      {tasks.importing && <TaskImportDialog files={doc.files} onClose={tasks.close} onImport={tasks.importTasks} />}
+      {canEdit && tasks.importing && <TaskImportDialog files={doc.files} onClose={tasks.close} onImport={tasks.importTasks} />}
       {editor.history && (
         <VersionHistory
           experimentId={doc.experimentId}
           editorFiles={doc.files}
           baseVersion={doc.versionNumber}
           dirty={editor.dirty}
-          canWrite={canWrite}
+          canRestore={canRestore}
           initialVersion={editor.history.initialVersion}
           conflict={editor.conflict}
           onClose={editor.closeHistory}
