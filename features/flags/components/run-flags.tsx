@@ -22,6 +22,7 @@ export const FLAG_LABELS: Record<string, string> = {
   nonfinite_loss: "NaN/Inf loss",
   exception_rate: "Exceptions rising",
   stalled: "Stalled",
+  validation_fell: "Validation fell from best",
 };
 
 const SEVERITY_STYLE = {
