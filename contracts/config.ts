@@ -322,6 +322,36 @@ export const LimitsConfig = z
   })
   .strict();
 
+/**
+ * Which checkpoints a train run keeps on its runner's disk (features/checkpoints/server/checkpoint-retention.ts
+ * applies it on the web server after each stored checkpoint and eval, deleting through the same
+ * deleteCheckpoints an ART client's delete_checkpoints calls). The newest checkpoint is never deleted: the
+ * next step samples from it and a resume trains on from it.
+ */
+export const CheckpointsConfig = z
+  .object({
+    keep_last: z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000)
+      .nullable()
+      .default(null)
+      .describe(
+        "Keep only the newest N checkpoints, 1–100 000 (plus the best one with keep_best); the others are deleted from the runner's " +
+          "disk and the checkpoint list after each checkpoint and eval. null = keep every checkpoint (about 28 MB each for the default " +
+          "model). Default null.",
+      ),
+    keep_best: z
+      .boolean()
+      .default(true)
+      .describe(
+        "With keep_last: also keep the checkpoint with the best validation reward, the one <run>@best serves (ties: the earliest). " +
+          "Default true.",
+      ),
+  })
+  .strict();
+
 export const JudgeConfig = z
   .object({
     base_url: z
@@ -514,6 +544,9 @@ export const RunConfig = z
       "The model judges (llmJudge, rulerJudge, judgeChat) call. By default the run's base model on the runner's own engine; " +
         "each field has its own default.",
     ),
+    checkpoints: CheckpointsConfig.default(CheckpointsConfig.parse({})).describe(
+      "Which checkpoints a train run keeps on disk: all (the default), or the newest keep_last plus the best-validated one.",
+    ),
     mcp: McpConfig.default(McpConfig.parse({})).describe(
       "MCP servers the scenario reaches through ctx.mcp, and their time and size limits. Default: no servers.",
     ),
@@ -525,6 +558,7 @@ export type SamplingConfig = z.infer<typeof SamplingConfig>;
 export type TrainerConfig = z.infer<typeof TrainerConfig>;
 export type LimitsConfig = z.infer<typeof LimitsConfig>;
 export type JudgeConfig = z.infer<typeof JudgeConfig>;
+export type CheckpointsConfig = z.infer<typeof CheckpointsConfig>;
 export type RunConfig = z.infer<typeof RunConfig>;
 
 /**

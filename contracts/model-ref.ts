@@ -39,6 +39,23 @@ export function parseCheckpointModel(model: string): CheckpointRef | null {
   return m.kind === "checkpoint" ? { run: m.run, step: m.step } : null;
 }
 
+/**
+ * `<run>@best`: the web's alias for a run's best checkpoint (the highest validation reward among the
+ * checkpoints it still has: features/checkpoints/server/best-checkpoint.ts). Only the web server reads it,
+ * and turns it into `<run id>@<step>` before anything reaches a runner, so the shared grammar (and the
+ * engine) never sees it. Exactly the lowercase suffix `@best` after a run id or number: `@BEST`, `@best2`,
+ * `@best\n`, `@@best`, `x@3@best` are no alias (classifyModelName refuses them like any stray `@`).
+ */
+export const BEST_SUFFIX = "@best";
+export const bestModelName = (run: string | number): string => `${run}${BEST_SUFFIX}`;
+
+/** The run of `<run>@best`, or null for any other name. */
+export function parseBestModelName(model: string): string | null {
+  if (typeof model !== "string" || !model.endsWith(BEST_SUFFIX)) return null;
+  const run = model.slice(0, -BEST_SUFFIX.length);
+  return isIdentifier("run_id", run) ? run : null;
+}
+
 /** A run named by its per-workspace number (`12` in `12@3`), or null when `run` is a run id. */
 export function runNumberOf(run: string): number | null {
   return isIdentifier("run_number", run) ? Number(run) : null;

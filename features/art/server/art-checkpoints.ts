@@ -40,8 +40,9 @@ function numbersOf(value: unknown): Record<string, number> {
   return out;
 }
 
-export async function deleteCheckpoints(db: DbOrTx, runId: string, steps: number[]): Promise<{ ok: true; deleted_count: number; not_found_steps: number[] } | { ok: false; message: string }> {
-  const found = await db.checkpoint.findMany({ where: { runId, step: { in: steps } }, select: { step: true } });
-  if (found.length > 0) return { ok: false, message: `steps: deleting checkpoints is not supported yet (asked for step${found.length > 1 ? "s" : ""} ${found.map((c) => c.step).join(", ")})` };
-  return { ok: true, deleted_count: 0, not_found_steps: [...new Set(steps)].sort((a, b) => a - b) };
-}
+/**
+ * ART's delete_checkpoints: Rollbook's one deletion mechanism (features/checkpoints/server/checkpoint-delete.ts),
+ * the same the config's checkpoints.keep_last retention uses. Steps the run does not have come back as
+ * not_found_steps; the run's newest checkpoint is refused.
+ */
+export { deleteCheckpoints } from "@/features/checkpoints/server";

@@ -73,7 +73,8 @@ function CheckpointsPanel({ runId, count, onClose }: { runId: string; count: num
             <EmptyState title="No checkpoints yet">A train run saves one after every step.</EmptyState>
           ) : (
             <>
-              <CheckpointTable runId={runId} items={items} chosen={chosen} onChoose={setStep} />
+              <BestLine best={list.data.best} />
+              <CheckpointTable runId={runId} items={items} chosen={chosen} bestStep={list.data.best?.step ?? null} onChoose={setStep} />
               {chosen !== null && (
                 <>
                   <SideBySideChat key={chosen} runId={runId} step={chosen} model={`${list.data.runNumber}@${chosen}`} baseModel={list.data.baseModel} />
@@ -90,7 +91,20 @@ function CheckpointsPanel({ runId, count, onClose }: { runId: string; count: num
 
 type Item = { step: number; model: string; sizeBytes: number; createdAt: Date | string; evalReward: number | null; trainReward: number | null };
 
-function CheckpointTable({ runId, items, chosen, onChoose }: { runId: string; items: Item[]; chosen: number | null; onChoose: (s: number) => void }) {
+type Best = { step: number; reward: number; model: string } | null;
+
+/** Which checkpoint validated best, and the alias that serves it from code. */
+function BestLine({ best }: { best: Best }) {
+  if (!best) return <p className="text-zinc-500">No checkpoint has a validation eval yet: the best one is marked here once the run evaluates one.</p>;
+  return (
+    <p className="text-zinc-300" data-testid="best-checkpoint">
+      Best validation reward <span className="font-mono text-emerald-300">{fmtNum(best.reward)}</span> at step{" "}
+      <span className="font-mono">{best.step}</span>; serve it as <span className="font-mono text-zinc-100">{best.model}</span>.
+    </p>
+  );
+}
+
+function CheckpointTable({ runId, items, chosen, bestStep, onChoose }: { runId: string; items: Item[]; chosen: number | null; bestStep: number | null; onChoose: (s: number) => void }) {
   return (
     <table className="w-full text-left">
       <thead className="text-[11px] tracking-wide text-zinc-500 uppercase">
@@ -107,7 +121,14 @@ function CheckpointTable({ runId, items, chosen, onChoose }: { runId: string; it
       <tbody className="font-mono tabular-nums">
         {items.map((c) => (
           <tr key={c.step} className={`border-t border-zinc-900 ${c.step === chosen ? "bg-zinc-900" : ""}`}>
-            <td className="py-1">{c.step}</td>
+            <td className="py-1">
+              {c.step}
+              {c.step === bestStep && (
+                <span className="ml-1.5 rounded bg-emerald-900/60 px-1 font-sans text-[11px] text-emerald-300" title="The highest validation reward of the run's checkpoints">
+                  best
+                </span>
+              )}
+            </td>
             <td className="py-1 text-zinc-300">{c.model}</td>
             <td className="py-1">{fmtBytes(c.sizeBytes)}</td>
             <td className="py-1">{c.evalReward === null ? "—" : fmtNum(c.evalReward)}</td>

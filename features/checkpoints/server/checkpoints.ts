@@ -9,19 +9,21 @@
  * workspace's runs cannot even be probed. Nothing a user sends reaches the runner before that.
  */
 import {
+  bestModelName,
   ChatCompletionResponse,
   checkpointModelName,
   classifyModelName,
+  parseBestModelName,
   runNumberOf,
   RUNNER_WORKSPACE_HEADER,
   type ChatMessage,
-  type EvalMetrics,
   type StepMetrics,
 } from "@contracts";
 import { AppError } from "@/server/errors";
 import { resolveRunner, runnerFetch } from "@/server/runner-client";
 import { runnersOf, servedModels } from "@/features/runners/server";
 import type { DbOrTx } from "@/server/db-types";
+import { bestCheckpoint, evalRewardsByStep, pickBest } from "./best-checkpoint";
 
 /** How long one chat call may take through the runner (a CPU engine writes a few dozen tokens a second). */
 export const CHAT_TIMEOUT_MS = 300_000;
@@ -50,14 +52,7 @@ export async function listCheckpoints(db: DbOrTx, workspaceId: string, runId: st
     },
   });
   if (!run) throw new AppError("NOT_FOUND", `run ${runId} not found`);
-  const evals = await db.runEvent.findMany({ where: { runId, type: "eval.finished" }, orderBy: { seq: "asc" }, select: { payload: true } });
-  // The run's eval at step s samples checkpoint s (run-loop: runEval(…, checkpointModel(run, s))); a later
-  // eval of the same checkpoint (after a resume) wins.
-  const evalByStep = new Map<number, number | null>();
-  for (const e of evals) {
-    const m = e.payload as unknown as EvalMetrics;
-    if (m.model === checkpointModelName(run.id, m.step)) evalByStep.set(m.step, m.reward_mean);
-  }
+  const evalByStep = await evalRewardsByStep(db, run.id);
   const trainByStep = new Map(run.steps.map((s) => [s.step, (s.metrics as unknown as StepMetrics).reward_mean ?? null]));
   const items: CheckpointItem[] = run.checkpoints.map((c) => ({
     step: c.step,
@@ -67,7 +62,9 @@ export async function listCheckpoints(db: DbOrTx, workspaceId: string, runId: st
     evalReward: evalByStep.get(c.step) ?? null,
     trainReward: trainByStep.get(c.step) ?? null,
   }));
-  return { runId: run.id, runNumber: run.number, baseModel: run.baseModel, items };
+  const best = pickBest(evalByStep, items.map((c) => c.step));
+  // `bestModel`: the alias the OpenAI-compatible endpoint serves it under, `<run number>@best`.
+  return { runId: run.id, runNumber: run.number, baseModel: run.baseModel, items, best: best && { ...best, model: bestModelName(run.number) } };
 }
 
 export type ResolvedModel =
@@ -75,7 +72,7 @@ export type ResolvedModel =
   | { kind: "base"; runnerId: string | null; runnerModel: string };
 
 
-const notFound = (model: string) => new AppError("NOT_FOUND", `model '${model}' not found in this workspace: use a base model or '<run number>@<step>' (GET /api/v1/models lists them)`);
+const notFound = (model: string) => new AppError("NOT_FOUND", `model '${model}' not found in this workspace: use a base model, '<run number>@<step>' or '<run number>@best' (GET /api/v1/models lists them)`);
 
 /**
  * A base model the workspace may chat with → its server: the runner of the workspace's latest run on that
@@ -94,8 +91,23 @@ export async function resolveBaseModel(db: DbOrTx, workspaceId: string, model: s
   return { kind: "base", runnerId: latest?.runnerId ?? serving?.id ?? null, runnerModel: model };
 }
 
-/** `12@3`, `<run id>@3` or a base model name → what the runner serves, for this workspace only. */
+/** `12@best` or `<run id>@best` → the run's best checkpoint, for a run of this workspace only. */
+async function resolveBest(db: DbOrTx, workspaceId: string, model: string, runRef: string): Promise<ResolvedModel> {
+  const byNumber = runNumberOf(runRef);
+  const run = await db.run.findFirst({
+    where: byNumber !== null ? { workspaceId, number: byNumber } : { workspaceId, id: runRef },
+    select: { id: true, number: true, runnerId: true },
+  });
+  if (!run) throw notFound(model);
+  const best = await bestCheckpoint(db, run.id);
+  if (!best) throw new AppError("NOT_FOUND", `model '${model}': run #${run.number} has no checkpoint with a validation eval yet (set eval_every, or name a step: '${run.number}@<step>')`);
+  return { kind: "checkpoint", runId: run.id, runNumber: run.number, step: best.step, runnerId: run.runnerId, runnerModel: checkpointModelName(run.id, best.step) };
+}
+
+/** `12@3`, `<run id>@3`, `12@best` or a base model name → what the runner serves, for this workspace only. */
 export async function resolveModel(db: DbOrTx, workspaceId: string, model: string): Promise<ResolvedModel> {
+  const bestOf = parseBestModelName(model);
+  if (bestOf !== null) return resolveBest(db, workspaceId, model, bestOf);
   const ref = classifyModelName(model);
   if (ref.kind === "invalid") throw notFound(model);
   if (ref.kind === "base") {

@@ -23,6 +23,7 @@ export const FLAG_LABELS: Record<string, string> = {
   nonfinite_loss: "NaN/Inf loss",
   exception_rate: "Exceptions rising",
   stalled: "Stalled",
+  validation_fell: "Validation fell from best",
 };
 
 // info (converged, length moving with the reward) is not a problem: a quiet sky tone, no ⚑.

@@ -1,9 +1,11 @@
 /**
  * The OpenAI-compatible API users point the official SDKs at (app/api/v1/…):
  *
- *   POST /api/v1/chat/completions   model: "<run number>@<step>", "<run id>@<step>" or a base model name;
+ *   POST /api/v1/chat/completions   model: "<run number>@<step>", "<run id>@<step>", "<run number>@best" (the
+ *                                   run's best-validated checkpoint) or a base model name;
  *                                   plain JSON or `stream: true` (server-sent events, passed through)
- *   GET  /api/v1/models             the workspace's checkpoints as "<number>@<step>", plus its base models
+ *   GET  /api/v1/models             the workspace's checkpoints as "<number>@<step>", each run's "<number>@best"
+ *                                   (root: the checkpoint it serves now), plus its base models
  *
  * Authorized as any web API call (requireAccess: an API token `Authorization: Bearer rbk_…`, or the browser
  * session), acting in the token's workspace; a model outside it is 404, never a hint that it exists.
@@ -11,10 +13,10 @@
  * Errors use OpenAI's shape, {"error": {message, type, param, code}}, so the SDKs raise their usual classes.
  * The answer's `model` is the name the caller sent, not the runner's internal one.
  */
-import { ChatCompletionRequest, checkpointModelName, formatZodIssues } from "@contracts";
+import { bestModelName, ChatCompletionRequest, checkpointModelName, formatZodIssues } from "@contracts";
 import { requireAccess } from "@/server/auth/request";
 import { isAppError, rootMessage } from "@/server/errors";
-import { errorMessage, forwardChat, resolveModel, type ResolvedModel } from "@/features/checkpoints/server";
+import { bestCheckpoints, errorMessage, forwardChat, resolveModel, type ResolvedModel } from "@/features/checkpoints/server";
 import { servedModels } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
@@ -121,9 +123,12 @@ export async function handleModels(req: Request, opts: { db?: Db } = {}): Promis
       where: { run: { workspaceId } },
       orderBy: [{ createdAt: "desc" }],
       take: MAX_LISTED_CHECKPOINTS,
-      select: { step: true, createdAt: true, run: { select: { number: true, baseModel: true } } },
+      select: { step: true, createdAt: true, run: { select: { id: true, number: true, baseModel: true } } },
     }),
   ]);
+  // `<run number>@best` beside each listed run's checkpoints, for the runs whose evals scored one.
+  const runs = new Map(checkpoints.map((c) => [c.run.id, c.run]));
+  const bests = await bestCheckpoints(db, [...runs.keys()]);
   const now = Math.floor(Date.now() / 1000);
   const data = [
     ...bases.map((id) => ({ id, object: "model", created: now, owned_by: "rollbook" })),
@@ -134,6 +139,11 @@ export async function handleModels(req: Request, opts: { db?: Db } = {}): Promis
       owned_by: "rollbook",
       parent: c.run.baseModel,
     })),
+    ...[...bests].map(([runId, best]) => {
+      const run = runs.get(runId)!;
+      // `root`: the checkpoint the alias serves now (OpenAI's Model has `root` for what a name points at).
+      return { id: bestModelName(run.number), object: "model", created: now, owned_by: "rollbook", parent: run.baseModel, root: checkpointModelName(run.number, best.step), validation_reward: best.reward };
+    }),
   ];
   return Response.json({ object: "list", data });
 }

@@ -27,6 +27,9 @@ export function RunExportMenu({ runId }: { runId: string }) {
           <a role="menuitem" className={itemClass} href={`${base}/trajectories?tokens=1`} download onClick={() => setOpen(false)}>
             Trajectories + token ids &amp; logprobs <span className="text-zinc-500">JSONL</span>
           </a>
+          <a role="menuitem" className={itemClass} href={`${base}/checkpoints`} download onClick={() => setOpen(false)}>
+            Checkpoints <span className="text-zinc-500">JSON, the best one named</span>
+          </a>
         </div>
       )}
     </span>

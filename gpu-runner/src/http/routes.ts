@@ -9,6 +9,8 @@
  *   PUT  /runs/<run>/checkpoints/<step>/state.tar.gz  > moving a run between runners (run-import.ts)
  *   GET|PUT /runs/<run>/logs/<name>                 |
  *   PUT  /runs/<run>/events.jsonl                   /
+ *   DELETE /runs/<run>/checkpoints/<step>           one checkpoint's folder, never the run's newest
+ *                                                   (checkpoint-delete.ts)
  *   POST /external-train                            one step over rollouts sampled elsewhere (an ART training
  *                                                   job): ExternalTrainRequest in, ExternalTrainLine NDJSON out
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
@@ -34,6 +36,7 @@ import { EngineError } from "../engine/client";
 import { bearerToken, tokenMatches } from "../trpc";
 import { declaredBytes, declaresBody, noBodyMessage, sendRefusal, tooLargeMessage } from "./body-cap";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
+import { CheckpointDeleteRefused, DELETE_CHECKPOINT_ROUTE, deleteCheckpointFiles } from "./checkpoint-delete";
 import { RolloutTokensNotFound, rolloutTokens } from "./rollout-tokens";
 import {
   ImportRefused,
@@ -120,7 +123,7 @@ function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
   if (STATE_ARCHIVE_ROUTE.test(pathname) || PUT_STATE_ROUTE.test(pathname) || PUT_EVENTS_ROUTE.test(pathname) || SIDE_LOG_ROUTE.test(pathname)) return true;
-  return ARCHIVE_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE;
+  return ARCHIVE_ROUTE.test(pathname) || DELETE_CHECKPOINT_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE;
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -133,6 +136,16 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     if (archive) {
       if (req.method !== "GET" && req.method !== "HEAD") return sendError(res, 405, `${req.method} is not allowed here: GET`);
       return await sendArchive(req, res, deps, decodeURIComponent(archive[1]!), decodeURIComponent(archive[2]!));
+    }
+    const del = DELETE_CHECKPOINT_ROUTE.exec(pathname);
+    if (del) {
+      if (req.method !== "DELETE") return sendError(res, 405, `${req.method} is not allowed here: DELETE`);
+      try {
+        return sendJson(res, 200, await deleteCheckpointFiles(deps.runsDir, deps.imports.sharedDir, decodeURIComponent(del[1]!), decodeURIComponent(del[2]!)));
+      } catch (e) {
+        if (e instanceof CheckpointDeleteRefused) return sendError(res, e.status, e.message);
+        throw e;
+      }
     }
     const moved = await handleRunMove(req, res, deps, pathname);
     if (moved) return;

@@ -25,7 +25,8 @@ const pending = new Map<string, Work>();
 const running = new Map<string, Promise<void>>();
 
 export function schedulePostIngest(db: Db, runId: string, res: StoredBatch): void {
-  const evaluate = res.fresh.some((e) => e.type === "step.finished");
+  // eval.finished too: the eval after the last step arrives after its step.finished (validation_fell reads it).
+  const evaluate = res.fresh.some((e) => e.type === "step.finished" || e.type === "eval.finished");
   const ended = res.statusChanged && isTerminalStatus(res.status);
   if (!evaluate && !ended) return;
   const w = pending.get(runId) ?? { evaluate: false, ended: false };

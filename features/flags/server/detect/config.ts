@@ -54,6 +54,14 @@ export const FLAG_THRESHOLDS = {
 
   /** The most rollout ids a flag keeps (the UI shows them as one filtered list). */
   maxRolloutIds: 32,
+
+  /** Validation fell from its best (rules/validation-fell.ts): the latest checkpoint eval is at least this far
+   * below the best earlier one, absolute… A greedy validation split of 8 tasks (say-the-word's) moves in steps
+   * of 0.125, so one task flipping (a healthy run's wobble: 0.875 → 0.75) stays under it and two do not. */
+  validationFallAbsolute: 0.2,
+  /** …and at or below this share of the best: a run at 0.9 dipping to 0.7 has kept most of what it learned and
+   * is not flagged, while the multi-turn game's 0.75 → 0.00 (every task given the same reply) is. */
+  validationFallRatio: 0.7,
 } as const;
 
 export type FlagThresholds = { -readonly [K in keyof typeof FLAG_THRESHOLDS]: number };

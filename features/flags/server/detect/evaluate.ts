@@ -9,6 +9,7 @@ import { lengthDrift } from "./rules/length-drift";
 import { rewardCollapse } from "./rules/reward-collapse";
 import { rewardHacking } from "./rules/reward-hacking";
 import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
+import { validationFell } from "./rules/validation-fell";
 import type { Flag, RuleInput } from "./types";
 
 export const RULES: ((input: RuleInput, t: FlagThresholds) => Flag[])[] = [
@@ -19,9 +20,10 @@ export const RULES: ((input: RuleInput, t: FlagThresholds) => Flag[])[] = [
   klBlowup,
   nonfiniteLoss,
   exceptionRate,
+  validationFell,
 ];
 
 export function evaluateFlags(input: RuleInput, thresholds: FlagThresholds = FLAG_THRESHOLDS): Flag[] {
   const steps = [...input.steps].sort((a, b) => a.step - b.step);
-  return RULES.flatMap((rule) => rule({ steps, rollouts: input.rollouts }, thresholds));
+  return RULES.flatMap((rule) => rule({ ...input, steps }, thresholds));
 }

@@ -8,12 +8,15 @@ import { raiseAlert } from "../notify/alerts";
 import { emitRunFlag } from "@/server/run-hooks";
 import type { RunFlagMessage } from "@contracts/socket-events";
 import type { Db } from "@/server/db-types";
+import { evalRewardsByStep } from "@/features/checkpoints/server";
 import { FLAG_THRESHOLDS, type FlagThresholds } from "./config";
 import { evaluateFlags } from "./evaluate";
 import { FLAG_SEVERITIES, worseSeverity, type Flag, type FlagSeverity, type RolloutInput, type StepInput } from "./types";
 
 /** Rollouts of this many most recent steps are read (plus the first hackWindow steps, the baseline). */
 const RECENT_STEPS = 30;
+/** Validation rollouts of this many most recent evals are read. */
+const RECENT_EVALS = 3;
 
 type FlagRow = Prisma.RunFlagGetPayload<object>;
 
@@ -53,13 +56,26 @@ function stepInput(step: number, m: Record<string, unknown>, groups: number, tok
 
 /** The rules' input, read from Step and Trajectory rows. */
 export async function loadRuleInput(db: Db, runId: string, t: FlagThresholds = FLAG_THRESHOLDS) {
-  const run = await db.run.findUnique({ where: { id: runId }, select: { config: true } });
-  const [steps, perStep] = await Promise.all([
+  const run = await db.run.findUnique({ where: { id: runId }, select: { config: true, number: true } });
+  const [steps, perStep, evalRewards, checkpoints] = await Promise.all([
     db.step.findMany({ where: { runId }, orderBy: { step: "asc" }, select: { step: true, metrics: true } }),
     // Per step, from the charts' rows ingest keeps (features/metrics StepSeries): one row per step, where
     // aggregating every rollout after each step made this the costliest query of a long run's ingestion.
     db.stepSeries.findMany({ where: { runId, rollouts: { gt: 0 } }, select: { step: true, groups: true, completionMean: true } }),
+    // validation_fell reads the evals of the checkpoints the run still has, as `<run>@best` does.
+    evalRewardsByStep(db, runId),
+    db.checkpoint.findMany({ where: { runId }, select: { step: true } }),
   ]);
+  const scored = checkpoints.flatMap((c) => {
+    const reward = evalRewards.get(c.step);
+    return typeof reward === "number" ? [{ step: c.step, reward }] : [];
+  });
+  // The validation rollouts of the newest evals, which a validation_fell flag links (what the model now replies).
+  const recentEvalSteps = scored.map((e) => e.step).sort((a, b) => a - b).slice(-RECENT_EVALS);
+  const valRows = recentEvalSteps.length
+    ? await db.trajectory.findMany({ where: { runId, split: "val", step: { in: recentEvalSteps } }, orderBy: { seq: "asc" }, select: { id: true, step: true } })
+    : [];
+  const evals = scored.map((e) => ({ ...e, rolloutIds: valRows.filter((r) => r.step === e.step).map((r) => r.id) }));
   const configGroups = num((run?.config as Record<string, unknown> | null)?.groups_per_step) ?? 0;
   const agg = new Map(perStep.map((r) => [r.step, { groups: r.groups, tokens: r.completionMean }]));
   const stepNums = steps.map((s) => s.step);
@@ -83,6 +99,8 @@ export async function loadRuleInput(db: Db, runId: string, t: FlagThresholds = F
       return stepInput(s.step, (s.metrics ?? {}) as Record<string, unknown>, a && a.groups > 0 ? a.groups : configGroups, a?.tokens ?? null);
     }),
     rollouts,
+    evals,
+    runNumber: run?.number,
   };
 }
 
@@ -146,6 +164,7 @@ export const RULE_TITLES: Record<Flag["rule"], string> = {
   nonfinite_loss: "NaN/Inf loss",
   exception_rate: "exception rate rising",
   stalled: "stalled",
+  validation_fell: "validation fell from its best",
 };
 
 /** Evaluate every rule on the run's history and store what they raise. Returns the flags created or changed. */

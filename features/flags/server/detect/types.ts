@@ -46,6 +46,7 @@ export const FLAG_RULES = [
   "nonfinite_loss",
   "exception_rate",
   "stalled",
+  "validation_fell",
 ] as const;
 export type FlagRule = (typeof FLAG_RULES)[number];
 /**
@@ -72,9 +73,22 @@ export interface Flag {
   rolloutIds: string[];
 }
 
+/** The run's validation eval of one of its checkpoints (the eval at step s scores checkpoint s). */
+export interface EvalInput {
+  step: number;
+  /** Mean validation reward. */
+  reward: number;
+  /** The eval's validation rollouts (read for the most recent evals only), linked by the flag. */
+  rolloutIds?: string[];
+}
+
 export interface RuleInput {
   /** Finished steps, ascending by step. */
   steps: StepInput[];
   /** Train rollouts of (at least) the most recent steps; rules link only what is here. */
   rollouts: RolloutInput[];
+  /** Validation evals of the checkpoints the run still has, any order (absent: none read). */
+  evals?: EvalInput[];
+  /** The run's number in its workspace, for messages that name `<run>@best` (absent: "<run>"). */
+  runNumber?: number;
 }

@@ -1,9 +1,10 @@
 /**
  * A stored batch reaches its readers: the run's socket room gets the events that were new, the lifecycle
- * announces a status change, and the flags look at what was stored.
+ * announces a status change, the flags look at what was stored, and the run's checkpoint retention runs.
  */
 import type { RunEvent } from "@contracts";
 import { schedulePostIngest } from "@/features/flags/server";
+import { scheduleCheckpointRetention } from "@/features/checkpoints/server";
 import { emitRunEvents } from "@/server/run-hooks";
 import { announce } from "../lifecycle";
 import type { Db } from "@/server/db-types";
@@ -15,5 +16,6 @@ export async function ingestAndEmit(db: Db, runId: string, events: RunEvent[], f
   if (res.fresh.length > 0) emitRunEvents(runId, res.fresh);
   if (res.statusChanged) announce(db, { runId, status: res.status, error: res.error, lastSeq: res.lastSeq, attempt: res.attempt });
   if (res.fresh.length > 0) schedulePostIngest(db, runId, res); // pathology flags, run-ended alerts (not awaited)
+  if (res.fresh.length > 0) scheduleCheckpointRetention(db, runId, res.fresh); // config checkpoints.keep_last (not awaited)
   return res;
 }
