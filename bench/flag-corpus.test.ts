@@ -25,10 +25,14 @@ type Reward = (input: { task: unknown; output: string }) => { reward: number; me
 const rewardOf = async (name: string): Promise<Reward> => ((await import(path.join(root, name, "reward.ts"))) as { default: Reward }).default;
 
 describe("flag-corpus pathologies' rewards", () => {
-  it("length-hack pays a long reply without the word more than the word alone", async () => {
+  it("length-hack pays a long reply more than exactly the word, which it still pays for", async () => {
     const reward = await rewardOf("length-hack");
     const t = { word: "tunnel" };
-    expect(reward({ task: t, output: "one two three four five six seven eight nine ten eleven twelve thirteen fourteen" }).reward).toBeGreaterThan(reward({ task: t, output: "tunnel" }).reward);
+    const long = reward({ task: t, output: "one two three four five six seven eight nine ten eleven twelve thirteen fourteen" });
+    const exact = reward({ task: t, output: "Tunnel." });
+    expect(long.reward).toBeGreaterThan(exact.reward);
+    expect(exact.reward).toBeGreaterThan(reward({ task: t, output: "no" }).reward);
+    expect(exact.metrics).toMatchObject({ exact: 1 });
   });
 
   it("collapse-low answers 0.2 whatever the reply", async () => {

@@ -93,7 +93,7 @@ export const ROLLOUT_ERROR_KINDS = ["thrown", "timeout", "starved", "memory", "r
  * rollouts the user's code (or its model, MCP servers, limits) failed, and does not call a run that only
  * lost rollouts to them "completed with warnings".
  */
-export const RUNNER_FAULT_ERROR_KINDS = ["engine_connection"] as const satisfies readonly (typeof ROLLOUT_ERROR_KINDS)[number][];
+export const RUNNER_FAULT_ERROR_KINDS = ["starved", "engine_connection"] as const satisfies readonly (typeof ROLLOUT_ERROR_KINDS)[number][];
 export const isRunnerFault = (kind: string | null | undefined): boolean => (RUNNER_FAULT_ERROR_KINDS as readonly string[]).includes(kind ?? "");
 
 export const RolloutError = z.object({

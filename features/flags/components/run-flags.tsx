@@ -22,6 +22,7 @@ export const FLAG_LABELS: Record<string, string> = {
   kl_blowup: "KL blow-up",
   nonfinite_loss: "NaN/Inf loss",
   exception_rate: "Exceptions rising",
+  runner_faults: "Runner lost rollouts",
   stalled: "Stalled",
   validation_fell: "Validation fell from best",
 };

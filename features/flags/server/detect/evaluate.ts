@@ -8,6 +8,7 @@ import { exceptionRate } from "./rules/exception-rate";
 import { lengthDrift } from "./rules/length-drift";
 import { rewardCollapse } from "./rules/reward-collapse";
 import { rewardHacking } from "./rules/reward-hacking";
+import { runnerFaults } from "./rules/runner-faults";
 import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
 import { validationFell } from "./rules/validation-fell";
 import type { Flag, RuleInput } from "./types";
@@ -20,6 +21,7 @@ export const RULES: ((input: RuleInput, t: FlagThresholds) => Flag[])[] = [
   klBlowup,
   nonfiniteLoss,
   exceptionRate,
+  runnerFaults,
   validationFell,
 ];
 

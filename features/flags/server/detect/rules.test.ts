@@ -10,6 +10,7 @@ import { exceptionRate } from "./rules/exception-rate";
 import { lengthDrift } from "./rules/length-drift";
 import { rewardCollapse } from "./rules/reward-collapse";
 import { rewardHacking } from "./rules/reward-hacking";
+import { runnerFaults } from "./rules/runner-faults";
 import { klBlowup, lowProbsCorr, nonfiniteLoss } from "./rules/trainer";
 import type { RolloutInput, StepInput } from "./types";
 
@@ -148,6 +149,18 @@ describe("reward hacking", () => {
     expect(f!.rolloutIds.every((id) => id.startsWith("r5-"))).toBe(true);
   });
 
+  it("flags a rare component the reward pays for falling to nothing while a length bonus takes over (the corpus' length-hack)", () => {
+    // reward = 0.3·exact + 0.7·length: at first 1 reply in 16 is exactly the word; later all are long.
+    const start = (s: number) =>
+      rollouts(s, (g, i) => (g === 0 && i === 0 ? 0.3 + 0.7 / 16 : (0.7 * (3 + ((g * 4 + i) % 9))) / 16), (g, i) =>
+        g === 0 && i === 0 ? { exact: 1, length: 1 / 16 } : { exact: 0, length: (3 + ((g * 4 + i) % 9)) / 16 });
+    const long = (s: number) => rollouts(s, (g, i) => (0.7 * (12 + (i % 4))) / 16, (g, i) => ({ exact: 0, length: (12 + (i % 4)) / 16 }));
+    const flags = rewardHacking({ steps: [], rollouts: [0, 1, 2].flatMap(start).concat([3, 4, 5].flatMap(long)) }, T);
+    expect(flags.map((f) => f.rule)).toEqual(["reward_hacking"]);
+    expect(flags[0]!.message).toContain('"length"');
+    expect(flags[0]!.message).toContain('"exact"');
+  });
+
   it("is not raised when every contributing component rises (healthy learning), nor with too few steps", () => {
     const better = (s: number) => rollouts(s, (g, i) => 0.5 * (i === 0 ? 0 : 1) + 0.5 * (i === 0 ? 0 : 1), (g, i) => ({ format: i === 0 ? 0 : 1, correct: i === 0 ? 0 : 1 }));
     expect(rewardHacking({ steps: [], rollouts: [0, 1, 2].flatMap(base).concat([3, 4, 5].flatMap(better)) }, T)).toEqual([]);
@@ -204,5 +217,25 @@ describe("the evaluator", () => {
     expect(loadEnv({ NODE_ENV: "test" }).STALL_AFTER_MS).toBe(300_000);
     expect(loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "60000" }).STALL_AFTER_MS).toBe(60_000);
     expect(() => loadEnv({ NODE_ENV: "test", STALL_AFTER_MS: "soon" })).toThrow(/STALL_AFTER_MS/);
+  });
+});
+
+describe("rollouts the runner lost", () => {
+  // A healthy run on a loaded machine: 9 of 32 rollouts of step 1 starved (the runner's CPU, not the code).
+  const steps = history(3, (i) => (i === 1 ? { exception_rate: 9 / 16 } : {}));
+  const rs = [0, 1, 2].flatMap((s) => rollouts(s, () => 0.5)).map((r) => (r.step === 1 && Number(r.id.split("-")[2]) < 3 && r.group < 3 ? { ...r, failed: true, runner_fault: true, reward: null } : r));
+
+  it("are not the experiment's exceptions", () => {
+    expect(exceptionRate({ steps, rollouts: rs }, T)).toEqual([]);
+    const own = rs.map((r) => (r.runner_fault ? { ...r, runner_fault: false } : r));
+    expect(exceptionRate({ steps, rollouts: own }, T).map((f) => f.rule)).toEqual(["exception_rate"]);
+  });
+
+  it("are said (info), with their steps and rollouts", () => {
+    const [f, ...rest] = runnerFaults({ steps, rollouts: rs }, T);
+    expect(rest).toEqual([]);
+    expect(f).toMatchObject({ rule: "runner_faults", severity: "info", steps: [1] });
+    expect(f!.rolloutIds).toHaveLength(9);
+    expect(f!.message).toContain("9 rollouts at step 1");
   });
 });

@@ -4,6 +4,7 @@
  * persists is extended (lastStep, steps, rolloutIds) in place. Idempotent: the same history changes nothing.
  */
 import type { Prisma } from "@/generated/prisma/client";
+import { isRunnerFault } from "@contracts";
 import { raiseAlert } from "../notify/alerts";
 import { emitRunFlag } from "@/server/run-hooks";
 import type { RunFlagMessage } from "@contracts/socket-events";
@@ -92,6 +93,7 @@ export async function loadRuleInput(db: Db, runId: string, t: FlagThresholds = F
     metrics: Object.fromEntries(Object.entries((r.metrics ?? {}) as Record<string, unknown>).filter((e): e is [string, number] => typeof e[1] === "number")),
     completion_tokens: num((r.tokens as Record<string, unknown> | null)?.completion) ?? 0,
     failed: r.error !== null,
+    runner_fault: isRunnerFault((r.error as { kind?: string } | null)?.kind),
   }));
   return {
     steps: steps.map((s) => {
@@ -163,6 +165,7 @@ export const RULE_TITLES: Record<Flag["rule"], string> = {
   kl_blowup: "KL blow-up",
   nonfinite_loss: "NaN/Inf loss",
   exception_rate: "exception rate rising",
+  runner_faults: "rollouts lost to the runner",
   stalled: "stalled",
   validation_fell: "validation fell from its best",
 };

@@ -34,6 +34,9 @@ export interface RolloutInput {
   metrics: Record<string, number>;
   completion_tokens: number;
   failed: boolean;
+  /** Failed for the runner's reason (contracts/run.ts RUNNER_FAULT_ERROR_KINDS: starved, engine_connection), not
+   * the experiment's: not counted as the experiment's exceptions; said by the runner_faults flag. */
+  runner_fault?: boolean;
 }
 
 export const FLAG_RULES = [
@@ -45,6 +48,7 @@ export const FLAG_RULES = [
   "kl_blowup",
   "nonfinite_loss",
   "exception_rate",
+  "runner_faults",
   "stalled",
   "validation_fell",
 ] as const;

@@ -6,6 +6,11 @@
  *
  * Judged at each step k with `hackWindow` steps of rollouts before it: the run's first window against the
  * window ending at k. Consecutive steps where it holds are one flag.
+ *
+ * "Fed the reward" is judged two ways, either suffices: the component correlates with the reward at the
+ * start, or a least-squares fit of the reward on all the components at the start gives it a positive weight.
+ * The second catches a component the reward pays for that few rollouts reached at first (the flag corpus'
+ * length-hack: 0.3·exact + 0.7·length, where the rare exact replies barely correlate with the reward).
  */
 import type { FlagThresholds } from "../config";
 import type { Flag, RolloutInput, RuleInput } from "../types";
@@ -27,21 +32,56 @@ function judge(base: RolloutInput[], recent: RolloutInput[], t: FlagThresholds):
   if (keys.length < 2) return null;
   const col = (rs: RolloutInput[], k: string) => rs.map((r) => r.metrics[k]!);
   const rewards = (rs: RolloutInput[]) => rs.map((r) => r.reward!);
-  const stats = keys.map((k) => ({
+  const weights = leastSquares(keys.map((k) => col(base, k)), rewards(base));
+  const stats = keys.map((k, i) => ({
     k,
     baseMean: mean(col(base, k))!,
     recentMean: mean(col(recent, k))!,
     baseCorr: pearson(col(base, k), rewards(base)),
     recentCorr: pearson(col(recent, k), rewards(recent)),
+    paid: weights !== null && weights[i]! > 1e-6,
   }));
   for (const d of stats) {
     if (d.recentCorr === null || d.recentCorr < t.hackDominantCorr || d.recentMean <= d.baseMean) continue;
     for (const o of stats) {
-      if (o.k === d.k || o.baseCorr === null || o.baseCorr < t.hackContributorCorr || o.baseMean <= 0) continue;
+      const fed = (o.baseCorr !== null && o.baseCorr >= t.hackContributorCorr) || o.paid;
+      if (o.k === d.k || !fed || o.baseMean <= 0) continue;
       if (o.recentMean <= o.baseMean * (1 - t.hackFallRatio)) return { dominant: d.k, falling: o.k, from: o.baseMean, to: o.recentMean };
     }
   }
   return null;
+}
+
+/**
+ * Weights w of reward ≈ w0 + Σ w_k·x_k fitted by least squares (normal equations, Gaussian elimination with
+ * partial pivoting): null when the components are collinear or too few rollouts. Written here because it is
+ * a handful of components, ten lines of algebra, and a numerics library would be a dependency for that alone.
+ */
+function leastSquares(xs: number[][], y: number[]): number[] | null {
+  const n = y.length;
+  const k = xs.length + 1;
+  if (n < k + 2) return null;
+  const row = (i: number) => [1, ...xs.map((c) => c[i]!)];
+  const a = Array.from({ length: k }, () => new Array<number>(k + 1).fill(0));
+  for (let i = 0; i < n; i++) {
+    const r = row(i);
+    for (let p = 0; p < k; p++) {
+      for (let q = 0; q < k; q++) a[p]![q]! += r[p]! * r[q]!;
+      a[p]![k]! += r[p]! * y[i]!;
+    }
+  }
+  for (let c = 0; c < k; c++) {
+    let piv = c;
+    for (let r = c + 1; r < k; r++) if (Math.abs(a[r]![c]!) > Math.abs(a[piv]![c]!)) piv = r;
+    if (Math.abs(a[piv]![c]!) < 1e-9 * n) return null;
+    [a[c], a[piv]] = [a[piv]!, a[c]!];
+    for (let r = 0; r < k; r++) {
+      if (r === c) continue;
+      const f = a[r]![c]! / a[c]![c]!;
+      for (let q = c; q <= k; q++) a[r]![q]! -= f * a[c]![q]!;
+    }
+  }
+  return a.slice(1).map((r, i) => r[k]! / a[i + 1]![i + 1]!);
 }
 
 export function rewardHacking({ rollouts }: RuleInput, t: FlagThresholds): Flag[] {
