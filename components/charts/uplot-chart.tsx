@@ -14,6 +14,7 @@ import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { debiasedEma } from "./ema";
 import { tickLabels } from "./ticks";
+import { yRange } from "./y-range";
 
 export interface ChartLine {
   label: string;
@@ -112,7 +113,8 @@ export function UplotChart(props: UplotChartProps) {
       height,
       series: built.series,
       bands: built.bands,
-      scales: { x: { time: false } },
+      // From the data (y-range.ts): uPlot's default makes a flat 0 a 0–100 axis.
+      scales: { x: { time: false }, y: { range: (_u, min, max) => yRange(min, max) } },
       axes: [
         { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatX), size: 28 },
         { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatY), size: 52 },
