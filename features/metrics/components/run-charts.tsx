@@ -23,7 +23,8 @@ type SeriesChart = RunSeries["charts"][number];
 type XMode = RunSeries["x"];
 
 const REFRESH_MS = 2_000;
-const HEIGHT = 140;
+// Short enough that a row of charts leaves the rollout and group panels most of a 900 px screen.
+const HEIGHT = 110;
 const PALETTE = ["#f472b6", "#34d399", "#60a5fa", "#fbbf24", "#a78bfa", "#fb923c", "#2dd4bf", "#e879f9"];
 
 const col = (c: SeriesChart, key: string) => c.series.find((s) => s.key === key)?.values ?? [];
@@ -228,7 +229,7 @@ export function RunCharts({
       <div
         ref={gridRef}
         hidden={collapsed}
-        className="grid max-h-[30vh] grid-cols-1 gap-2 overflow-y-auto md:grid-cols-2 xl:grid-cols-3 2xl:grid-cols-4"
+        className="grid max-h-[26vh] grid-cols-1 gap-2 overflow-y-auto md:grid-cols-2 xl:grid-cols-3 2xl:grid-cols-4"
         data-testid="run-charts"
       >
         {(series.data ? charts : PLACEHOLDER).map((c) => (

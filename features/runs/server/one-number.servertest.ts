@@ -1,7 +1,7 @@
 /**
  * One number, one definition (issue 31), on a REAL run: the real runner (in this process) with its real engine
- * (SmolLM2-135M on CPU) trains 2 steps of 2 groups × 3 (one group's rewards always tie, so it trains nothing),
- * with a KL term (trainer.beta) so KL is measured. Then every place a user reads loss, KL or an advantage must
+ * (SmolLM2-135M on CPU) trains 1 step of 2 groups × 3 (one group's rewards always tie, so it trains nothing),
+ * with a KL term (trainer.beta) and 2 mini-epochs, so KL is measured and, after the first update, not 0. Then every place a user reads loss, KL or an advantage must
  * say the same number for the same name:
  *   loss, KL — the step.finished event, the run header's live line (the page's fold of the events), the charts'
  *              runs.series, the steps of runs.get (what the compare view charts), the metrics CSV export;
@@ -45,7 +45,7 @@ export default async function rollout(ctx: RolloutContext<{ word: string }>): Pr
   return (await ctx.chat([{ role: "user", content: \`Say the word \${ctx.task.word}.\` }])).content;
 }
 `;
-const STEPS = 2;
+const STEPS = 1;
 
 let tdb: TestDb;
 let testRunner: TestRunner | undefined;
@@ -56,7 +56,7 @@ async function readStream(body: ReadableStream<Uint8Array>): Promise<string> {
   return await new Response(body).text();
 }
 
-describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they are shown (real runner, real engine, 2 steps)", () => {
+describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they are shown (real runner, real engine, 1 step)", () => {
   let ws: string;
   let runId: string;
   let events: RunEvent[];
@@ -79,7 +79,7 @@ describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they
         eval_every: 0,
         sampling: { temperature: 1.0, max_tokens: 10 },
         limits: { rollout_timeout_ms: 400_000 },
-        trainer: { beta: 0.04 },
+        trainer: { beta: 0.04, mini_epochs: 2 },
       }),
       "scenario.ts": SCENARIO,
       "reward.ts": REWARD,
@@ -88,7 +88,11 @@ describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they
     const started = await callerFor(db(), ws, runnerName).runs.start({ experimentId, files, kind: "train" });
     if (!started.ok) throw new Error(`start refused: ${started.error}`);
     runId = started.runId;
-    events = await collectRunEvents(runner.url, TOKEN, runId);
+    // On a loaded machine the runner's stream can end before the run does: read it again until run.finished.
+    for (let i = 0; i < 5; i++) {
+      events = await collectRunEvents(runner.url, TOKEN, runId, 800_000);
+      if (events.at(-1)?.type === "run.finished") break;
+    }
     const end = events.at(-1);
     if (end?.type !== "run.finished" || end.payload.status !== "completed") {
       const logs = events.filter((e) => e.type === "run.log").map((e) => JSON.stringify(e.payload));
@@ -99,7 +103,7 @@ describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they
     const viewer = await callerAs(db(), ws, { role: "viewer" });
     page = applyEvents(initialRunState, (await viewer.runs.events({ runId, afterSeq: 0, limit: 2000 })) as PageEvent[]);
     steps = events.flatMap((e) => (e.type === "step.finished" ? [e.payload] : []));
-  }, 900_000);
+  }, 1_500_000);
 
   afterAll(async () => {
     await testRunner?.close();
@@ -107,10 +111,10 @@ describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they
   }, 60_000);
 
   it("loss and KL: the step event, the live line, the charts, runs.get's steps and the CSV say the same", async () => {
-    expect(steps.map((s) => s.step)).toEqual([1, 2]);
+    expect(steps.map((s) => s.step)).toEqual([1]);
     for (const s of steps) expect(s.trainer).not.toBeNull();
-    // KL is measured (beta > 0) and, after step 1's update, not 0: a real number to compare, not a default.
-    expect(stepKl(steps[1]!)).toBeGreaterThan(0);
+    // KL is measured (beta > 0) and, after the first mini-epoch's update, not 0: a real number, not a default.
+    expect(stepKl(steps[0]!)).toBeGreaterThan(0);
 
     const viewer = await callerAs(db(), ws, { role: "viewer" });
     const series = await viewer.runs.series({ runId, x: "step", width: 400 });
@@ -126,7 +130,10 @@ describe.skipIf(!engineAvailable)("loss, KL and advantages agree everywhere they
     }
     // The header's live line: the newest trained step's loss and KL, not a micro-batch's (train.progress).
     const live = latestTrainedStep(page.steps)!;
-    expect(live).toEqual({ step: 2, loss: stepLoss(steps[1]!), kl: stepKl(steps[1]!) });
+    expect(live).toEqual({ step: 1, loss: stepLoss(steps[0]!), kl: stepKl(steps[0]!) });
+    // …which is not what train.progress carried: the last micro-batch's own loss (issue 31's 0.430 against ≈1e-6).
+    const progress = events.flatMap((e) => (e.type === "train.progress" ? [e.payload.loss] : []));
+    expect(progress.length).toBeGreaterThan(0);
     expect(SIGNALS.loss.label).toBe("loss");
   });
 
