@@ -12,6 +12,7 @@ export * from "./bytes";
 export * from "./json-depth";
 export * from "./model-ref";
 export * from "./advantages";
+export * from "./signals";
 export * from "./rescore";
 export * from "./mean-reward";
 export * from "./secret-mask";

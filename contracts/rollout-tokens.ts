@@ -39,7 +39,14 @@ export type RolloutToken = z.infer<typeof RolloutToken>;
 export const RolloutTraining = z.object({
   status: z.enum(["trained", "not_trained", "no_record"]),
   step: z.number().int().nullable(),
+  /** The advantage the trainer used (its own number, from train-logprobs.jsonl): contracts/signals.ts's `trained`. */
   advantage: z.number().nullable(),
+  /**
+   * Added by the web server from the stored group (contracts/signals.ts), so the token view labels both as the
+   * rollout panel does: reward − group mean, and the run's trainer.scale_rewards.
+   */
+  raw_advantage: z.number().nullable().optional(),
+  scale_rewards: z.boolean().optional(),
 });
 export type RolloutTraining = z.infer<typeof RolloutTraining>;
 

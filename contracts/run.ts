@@ -231,6 +231,8 @@ export const RunEvent = z.discriminatedUnion("type", [
   ev("run.log", z.object({ level: z.enum(["info", "warn", "error"]), message: z.string() })),
   ev("rollout.finished", Trajectory),
   ev("step.finished", StepMetrics),
+  // `loss` is the micro-batch's own loss, progress only: the step's loss is step.finished's trainer.loss
+  // (contracts/signals.ts), which is what every page shows under "loss".
   ev("train.progress", z.object({ step: z.number().int(), micro_batch: z.number().int(), micro_batches: z.number().int(), loss: z.number() })),
   ev("checkpoint.saved", CheckpointInfo),
   ev("eval.finished", EvalMetrics),

@@ -10,6 +10,7 @@
  * flat line, on the range uPlot itself gives a flat series (its value ± its size; 0 … 100 at 0).
  */
 import uPlot from "uplot";
+import { yRange as dataRange } from "./y-range";
 
 /** uPlot's default padding of an auto-ranged numeric y scale (its `rangePad`), with soft 0. */
 const PAD = 0.1;
@@ -43,8 +44,15 @@ export function xRange(min: number | null, max: number | null): Range {
   return usable(min, max) ? [min, max] : flatRange(min, max);
 }
 
+/** The y scale the charts draw with: the data's own range (y-range.ts), or the flat range where its ends meet. */
+export function chartYRange(min: number | null, max: number | null): Range {
+  if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [null, null];
+  const [lo, hi] = dataRange(min, max);
+  return usable(lo, hi) ? [lo, hi] : flatRange(min, max);
+}
+
 /** The scales every chart draws with (components/charts/uplot-chart.tsx). */
 export const CHART_SCALES: uPlot.Scales = {
   x: { time: false, range: (_u, min, max) => xRange(min, max) as uPlot.Range.MinMax },
-  y: { range: (_u, min, max) => yRange(min, max) as uPlot.Range.MinMax },
+  y: { range: (_u, min, max) => chartYRange(min, max) as uPlot.Range.MinMax },
 };

@@ -113,7 +113,8 @@ export function UplotChart(props: UplotChartProps) {
       height,
       series: built.series,
       bands: built.bands,
-      // Not uPlot's defaults alone: a series flat up to float noise made them throw (chart-range.ts).
+      // From the data (y-range.ts: uPlot's default makes a flat 0 a 0–100 axis), never a range whose ends
+      // meet (chart-range.ts: a series flat up to float noise made uPlot throw).
       scales: CHART_SCALES,
       axes: [
         { ...AXIS, values: (_u, ticks) => tickLabels(ticks, formatX), size: 28 },

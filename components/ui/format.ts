@@ -5,6 +5,15 @@ export function fmtNum(v: number | null | undefined, digits = 3): string {
   return v.toFixed(digits);
 }
 
+/**
+ * A trainer signal (loss, KL) the same way everywhere it is shown: 3 decimals, or 3 significant digits in
+ * exponent form when it is nonzero but below 0.001 — a GRPO loss of 1e-6 is not "0.000".
+ */
+export function fmtSignal(v: number | null | undefined): string {
+  if (v === null || v === undefined || !Number.isFinite(v)) return "—";
+  return v !== 0 && Math.abs(v) < 1e-3 ? v.toExponential(2) : v.toFixed(3);
+}
+
 export function fmtSigned(v: number | null | undefined, digits = 3): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return "—";
   return `${v > 0 ? "+" : v < 0 ? "−" : "±"}${Math.abs(v).toFixed(digits)}`;

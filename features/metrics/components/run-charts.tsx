@@ -15,20 +15,24 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { RouterOutputs } from "@/components/trpc";
 import { useTRPC } from "@/components/trpc";
 import { UplotChart, type ChartBand, type ChartLine } from "@/components/charts/uplot-chart";
-import { fmtAxisTick, fmtNum } from "@/components/ui/format";
+import { fmtAxisTick, fmtNum, fmtSignal } from "@/components/ui/format";
+import { SIGNALS } from "@contracts";
 
 type RunSeries = RouterOutputs["runs"]["series"];
 type SeriesChart = RunSeries["charts"][number];
 type XMode = RunSeries["x"];
 
 const REFRESH_MS = 2_000;
-const HEIGHT = 140;
+// Short enough that a row of charts leaves the rollout and group panels most of a 900 px screen.
+const HEIGHT = 110;
 const PALETTE = ["#f472b6", "#34d399", "#60a5fa", "#fbbf24", "#a78bfa", "#fb923c", "#2dd4bf", "#e879f9"];
 
 const col = (c: SeriesChart, key: string) => c.series.find((s) => s.key === key)?.values ?? [];
 
 interface ChartDef {
   title: string;
+  /** What the number is (contracts/signals.ts where it is one of the shared signals). */
+  hint?: string;
   empty: string;
   lines: (c: SeriesChart) => ChartLine[];
   bands?: (c: SeriesChart) => ChartBand[];
@@ -57,8 +61,8 @@ const DEFS: Record<SeriesChart["id"], ChartDef> = {
     lines: (c) => c.series.map((s, i) => ({ label: s.key, color: PALETTE[i % PALETTE.length]!, values: s.values })),
   },
   exception_rate: single("Exception rate", "exception_rate", "#f87171"),
-  loss: single("Loss", "loss", "#a78bfa", NO_TRAIN),
-  kl: single("KL", "kl", "#38bdf8", NO_TRAIN),
+  loss: { ...single("Loss", "loss", "#a78bfa", NO_TRAIN), hint: SIGNALS.loss.definition },
+  kl: { ...single("KL", "kl", "#38bdf8", NO_TRAIN), hint: SIGNALS.kl.definition },
   entropy: single("Entropy", "entropy", "#f472b6", NO_TRAIN),
   grad_norm: single("Grad norm", "grad_norm", "#fb923c", NO_TRAIN),
   probs_corr: single("probs_corr", "probs_corr", "#2dd4bf", NO_TRAIN),
@@ -131,8 +135,28 @@ function useColumnWidth(): [React.RefObject<HTMLDivElement | null>, number] {
   return [ref, width];
 }
 
-export function RunCharts({ runId, seen }: { runId: string; /** step + eval events the stream has delivered */ seen: number }) {
+const COLLAPSED_KEY = "rollbook.runCharts.collapsed";
+
+export function RunCharts({
+  runId,
+  seen,
+  klMeasured = true,
+}: {
+  runId: string;
+  /** step + eval events the stream has delivered */
+  seen: number;
+  /** The run's trainer.beta > 0: without a KL term the trainer does not compute KL and reports 0. */
+  klMeasured?: boolean;
+}) {
   const trpc = useTRPC();
+  // Folded charts leave the rollout and group panels the screen (issue 31: at 1440×900 the charts took two thirds).
+  const [collapsed, setCollapsed] = useState(false);
+  useEffect(() => setCollapsed(window.localStorage.getItem(COLLAPSED_KEY) === "1"), []);
+  const toggle = () =>
+    setCollapsed((c) => {
+      window.localStorage.setItem(COLLAPSED_KEY, c ? "0" : "1");
+      return !c;
+    });
   const [x, setX] = useState<XMode>("step");
   const [smoothing, setSmoothing] = useState(0);
   const [gridRef, width] = useColumnWidth();
@@ -154,6 +178,16 @@ export function RunCharts({ runId, seen }: { runId: string; /** step + eval even
   return (
     <div>
       <div className="mb-1.5 flex flex-wrap items-center gap-3 text-[12px] text-zinc-400">
+        <button
+          type="button"
+          data-testid="charts-toggle"
+          aria-expanded={!collapsed}
+          onClick={toggle}
+          className="rounded px-1.5 py-0.5 text-zinc-300 hover:bg-zinc-800"
+          title={collapsed ? "Show the charts" : "Fold the charts away: more room for rollouts and groups"}
+        >
+          {collapsed ? "▸ Charts" : "▾ Charts"}
+        </button>
         <span className="flex items-center gap-1" role="group" aria-label="x axis">
           x:
           {(["step", "time", "tokens"] as const).map((m) => (
@@ -191,10 +225,23 @@ export function RunCharts({ runId, seen }: { runId: string; /** step + eval even
           </span>
         )}
       </div>
-      {/* At most about half the window, scrolling: the rollouts below stay in view. */}
-      <div ref={gridRef} className="grid max-h-[48vh] grid-cols-1 gap-2 overflow-y-auto md:grid-cols-2 xl:grid-cols-3" data-testid="run-charts">
+      {/* At most about a third of the window, scrolling (or folded): the rollouts below keep the rest. */}
+      <div
+        ref={gridRef}
+        hidden={collapsed}
+        className="grid max-h-[26vh] grid-cols-1 gap-2 overflow-y-auto md:grid-cols-2 xl:grid-cols-3 2xl:grid-cols-4"
+        data-testid="run-charts"
+      >
         {(series.data ? charts : PLACEHOLDER).map((c) => (
-          <ChartCard key={c.id} chart={c} xMode={x} smoothing={smoothing} syncKey={`run-${runId}-${x}`} loading={!series.data} />
+          <ChartCard
+            key={c.id}
+            chart={c}
+            xMode={x}
+            smoothing={smoothing}
+            syncKey={`run-${runId}-${x}`}
+            loading={!series.data}
+            note={c.id === "kl" && !klMeasured ? "not measured: trainer.beta is 0" : undefined}
+          />
         ))}
       </div>
     </div>
@@ -203,14 +250,29 @@ export function RunCharts({ runId, seen }: { runId: string; /** step + eval even
 
 const PLACEHOLDER: SeriesChart[] = (["reward", "loss", "kl"] as const).map((id) => ({ id, x: [], series: [], total: 0 }));
 
-function ChartCard({ chart, xMode, smoothing, syncKey, loading }: { chart: SeriesChart; xMode: XMode; smoothing: number; syncKey: string; loading: boolean }) {
+function ChartCard({
+  chart,
+  xMode,
+  smoothing,
+  syncKey,
+  loading,
+  note,
+}: {
+  chart: SeriesChart;
+  xMode: XMode;
+  smoothing: number;
+  syncKey: string;
+  loading: boolean;
+  /** Said instead of the curve: the number is not a measurement (KL without a KL term). */
+  note?: string;
+}) {
   const def = DEFS[chart.id];
   const lines = useMemo(() => def.lines(chart), [def, chart]);
   const bands = useMemo(() => def.bands?.(chart), [def, chart]);
   const [drawnMs, setDrawnMs] = useState<number | null>(null);
   const onDrawn = useCallback((ms: number) => setDrawnMs(ms), []);
   const latest = lines.length === 1 ? lastValue(lines[0]!.values) : null;
-  const hasPoints = chart.x.length > 0 && lines.some((l) => l.values.some((v) => v != null));
+  const hasPoints = note === undefined && chart.x.length > 0 && lines.some((l) => l.values.some((v) => v != null));
   return (
     <div
       className="flex min-w-0 flex-col rounded border border-zinc-800 bg-zinc-900/40 p-2"
@@ -220,8 +282,10 @@ function ChartCard({ chart, xMode, smoothing, syncKey, loading }: { chart: Serie
       data-drawn-ms={drawnMs === null ? undefined : drawnMs.toFixed(1)}
     >
       <div className="mb-1 flex items-baseline justify-between px-1">
-        <span className="text-[11px] tracking-wide text-zinc-400 uppercase">{def.title}</span>
-        <span className="font-mono text-[12px] text-zinc-200 tabular-nums">{latest === null ? "" : fmtNum(latest, 4)}</span>
+        <span className="text-[11px] tracking-wide text-zinc-400 uppercase" title={def.hint}>
+          {def.title}
+        </span>
+        <span className="font-mono text-[12px] text-zinc-200 tabular-nums">{latest === null || note !== undefined ? "" : chart.id === "loss" || chart.id === "kl" ? fmtSignal(latest) : fmtNum(latest, 4)}</span>
       </div>
       {hasPoints ? (
         <UplotChart
@@ -238,7 +302,7 @@ function ChartCard({ chart, xMode, smoothing, syncKey, loading }: { chart: Serie
         />
       ) : (
         <div className="grid place-items-center text-[12px] text-zinc-600" style={{ height: HEIGHT }}>
-          {loading ? "loading…" : def.empty}
+          {loading ? "loading…" : (note ?? def.empty)}
         </div>
       )}
     </div>

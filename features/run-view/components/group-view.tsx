@@ -1,7 +1,7 @@
 "use client";
 /**
  * The GRPO group view: the rollouts of one task sampled together at one step, side by side, with their
- * rewards and advantages (reward − group mean; the normalised one divides by the group std as GRPO does),
+ * rewards and both advantages (reward − group mean, and the one the trainer used: contracts/signals.ts),
  * a word diff of two of them, and a step slider that walks the same task across the run. A train group with
  * no reward variance has zero advantage everywhere, so it trained nothing; it is badged so.
  */
@@ -9,7 +9,8 @@ import { useMemo, useState } from "react";
 import { fmtNum, fmtSigned, truncate } from "@/components/ui/format";
 import { EmptyState } from "@/components/ui/primitives";
 import { ErrorBadge, RewardValue, taskPreview } from "./rollout-list";
-import { advantage, type Rollout, type RolloutGroup } from "./run-state";
+import { SIGNALS, trainedAdvantageLabel } from "@contracts";
+import { rolloutAdvantage, type Rollout, type RolloutGroup } from "./run-state";
 import { rolloutText, wordDiff } from "./text-diff";
 import { useWholeRollouts } from "./whole-rollouts";
 import { Spinner } from "@/components/ui/primitives";
@@ -54,8 +55,10 @@ function GroupCard({
   onSelect,
   pair,
   onPick,
+  scaleRewards,
 }: {
   group: RolloutGroup;
+  scaleRewards: boolean;
   rollouts: Rollout[];
   selectedId: string | null;
   onSelect: (id: string) => void;
@@ -63,8 +66,8 @@ function GroupCard({
   pair?: [string | null, string | null];
   onPick?: (slot: 0 | 1, id: string) => void;
 }) {
-  const advs = rollouts.map((r) => advantage(r.reward, group));
-  const scale = Math.max(1e-9, ...advs.map((a) => Math.abs(a ?? 0)));
+  const advs = rollouts.map((r) => rolloutAdvantage(r.id, group, scaleRewards));
+  const scale = Math.max(1e-9, ...advs.map((a) => Math.abs(a.raw ?? 0)));
   const first = rollouts[0];
   return (
     <div data-testid="group" data-step={group.step} className="rounded border border-zinc-800 bg-zinc-900/40">
@@ -81,8 +84,7 @@ function GroupCard({
       </div>
       <div className="grid gap-2 p-2" style={{ gridTemplateColumns: "repeat(auto-fill, minmax(9.5rem, 1fr))" }}>
         {rollouts.map((r, i) => {
-          const adv = advs[i] ?? null;
-          const norm = adv !== null && group.rewardStd !== null ? adv / (group.rewardStd + 1e-6) : null;
+          const adv = advs[i]!;
           const slot = pair ? (pair[0] === r.id ? "A" : pair[1] === r.id ? "B" : null) : null;
           return (
             <div
@@ -101,12 +103,14 @@ function GroupCard({
                     <RewardValue reward={r.reward} />
                   </span>
                 </div>
-                <AdvantageBar adv={adv} scale={scale} />
+                <AdvantageBar adv={adv.raw} scale={scale} />
                 <div className="flex w-full justify-between font-mono text-[11px] text-zinc-400 tabular-nums">
-                  <span data-testid="group-adv" title="advantage: reward − group mean">
-                    A {fmtSigned(adv)}
+                  <span data-testid="group-adv" title={`${SIGNALS.advantage.label}: ${SIGNALS.advantage.definition}`}>
+                    A {fmtSigned(adv.raw)}
                   </span>
-                  <span title="advantage ÷ (group std + 1e-6), as GRPO scales it">{norm === null ? "" : `z ${fmtSigned(norm, 2)}`}</span>
+                  <span data-testid="group-trained-adv" title={`${trainedAdvantageLabel(scaleRewards)}: ${SIGNALS.trainedAdvantage.definition}`}>
+                    {adv.trained === null ? "" : `trained ${fmtSigned(adv.trained, 2)}`}
+                  </span>
                 </div>
                 {r.error ? (
                   <ErrorBadge error={r.error} />
@@ -207,9 +211,11 @@ function TaskAcrossSteps({
   onStep,
   selectedId,
   onSelect,
+  scaleRewards,
 }: {
   /** This task's groups, sorted by step then group. */
   runId: string;
+  scaleRewards: boolean;
   groups: RolloutGroup[];
   byId: ReadonlyMap<string, Rollout>;
   step: number;
@@ -258,6 +264,7 @@ function TaskAcrossSteps({
               rollouts={rs}
               selectedId={selectedId}
               onSelect={onSelect}
+              scaleRewards={scaleRewards}
               pair={chosen}
               onPick={(slot, id) => setPairByGroup((p) => ({ ...p, [g.key]: slot === 0 ? [id, chosen[1]] : [chosen[0], id] }))}
             />
@@ -276,9 +283,12 @@ export function GroupView({
   selectedId,
   onSelect,
   initialStep = null,
+  scaleRewards = true,
 }: {
   runId: string;
   groups: readonly RolloutGroup[];
+  /** The run's trainer.scale_rewards: which advantage the trainer used. */
+  scaleRewards?: boolean;
   rollouts: readonly Rollout[];
   selectedId: string | null;
   onSelect: (id: string) => void;
@@ -370,7 +380,7 @@ export function GroupView({
       </div>
       <div className="min-h-0 flex-1 space-y-2 overflow-auto p-3">
         {task ? (
-          <TaskAcrossSteps runId={runId} groups={taskGroups} byId={byId} step={step} onStep={setStepChoice} selectedId={selectedId} onSelect={onSelect} />
+          <TaskAcrossSteps runId={runId} groups={taskGroups} byId={byId} step={step} onStep={setStepChoice} selectedId={selectedId} onSelect={onSelect} scaleRewards={scaleRewards} />
         ) : (
           shown.map((g) => (
             <GroupCard
@@ -379,6 +389,7 @@ export function GroupView({
               rollouts={g.rolloutIds.map((id) => byId.get(id)).filter((r): r is Rollout => r !== undefined)}
               selectedId={selectedId}
               onSelect={onSelect}
+              scaleRewards={scaleRewards}
             />
           ))
         )}

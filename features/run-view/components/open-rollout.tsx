@@ -16,8 +16,10 @@ export function OpenRollout({
   onClose,
   onOpenFrame,
   runId,
+  scaleRewards,
 }: {
   rollout: Rollout;
+  scaleRewards?: boolean;
   group?: RolloutGroup;
   onClose?: () => void;
   onOpenFrame?: OpenFrame;
@@ -25,7 +27,7 @@ export function OpenRollout({
 }) {
   const { data, error } = useWholeRollouts(runId, [rollout]);
   const whole = data?.[0];
-  if (whole) return <RolloutDetail rollout={whole} group={group} onClose={onClose} onOpenFrame={onOpenFrame} runId={runId} />;
+  if (whole) return <RolloutDetail rollout={whole} group={group} onClose={onClose} onOpenFrame={onOpenFrame} runId={runId} scaleRewards={scaleRewards} />;
   return (
     <div className="p-4" data-testid="rollout-detail-loading">
       <div className="mb-3 flex items-center gap-3">

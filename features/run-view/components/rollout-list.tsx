@@ -8,7 +8,8 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef } from "react";
 import { userFrames } from "@/components/code/stack-frames";
 import { fmtInt, fmtMs, fmtNum, fmtSigned, truncate } from "@/components/ui/format";
-import { advantage, groupKey, type Rollout, type RolloutGroup } from "./run-state";
+import { SIGNALS, trainedAdvantageLabel } from "@contracts";
+import { groupKey, rolloutAdvantage, type Rollout, type RolloutGroup } from "./run-state";
 
 const ROW_HEIGHT = 40;
 /** The table's columns, shared by the header and every row so they line up. */
@@ -59,14 +60,16 @@ function RolloutRow({
   selected,
   onSelect,
   onOpen,
+  scaleRewards,
 }: {
   r: Rollout;
   group: RolloutGroup | undefined;
+  scaleRewards: boolean;
   selected: boolean;
   onSelect: (id: string) => void;
   onOpen: (id: string) => void;
 }) {
-  const adv = advantage(r.reward, group);
+  const adv = rolloutAdvantage(r.id, group, scaleRewards);
   return (
     <div
       role="row"
@@ -99,8 +102,10 @@ function RolloutRow({
       <span role="cell" className="text-right">
         <RewardValue reward={r.reward} />
       </span>
-      <span role="cell" className="text-right font-mono text-[11px] text-zinc-400 tabular-nums" title="advantage: reward − group mean">
-        {adv === null ? "" : fmtSigned(adv)}
+      <span role="cell" className="text-right font-mono text-[11px] text-zinc-400 tabular-nums"
+        title={adv.raw === null ? SIGNALS.advantage.label : `${SIGNALS.advantage.label} ${fmtSigned(adv.raw)} · ${trainedAdvantageLabel(scaleRewards)} ${fmtSigned(adv.trained)}`}
+      >
+        {adv.raw === null ? "" : fmtSigned(adv.raw)}
       </span>
       <span role="cell" className="text-right font-mono text-[11px] text-zinc-500 tabular-nums" title="prompt + completion tokens">
         {fmtInt(r.tokens.prompt)}+{fmtInt(r.tokens.completion)}
@@ -120,7 +125,7 @@ const HEADERS: [string, string, string?][] = [
   ["Task", "the task (its first field)"],
   ["Reply", "the last assistant reply"],
   ["Reward", "", "text-right"],
-  ["Adv", "advantage: reward − group mean", "text-right"],
+  ["Adv", SIGNALS.advantage.label, "text-right"],
   ["Tokens", "prompt + completion tokens", "text-right"],
   ["Time", "wall-clock duration", "text-right"],
   ["Error", "error kind and message"],
@@ -134,9 +139,12 @@ export function RolloutList({
   onOpen,
   follow,
   onUserScroll,
+  scaleRewards = true,
 }: {
   rollouts: readonly Rollout[];
   groups: Readonly<Record<string, RolloutGroup>>;
+  /** The run's trainer.scale_rewards: which advantage the trainer used. */
+  scaleRewards?: boolean;
   /** The row the keyboard is on (j/k); it is kept in view. */
   selectedId: string | null;
   onSelect: (id: string) => void;
@@ -198,7 +206,7 @@ export function RolloutList({
             const r = rollouts[item.index]!;
             return (
               <div key={item.key} style={{ position: "absolute", top: 0, left: 0, right: 0, transform: `translateY(${item.start}px)` }}>
-                <RolloutRow r={r} group={groups[groupKey(r)]} selected={r.id === selectedId} onSelect={onSelect} onOpen={onOpen} />
+                <RolloutRow r={r} group={groups[groupKey(r)]} scaleRewards={scaleRewards} selected={r.id === selectedId} onSelect={onSelect} onOpen={onOpen} />
               </div>
             );
           })}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RunEvent, StepMetrics, Trajectory } from "@contracts";
-import { advantage, applyEvents, initialRunState, isTerminal, isWholeRollout, meanStd, runReducer, type PageEvent, type RunViewState } from "./run-state";
+import { applyEvents, rolloutAdvantage, initialRunState, isTerminal, isWholeRollout, meanStd, runReducer, type PageEvent, type RunViewState } from "./run-state";
 import { summariseTrajectory } from "../rollout-summary";
 
 const RUN = "run_1";
@@ -104,14 +104,18 @@ describe("run-state reducer", () => {
     expect(g0.rolloutIds).toEqual(["a", "b"]);
     expect(g0.rewardMean).toBeCloseTo(0.5);
     expect(g0.rewardStd).toBeCloseTo(0.5);
-    expect(advantage(1, g0)).toBeCloseTo(0.5);
-    expect(advantage(0, g0)).toBeCloseTo(-0.5);
+    // Both advantages (contracts/signals.ts): reward − group mean, and the one the trainer used.
+    expect(rolloutAdvantage("a", g0, true).raw).toBeCloseTo(0.5);
+    expect(rolloutAdvantage("b", g0, true).raw).toBeCloseTo(-0.5);
+    expect(rolloutAdvantage("a", g0, true).trained).toBeCloseTo(0.5 / (0.5 + 1e-6), 12);
+    expect(rolloutAdvantage("a", g0, false).trained).toBeCloseTo(0.5, 12);
     // A failed rollout has no reward and does not count towards its group's mean.
     const g1 = s.groups["train:1:1"]!;
     expect(g1.rewardMean).toBeCloseTo(0.5);
     expect(g1.rewardStd).toBe(0);
     expect(g1.errorCount).toBe(1);
-    expect(advantage(null, g1)).toBeNull();
+    // …and with one submitted rollout left the group does not reach the trainer: no advantage at all.
+    for (const id of g1.rolloutIds) expect(rolloutAdvantage(id, g1, true)).toEqual({ raw: null, trained: null });
   });
 
   it("ignores duplicates, whether in one batch or re-sent later", () => {

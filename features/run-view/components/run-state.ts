@@ -5,6 +5,7 @@
  * id, steps by step, evals by step + model, logs by seq) and kept sorted, so applying the same set of
  * events in any order and any batching gives an equal state.
  */
+import { groupRolloutAdvantages, type RolloutAdvantage } from "@contracts";
 import type {
   EvalMetrics,
   RunEventOf,
@@ -73,6 +74,11 @@ export interface RolloutGroup {
   rewardMean: number | null;
   rewardStd: number | null;
   errorCount: number;
+  /**
+   * Per rollout id: reward − group mean, and the advantage the trainer used with scale_rewards on (GRPO);
+   * with it off the trainer used the raw one. contracts/signals.ts, the trainer's own arithmetic.
+   */
+  advantages: Record<string, { raw: number | null; scaled: number | null }>;
 }
 
 export type RunStarted = RunEventOf<"run.started">["payload"];
@@ -264,6 +270,7 @@ export function applyEvents(state: RunViewState, events: readonly PageEvent[]): 
         rewardMean: null,
         rewardStd: null,
         errorCount: 0,
+        advantages: {},
       });
       g.rolloutIds.push(r.id);
     }
@@ -285,9 +292,11 @@ function compareGroups(a: RolloutGroup, b: RolloutGroup): number {
 function summariseGroup(g: RolloutGroup, byId: ReadonlyMap<string, Rollout>): void {
   const rewards: number[] = [];
   let errors = 0;
+  const members: Rollout[] = [];
   for (const id of g.rolloutIds) {
     const r = byId.get(id);
     if (!r) continue;
+    members.push(r);
     if (r.error) errors++;
     if (r.reward !== null && Number.isFinite(r.reward)) rewards.push(r.reward);
   }
@@ -295,6 +304,9 @@ function summariseGroup(g: RolloutGroup, byId: ReadonlyMap<string, Rollout>): vo
   const stats = meanStd(rewards);
   g.rewardMean = stats?.mean ?? null;
   g.rewardStd = stats?.std ?? null;
+  const scaled = groupRolloutAdvantages(members, true);
+  g.advantages = {};
+  for (const [id, a] of scaled) g.advantages[id] = { raw: a.raw, scaled: a.trained };
 }
 
 export function meanStd(values: readonly number[]): { mean: number; std: number } | null {
@@ -304,11 +316,23 @@ export function meanStd(values: readonly number[]): { mean: number; std: number 
   return { mean, std: Math.sqrt(variance) };
 }
 
-/** GRPO advantage of one rollout within its group: reward − group mean (null when either is missing). */
-export function advantage(reward: number | null, group: Pick<RolloutGroup, "rewardMean"> | undefined): number | null {
-  if (reward === null || !group || group.rewardMean === null) return null;
-  return reward - group.rewardMean;
+/**
+ * Both advantages of one rollout (contracts/signals.ts): `raw` = reward − group mean, `trained` = what the
+ * trainer multiplied its tokens by under the run's trainer.scale_rewards (the token view's number). Null
+ * for a rollout that did not reach the trainer (failed, eval, a group with fewer than 2).
+ */
+export function rolloutAdvantage(
+  rolloutId: string,
+  group: Pick<RolloutGroup, "advantages"> | undefined,
+  scaleRewards: boolean,
+): RolloutAdvantage {
+  const a = group?.advantages[rolloutId];
+  if (!a) return { raw: null, trained: null };
+  return { raw: a.raw, trained: scaleRewards ? a.scaled : a.raw };
 }
+
+/** The run's trainer.scale_rewards (its default, true, until run.started is on the page). */
+export const runScalesRewards = (state: Pick<RunViewState, "started">): boolean => state.started?.config.trainer.scale_rewards ?? true;
 
 /** Rollouts of one group, in finish order. */
 export function groupRollouts(state: RunViewState, key: string): Rollout[] {

@@ -9,10 +9,10 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useState } from "react";
-import { MEAN_REWARD_DEFINITION, isRunnerFault, meanReward, type ExperimentFiles, type RunStatus } from "@contracts";
+import { MEAN_REWARD_DEFINITION, isRunnerFault, latestTrainedStep, meanReward, SIGNALS, withAdvantages, type ExperimentFiles, type RunStatus } from "@contracts";
 import { useTRPC } from "@/components/trpc";
 import { useCan } from "@/components/auth/use-role";
-import { fmtDateTime, fmtDuration, fmtInt, fmtNum, toDate } from "@/components/ui/format";
+import { fmtDateTime, fmtDuration, fmtInt, fmtNum, fmtSignal, toDate } from "@/components/ui/format";
 import { Button, EmptyState, ErrorBox, KindBadge, Spinner, Stat, StatusBadge, Tabs } from "@/components/ui/primitives";
 import { CompareWith } from "@/features/compare";
 import { RunCharts } from "@/features/metrics";
@@ -31,7 +31,7 @@ import { EMPTY_FILTER } from "./rollout-filter";
 import { RunNotes, RunTags } from "@/features/runs";
 import { RunCode, type CodeFocus } from "./run-code";
 import { RunHealthNotes } from "./run-health";
-import { groupKey, isTerminal, meanStd, type Rollout, type RunLogLine } from "./run-state";
+import { groupKey, isTerminal, meanStd, rolloutAdvantage, runScalesRewards, type Rollout, type RolloutGroup, type RunLogLine } from "./run-state";
 import { OpenRollout } from "./open-rollout";
 import { fetchWholeRollouts } from "./whole-rollouts";
 import { useRunStream } from "./use-run-stream";
@@ -179,6 +179,8 @@ export function RunView({ id }: { id: string }) {
   const actions = runActions(status, knownKind ?? "unknown", { stop: canStop, resume: canResume });
   // contracts/mean-reward.ts: the same number as the runs table's (the folded log once loaded, else the row's).
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
+  const trained = latestTrainedStep(state.steps);
+  const scaleRewards = runScalesRewards(state);
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
 
   return (
@@ -255,7 +257,17 @@ export function RunView({ id }: { id: string }) {
             value={<span className="text-[12px]">{fmtDuration(r?.startedAt ?? r?.createdAt, toDate(r?.finishedAt) ?? (active ? Date.now() : null))}</span>}
           />
           {progress && (
-            <Stat label={`Training step ${progress.step}`} value={`${progress.micro_batch}/${progress.micro_batches} · loss ${fmtNum(progress.loss)}`} />
+            <Stat
+              label={`Training step ${progress.step}`}
+              value={`micro-batch ${progress.micro_batch}/${progress.micro_batches}`}
+              title="The step's loss is known when the step finishes (a micro-batch's own loss is not the step's)"
+            />
+          )}
+          {trained && (
+            <span data-testid="live-step-loss" className="contents">
+              <Stat label={`${SIGNALS.loss.label} · step ${trained.step}`} value={fmtSignal(trained.loss)} title={SIGNALS.loss.definition} />
+              <Stat label={`${SIGNALS.kl.label} · step ${trained.step}`} value={fmtSignal(trained.kl)} title={SIGNALS.kl.definition} />
+            </span>
           )}
         </div>
         <RunFlagsStrip runId={id} onOpen={openFlag} />
@@ -318,7 +330,7 @@ export function RunView({ id }: { id: string }) {
             )}
           </div>
         ) : (
-          <RunCharts runId={id} seen={state.steps.length + state.evals.length} />
+          <RunCharts runId={id} seen={state.steps.length + state.evals.length} klMeasured={(config?.trainer.beta ?? 0) > 0} />
         )}
       </div>
 
@@ -359,7 +371,7 @@ export function RunView({ id }: { id: string }) {
                       follow live
                     </label>
                     <span className="ml-auto text-zinc-600">j / k move · Enter or o open · Esc close</span>
-                    <ExportJsonlButton runId={id} name={`run-${r?.number ?? id}-rollouts.jsonl`} rollouts={feed.visible} />
+                    <ExportJsonlButton runId={id} name={`run-${r?.number ?? id}-rollouts.jsonl`} rollouts={feed.visible} groups={state.groups} scaleRewards={scaleRewards} />
                   </div>
                   {state.rollouts.length === 0 ? (
                     <div className="p-4">
@@ -388,6 +400,7 @@ export function RunView({ id }: { id: string }) {
                       onOpen={feed.open}
                       follow={feed.follow ? (feed.newestFirst ? "start" : "end") : null}
                       onUserScroll={() => feed.setFollow(false)}
+                      scaleRewards={scaleRewards}
                     />
                   )}
                 </>
@@ -399,12 +412,13 @@ export function RunView({ id }: { id: string }) {
                   selectedId={feed.openId}
                   onSelect={feed.open}
                   initialStep={feed.filter.step}
+                  scaleRewards={scaleRewards}
                 />
               )}
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} />
+                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} scaleRewards={scaleRewards} />
               </div>
             )}
           </>
@@ -481,7 +495,19 @@ function EvalCheckpoint({ experimentId, runId, files, steps }: { experimentId: s
 }
 
 /** The rollouts as shown (filters applied), one whole trajectory per line, as a file download. */
-function ExportJsonlButton({ runId, name, rollouts }: { runId: string; name: string; rollouts: readonly Rollout[] }) {
+function ExportJsonlButton({
+  runId,
+  name,
+  rollouts,
+  groups,
+  scaleRewards,
+}: {
+  runId: string;
+  name: string;
+  rollouts: readonly Rollout[];
+  groups: Readonly<Record<string, RolloutGroup>>;
+  scaleRewards: boolean;
+}) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const run = async () => {
@@ -492,7 +518,8 @@ function ExportJsonlButton({ runId, name, rollouts }: { runId: string; name: str
       const whole = await fetchWholeRollouts(runId, rollouts);
       downloadJsonl(
         name,
-        whole.map(({ reply: _reply, ...t }) => t),
+        // Both advantages, as the panel shows them and the server's JSONL export writes them.
+        whole.map(({ reply: _reply, ...t }) => withAdvantages(t, rolloutAdvantage(t.id, groups[groupKey(t)], scaleRewards))),
       );
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e));

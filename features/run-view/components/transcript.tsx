@@ -7,7 +7,8 @@ import type { ChatMessage, ToolCall, TrajectoryTurn } from "@contracts";
 import { fmtInt, fmtMs, fmtNum, fmtSigned } from "@/components/ui/format";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { RolloutGroup, WholeRollout } from "./run-state";
-import { advantage } from "./run-state";
+import { rolloutAdvantage } from "./run-state";
+import { SIGNALS, trainedAdvantageLabel } from "@contracts";
 import { TokensToggle } from "@/features/token-view";
 
 const ROLE_STYLE: Record<ChatMessage["role"], string> = {
@@ -130,16 +131,19 @@ export function RolloutDetail({
   onClose,
   onOpenFrame,
   runId,
+  scaleRewards = true,
 }: {
   rollout: WholeRollout;
   group?: RolloutGroup;
+  /** The run's trainer.scale_rewards: which advantage the trainer used. */
+  scaleRewards?: boolean;
   onClose?: () => void;
   /** The rollout's run: enables the Tokens section (token view). */
   runId?: string;
   /** Open the run's code at a stack frame of the user's files. */
   onOpenFrame?: OpenFrame;
 }) {
-  const adv = advantage(rollout.reward, group);
+  const adv = rolloutAdvantage(rollout.id, group, scaleRewards);
   const toolNames = toolNamesById(rollout.messages);
   const turnAt = new Map((rollout.turns ?? []).map((t) => [t.message_index, t]));
   return (
@@ -165,9 +169,10 @@ export function RolloutDetail({
         )}
       </div>
 
-      <div className="mt-3 grid grid-cols-3 gap-2 sm:grid-cols-6">
+      <div className="mt-3 grid gap-2" style={{ gridTemplateColumns: "repeat(auto-fill, minmax(7.5rem, 1fr))" }}>
         <Metric label="Reward" value={fmtNum(rollout.reward)} strong />
-        <Metric label="Advantage" value={fmtSigned(adv)} title="reward − group mean" />
+        <Metric label={SIGNALS.advantage.label} value={fmtSigned(adv.raw)} title={SIGNALS.advantage.definition} testId="rollout-advantage" />
+        <Metric label={trainedAdvantageLabel(scaleRewards)} value={fmtSigned(adv.trained)} title={SIGNALS.trainedAdvantage.definition} testId="rollout-trained-advantage" />
         <Metric label="Group mean" value={fmtNum(group?.rewardMean)} />
         <Metric label="Tokens" value={`${rollout.tokens.prompt} + ${rollout.tokens.completion}`} title="prompt + completion" />
         <Metric label="Duration" value={fmtMs(rollout.timings.duration_ms)} />
@@ -280,9 +285,9 @@ function OtherMetrics({ metrics }: { metrics: Readonly<Record<string, number>> }
   );
 }
 
-function Metric({ label, value, strong, title, warn }: { label: string; value: string; strong?: boolean; title?: string; warn?: boolean }) {
+function Metric({ label, value, strong, title, warn, testId }: { label: string; value: string; strong?: boolean; title?: string; warn?: boolean; testId?: string }) {
   return (
-    <div className={`rounded border px-2 py-1.5 ${warn ? "border-amber-800 bg-amber-950/40" : "border-zinc-800 bg-zinc-900/60"}`} title={title}>
+    <div className={`rounded border px-2 py-1.5 ${warn ? "border-amber-800 bg-amber-950/40" : "border-zinc-800 bg-zinc-900/60"}`} title={title} data-testid={testId}>
       <div className="text-[10px] tracking-wide text-zinc-500 uppercase">{label}</div>
       <div className={`font-mono tabular-nums ${strong ? "text-[15px] text-zinc-50" : "text-[13px] text-zinc-200"}`}>{value}</div>
     </div>

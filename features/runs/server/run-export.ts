@@ -6,11 +6,12 @@
  * time from the database (a ReadableStream), so a run with 100,000 rollouts is never held in memory whole.
  */
 import Papa from "papaparse";
-import { EvalMetrics, StepMetrics } from "@contracts";
+import { EvalMetrics, StepMetrics, withAdvantages } from "@contracts";
 import { AppError } from "@/server/errors";
 import { rowToTrajectory } from "@/server/run-convert";
 import { fetchTokenLog } from "@/features/token-view/server";
 import { listRunsTable, runsFacets } from "./runs-table";
+import { frozenScaleRewards, runAdvantages } from "@/server/run-advantages";
 import type { RunsListInput } from "../runs-table-query";
 import type { DbOrTx } from "@/server/db-types";
 
@@ -70,7 +71,8 @@ export const TRAJECTORY_PAGE = 200;
  * client reads (pull), so memory stays at one page. `tokens`: also each rollout's exact token sequences
  * (`tokens.sequences`: [{ tokens, mask (1 = sampled), logprobs }], what training saw), fetched once from the
  * run's runner (features/token-view/server/run-token-log.ts; null for a rollout it has none of); without it only the
- * token counts are written, which keeps the file a fraction of the size.
+ * token counts are written, which keeps the file a fraction of the size. Each line also has `advantage`
+ * (reward − group mean) and `trained_advantage` (what the trainer used), null where the rollout did not train.
  */
 export async function runTrajectoriesJsonl(
   db: DbOrTx,
@@ -79,6 +81,10 @@ export async function runTrajectoriesJsonl(
   opts: { tokens: boolean; split?: "train" | "val"; step?: number },
 ): Promise<{ filename: string; body: ReadableStream<Uint8Array> }> {
   const run = await findRun(db, workspaceId, runId);
+  // Both advantages of each train rollout, as the run page's panels show them (contracts/signals.ts): read
+  // up front, since a page of rows may cut a group in two.
+  const { config } = await db.run.findUniqueOrThrow({ where: { id: run.id }, select: { config: true } });
+  const advantages = await runAdvantages(db, run.id, frozenScaleRewards(config), opts.step !== undefined ? { step: opts.step } : {});
   const sequences = opts.tokens
     ? await fetchTokenLog(db, (await db.run.findUniqueOrThrow({ where: { id: run.id }, select: { id: true, number: true, runnerId: true } })))
     : null;
@@ -99,7 +105,8 @@ export async function runTrajectoriesJsonl(
           const stored = (r.tokens ?? {}) as Record<string, unknown>;
           const counts = { prompt: stored.prompt, completion: stored.completion };
           const tokens = sequences ? { ...counts, sequences: sequences.get(r.id) ?? null } : counts;
-          return `${JSON.stringify({ run_id: run.id, run_number: run.number, seq, ...t, tokens })}\n`;
+          const line = withAdvantages({ run_id: run.id, run_number: run.number, seq, ...t, tokens }, advantages.get(r.id) ?? { raw: null, trained: null });
+          return `${JSON.stringify(line)}\n`;
         });
         controller.enqueue(encoder.encode(lines.join("")));
       }

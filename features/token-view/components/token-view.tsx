@@ -11,7 +11,7 @@
  */
 import { useQuery } from "@tanstack/react-query";
 import { Fragment, useMemo, useState } from "react";
-import type { RolloutToken, RolloutTokens } from "@contracts";
+import { SIGNALS, trainedAdvantageLabel, type RolloutToken, type RolloutTokens } from "@contracts";
 import { fmtInt, fmtNum, fmtSigned } from "@/components/ui/format";
 import { ErrorBox, Spinner } from "@/components/ui/primitives";
 import { useTRPC } from "@/components/trpc";
@@ -132,11 +132,14 @@ export function TokenViewBody({ data }: { data: RolloutTokens }) {
 }
 
 function TrainingStatus({ training }: { training: RolloutTokens["training"] }) {
+  // The same two labelled numbers as the rollout panel (contracts/signals.ts).
+  const raw = training.raw_advantage != null ? ` · ${SIGNALS.advantage.label} ${fmtSigned(training.raw_advantage)}` : "";
+  const trainedLabel = trainedAdvantageLabel(training.scale_rewards ?? true);
   const text =
     training.status === "trained"
-      ? `Trained at step ${training.step} with advantage ${fmtSigned(training.advantage)}.`
+      ? `Trained at step ${training.step} with ${trainedLabel} ${fmtSigned(training.advantage)}${raw}.`
       : training.status === "not_trained"
-        ? `Submitted to step ${training.step} but not trained: advantage 0 (its group's rewards were all equal, or its reward was the group mean).`
+        ? `Submitted to step ${training.step} but not trained: ${trainedLabel} 0 (its group's rewards were all equal, or its reward was the group mean)${raw}.`
         : "No training record: an eval or dry-run rollout, a failed one, a group with fewer than 2 valid rollouts, a step still training, or a run from before trainer logprobs were recorded.";
   return (
     <div data-testid="token-training-status" data-status={training.status} className="text-[12px] text-zinc-400">

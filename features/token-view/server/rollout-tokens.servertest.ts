@@ -157,7 +157,8 @@ describe.skipIf(!engineAvailable)("runs.rolloutTokens (real runner, real engine,
     expect(flat).toHaveLength(4);
     for (const r of flat) {
       const v = views.get(r.id)!;
-      expect(v.training).toEqual({ status: "not_trained", step: 1, advantage: null });
+      // The web server adds the raw advantage (reward − group mean: 0 in a tied group) and the run's scale_rewards.
+      expect(v.training).toEqual({ status: "not_trained", step: 1, advantage: null, raw_advantage: 0, scale_rewards: true });
       const tokens = v.sequences.flatMap((s) => s.tokens);
       expect(tokens.filter((t) => t.sampled).length).toBe(r.tokens.completion);
       expect(tokens.every((t) => !t.trained && t.trainer_logprob === null && t.ratio === null)).toBe(true);

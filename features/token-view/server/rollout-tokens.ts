@@ -6,15 +6,16 @@
 import { RolloutTokens } from "@contracts";
 import { AppError, isAppError } from "@/server/errors";
 import { runnerFetch } from "@/server/runner-client";
+import { frozenScaleRewards, runAdvantages } from "@/server/run-advantages";
 import type { DbOrTx } from "@/server/db-types";
 
 /** The runner reads two local files and asks its engine for the texts: this is plenty. */
 const TIMEOUT_MS = 30_000;
 
 export async function getRolloutTokens(db: DbOrTx, workspaceId: string, input: { runId: string; rolloutId: string }): Promise<RolloutTokens> {
-  const run = await db.run.findFirst({ where: { id: input.runId, workspaceId }, select: { id: true, number: true, runnerId: true } });
+  const run = await db.run.findFirst({ where: { id: input.runId, workspaceId }, select: { id: true, number: true, runnerId: true, config: true } });
   if (!run) throw new AppError("NOT_FOUND", `run ${input.runId} not found`);
-  const rollout = await db.trajectory.findUnique({ where: { runId_id: { runId: run.id, id: input.rolloutId } }, select: { id: true } });
+  const rollout = await db.trajectory.findUnique({ where: { runId_id: { runId: run.id, id: input.rolloutId } }, select: { id: true, step: true, group: true } });
   if (!rollout) throw new AppError("NOT_FOUND", `run #${run.number} has no rollout ${input.rolloutId}`);
   if (!run.runnerId) throw new AppError("NOT_FOUND", `run #${run.number} never reached a runner: it has no token record`);
   let res: Response;
@@ -35,7 +36,10 @@ export async function getRolloutTokens(db: DbOrTx, workspaceId: string, input: {
   if (!res.ok) throw new AppError("RUNNER_ERROR", `run #${run.number}'s runner answered ${res.status} for the rollout's tokens: ${runnerMessage(text)}`);
   const parsed = RolloutTokens.safeParse(JSON.parse(text));
   if (!parsed.success) throw new AppError("RUNNER_ERROR", `run #${run.number}'s runner sent malformed tokens: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-  return parsed.data;
+  // The raw advantage beside the trainer's, from the same definition the rollout panel uses.
+  const scaleRewards = frozenScaleRewards(run.config);
+  const raw = (await runAdvantages(db, run.id, scaleRewards, { step: rollout.step, group: rollout.group })).get(rollout.id)?.raw ?? null;
+  return { ...parsed.data, training: { ...parsed.data.training, raw_advantage: raw, scale_rewards: scaleRewards } };
 }
 
 /** The runner's error bodies are OpenAI-shaped ({ error: { message } }). */

@@ -176,6 +176,8 @@ class ProgressLine(BaseModel):
     type: Literal["progress"] = "progress"
     micro_batch: int
     micro_batches: int
+    # This micro-batch's own loss (its weighted sum over its weight): progress, not the step's loss, which is
+    # TrainMetrics.loss (the page shows that one; contracts/signals.ts).
     loss: float
 
 
