@@ -39,7 +39,7 @@ describe("a completed run's health note", () => {
     expect(completedHealth({ errorCount: 0, runnerErrorCount: 0, logs: [log("info", "done")] })).toBeNull();
   });
 
-  it("files engine_connection as the runner's failure, every other kind as the experiment's", () => {
-    expect(ROLLOUT_ERROR_KINDS.filter(isRunnerFault)).toEqual(["engine_connection"]);
+  it("files starved (its CPU, not its code) and engine_connection as the runner's failure, every other kind as the experiment's", () => {
+    expect(ROLLOUT_ERROR_KINDS.filter(isRunnerFault)).toEqual(["starved", "engine_connection"]);
   });
 });
