@@ -153,8 +153,9 @@ describe("reward hacking", () => {
     // reward = 0.3·exact + 0.7·length: at first 1 reply in 16 is exactly the word; later all are long.
     const start = (s: number) =>
       rollouts(s, (g, i) => (g === 0 && i === 0 ? 0.3 + 0.7 / 16 : (0.7 * (3 + ((g * 4 + i) % 9))) / 16), (g, i) =>
-        g === 0 && i === 0 ? { exact: 1, length: 1 / 16 } : { exact: 0, length: (3 + ((g * 4 + i) % 9)) / 16 });
-    const long = (s: number) => rollouts(s, (g, i) => (0.7 * (12 + (i % 4))) / 16, (g, i) => ({ exact: 0, length: (12 + (i % 4)) / 16 }));
+        g === 0 && i === 0 ? { exact: 1, length: 1 / 16, turns: 1 } : { exact: 0, length: (3 + ((g * 4 + i) % 9)) / 16, turns: 1 });
+    // (turns: the runner's own metric, constant in a one-turn scenario: it must not break the fit)
+    const long = (s: number) => rollouts(s, (g, i) => (0.7 * (12 + (i % 4))) / 16, (g, i) => ({ exact: 0, length: (12 + (i % 4)) / 16, turns: 1 }));
     const flags = rewardHacking({ steps: [], rollouts: [0, 1, 2].flatMap(start).concat([3, 4, 5].flatMap(long)) }, T);
     expect(flags.map((f) => f.rule)).toEqual(["reward_hacking"]);
     expect(flags[0]!.message).toContain('"length"');

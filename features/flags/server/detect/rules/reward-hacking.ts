@@ -57,7 +57,18 @@ function judge(base: RolloutInput[], recent: RolloutInput[], t: FlagThresholds):
  * partial pivoting): null when the components are collinear or too few rollouts. Written here because it is
  * a handful of components, ten lines of algebra, and a numerics library would be a dependency for that alone.
  */
-function leastSquares(xs: number[][], y: number[]): number[] | null {
+function leastSquares(all: number[][], y: number[]): number[] | null {
+  // A component constant over these rollouts (the runner's "turns" of a one-turn scenario) is the intercept
+  // again: fitted without it, weight 0.
+  const varies = all.map((c) => c.some((v) => Math.abs(v - c[0]!) > 1e-12));
+  const xs = all.filter((_, i) => varies[i]);
+  const fitted = fit(xs, y);
+  if (!fitted) return null;
+  let next = 0;
+  return varies.map((v) => (v ? fitted[next++]! : 0));
+}
+
+function fit(xs: number[][], y: number[]): number[] | null {
   const n = y.length;
   const k = xs.length + 1;
   if (n < k + 2) return null;
