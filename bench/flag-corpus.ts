@@ -10,7 +10,7 @@
  *     --keep-runs /tmp/corpus/say-the-word --quiet
  *   # 2. each run through real ingestion into a fresh Postgres database, its rule input written to the corpus:
  *   node --no-node-snapshot --import tsx bench/flag-corpus.ts extract /tmp/corpus/say-the-word \
- *     --label healthy --source templates/say-the-word
+ *     --label healthy --source templates/say-the-word [--name say-the-word]
  *   node --no-node-snapshot --import tsx bench/flag-corpus.ts extract /tmp/corpus/length-hack \
  *     --label reward_hacking --source bench/flag-corpus/pathologies/length-hack
  *   # 3. the confusion table (docs/benchmarks.md "Flags"):
@@ -34,14 +34,15 @@ const opt = (name: string) => {
   return i >= 0 ? rest[i + 1] : undefined;
 };
 
-if (command === "extract") await extract(rest[0]!, opt("--label") ?? "", opt("--source") ?? "");
+if (command === "extract") await extract(rest[0]!, opt("--label") ?? "", opt("--source") ?? "", opt("--name"));
 else if (command === "table") console.log(corpusTable(readCorpus()));
 else {
   console.error("usage: bench/flag-corpus.ts extract <kept-runs-dir> --label healthy|<rule> --source <template> | table");
   process.exit(2);
 }
 
-async function extract(dir: string, label: string, source: string): Promise<void> {
+/** Each kept run under `dir` (one folder per seed) → bench/flag-corpus/runs/<name>-s<seed>.json (name: the folder's). */
+async function extract(dir: string, label: string, source: string, name = path.basename(dir)): Promise<void> {
   if (label !== "healthy" && !(FLAG_RULES as readonly string[]).includes(label)) throw new Error(`--label: "${label}" is neither healthy nor a rule (${FLAG_RULES.join(", ")})`);
   const tdb = await createTestDb();
   try {
@@ -60,7 +61,7 @@ async function extract(dir: string, label: string, source: string): Promise<void
       const ours = events.map((e) => ({ ...e, run_id: runId }));
       for (let i = 0; i < ours.length; i += 500) await ingestEvents(db, runId, ours.slice(i, i + 500));
       const entry: CorpusEntry = {
-        name: `${path.basename(dir)}-s${String(config.seed ?? "?")}`,
+        name: `${name}-s${String(config.seed ?? "?")}`,
         label,
         source: { template: source, seed: Number(config.seed ?? 0), run: runDir, status: finished?.type === "run.finished" ? finished.payload.status : "unknown", date: new Date().toISOString().slice(0, 10) },
         input: await loadRuleInput(db, runId),
