@@ -20,8 +20,9 @@ left-padded cache — the masked columns change fp32's summation order (~1e-7), 
 float64 and is rounded back (0 of 30 padded/unpadded shapes differ); (2) oneDNN's prepacked matmul takes
 another kernel for 1 row than for 2-64 (the down projection differed by 1e-5), so a 1-row decode step is
 run as 2 rows; (3) MKL's F.linear (the LoRA deltas) rounds differently with the row count, so the deltas of a
-decode step are computed on a fixed 64-row block. Prefills are per row (backends/decode_step.py), so their
-shapes depend only on the row's own prompt. tests/test_batch_invariance.py holds it.
+decode step are computed in float64 and rounded back (a fixed 64-row block did it too, at 2.35x the 1-row
+step time). Prefills are per row (backends/decode_step.py), so their shapes depend only on the row's own
+prompt. tests/test_batch_invariance.py holds it.
 
 It is exact up to float rounding (tests/test_decode_llama.py compares its logits with the HF forward, base
 model and LoRA adapters, prefill and decode). Anything it does not model (another architecture, sliding
@@ -81,6 +82,13 @@ class _Lora:
     scale: float
     lo: int  # columns of the (fused) projection output it adds to
     hi: int
+    a64: torch.Tensor | None = None  # float64 copies for batch-invariant decode steps (small: r × in, out × r)
+    b64: torch.Tensor | None = None
+
+    def wide(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.a64 is None or self.b64 is None:
+            self.a64, self.b64 = self.a.detach().double(), self.b.detach().double()
+        return self.a64, self.b64
 
 
 class LoraSet:
@@ -168,15 +176,10 @@ def _lora_delta(x: torch.Tensor, d: _Lora) -> torch.Tensor:
 
 
 def _lora_block(x: torch.Tensor, d: _Lora) -> torch.Tensor:
-    """The LoRA delta of a decode step (≤ PACKED_MAX_ROWS rows, one token each) computed on a zero-padded
-    block of exactly PACKED_MAX_ROWS rows: MKL rounds a row's product differently with the row count, never
-    with the other rows' values, so a fixed count makes the delta independent of the batch."""
-    rows = x.shape[0]
-    if rows > PACKED_MAX_ROWS:
-        return _lora_delta(x, d)
-    block = x.new_zeros((PACKED_MAX_ROWS, *x.shape[1:]))
-    block[:rows] = x
-    return _lora_delta(block, d)[:rows]
+    """The LoRA delta of a decode step, in float64 and rounded back: MKL rounds a row's fp32 product
+    differently with the row count; summed in float64 the order no longer reaches the fp32 result."""
+    a, b = d.wide()
+    return (F.linear(F.linear(x.double(), a), b) * d.scale).to(x.dtype)
 
 
 def _grow(t: torch.Tensor, cap: int, dim: int) -> torch.Tensor:
