@@ -115,7 +115,8 @@ function conditions(workspaceId: string, f: ListArgs): Prisma.Sql[] {
   if (f.to) out.push(Prisma.sql`r."createdAt" < ${f.to}`);
   if (f.q?.trim()) out.push(...searchCondition(workspaceId, f.q.trim()));
   // RunFlag's unique (runId, rule, firstStep) index answers this per run.
-  if (f.flagged) out.push(Prisma.sql`EXISTS (SELECT 1 FROM "RunFlag" rf WHERE rf."runId" = r."id")`);
+  // Flagged: a problem (warning or critical); an info flag (converged, length moving with the reward) is not one.
+  if (f.flagged) out.push(Prisma.sql`EXISTS (SELECT 1 FROM "RunFlag" rf WHERE rf."runId" = r."id" AND rf."severity" <> 'info')`);
   return out;
 }
 

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RunEvent, type Trajectory } from "@contracts";
 import { ingestAndEmit as ingestOnly } from "@/features/run-lifecycle/server";
 import { postIngestSettled } from "./after-ingest";
+import { storeFlag } from "./store";
 import { flagStalledRuns } from "../notify/watcher";
 import { callerFor, createRunningRun, createTestDb, newWorkspace, runEvents, type TestDb } from "@/server/test/harness";
 
@@ -143,6 +144,21 @@ describe("pathology flags through ingestion", () => {
       await ingestAndEmit(db(), runId, evs);
     }
     expect(await db().runFlag.findMany({ where: { runId } })).toEqual([]);
+  });
+
+  it("an info flag (converged) is shown on the run but alerts nobody and does not make the run 'flagged'", async () => {
+    const ws = await newWorkspace(db());
+    const runId = await createRunningRun(db(), ws);
+    const info = { rule: "converged" as const, severity: "info" as const, message: "Converged on steps 4–5", firstStep: 4, lastStep: 5, steps: [4, 5], rolloutIds: [] };
+    await storeFlag(db(), runId, info, []);
+    expect((await db().runFlag.findMany({ where: { runId } })).map((f) => [f.rule, f.severity])).toEqual([["converged", "info"]]);
+    expect(await db().alert.count({ where: { workspaceId: ws } })).toBe(0);
+    const flagged = await callerFor(db(), ws).runs.list({ flagged: true });
+    expect(flagged.items.map((r) => r.id)).not.toContain(runId);
+    // The same flag turning into a problem (length with the reward, then against it) is alerted then.
+    await storeFlag(db(), runId, { ...info, rule: "converged", severity: "warning", lastStep: 6, steps: [4, 5, 6] }, await db().runFlag.findMany({ where: { runId } }));
+    expect(await db().alert.count({ where: { workspaceId: ws } })).toBe(1);
+    expect((await callerFor(db(), ws).runs.list({ flagged: true })).items.map((r) => r.id)).toContain(runId);
   });
 
   it("a dry run is flagged on its page but alerts nobody", async () => {
