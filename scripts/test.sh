@@ -12,13 +12,33 @@ cd "$ROOT"
 export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"
 
 passed=0; failed=0; failures=()
+# Each stage's output is also kept in a file, so the end of the run can name what failed: CI shows only the
+# last lines of the output, which are the last stage's, not the failing test's.
+STAGE_LOGS="${ROLLBOOK_TEST_LOGS:-$ROOT/.data/test-logs}"
+mkdir -p "$STAGE_LOGS"
+digests=()
 stage() {
   local name="$1"; shift
   log "── $name"
-  local started=$SECONDS
-  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=("$name"); fi
+  local started=$SECONDS log_file
+  log_file="$STAGE_LOGS/$(printf '%02d' "${#timings[@]}").log"
+  if "$@" 2>&1 | tee "$log_file"; [ "${PIPESTATUS[0]}" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); failures+=("$name")
+    digests+=("── $name ($log_file):" "$(failure_digest "$log_file")")
+  fi
   # Each stage's time, so the whole stays well under CI's budget and a slow stage is seen.
   timings+=("$name: $((SECONDS - started)) s")
+}
+# The lines that name a failing test in vitest's, pytest's and Playwright's output, and their first error
+# lines (a bounded digest: a failing stage can print thousands of lines).
+failure_digest() {
+  local plain
+  plain="$(sed 's/\x1b\[[0-9;]*m//g' "$1")"
+  # vitest: "FAIL  file > test" + its error; pytest: "FAILED file::test - error"; Playwright: "✘ … › test", "N failed".
+  grep -E -A2 '^ *FAIL |^FAILED |^ERROR |^ *✘ ' <<<"$plain" | cut -c1-300 | head -n 100 || true
+  grep -E 'Test timed out|[0-9]+ (failed|flaky)|^ *Tests? +[0-9]+ failed' <<<"$plain" | cut -c1-300 | head -n 20 || true
 }
 timings=()
 
@@ -43,6 +63,7 @@ if [ "${ROLLBOOK_SKIP_LEARNING:-0}" != 1 ]; then
   stage "learning benchmark (reward rises on CPU)" node --no-node-snapshot --import tsx bench/learning.ts --ci
 fi
 
+for line in ${digests[@]+"${digests[@]}"}; do printf '%s\n' "$line"; done
 printf '%s\n' "${timings[@]}"
 [ "$failed" -eq 0 ] || log "failed: ${failures[*]}"
 echo "stages: $passed passed, $failed failed"
