@@ -55,6 +55,31 @@ export const ToolChoice = z
   );
 export type ToolChoice = z.infer<typeof ToolChoice>;
 
+/** OpenAI's json_schema name: letters, digits, `_` and `-`, at most 64 (what OpenAI's API refuses otherwise). */
+const SchemaName = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "a schema name is 1 to 64 letters, digits, '_' or '-'");
+
+export const ResponseFormat = z
+  .discriminatedUnion("type", [
+    z.object({ type: z.literal("text") }),
+    z.object({ type: z.literal("json_object") }),
+    z.object({
+      type: z.literal("json_schema"),
+      json_schema: z.object({
+        name: SchemaName,
+        description: z.string().optional(),
+        schema: z.record(z.string(), z.unknown()).optional().describe("A JSON Schema; absent: any JSON object."),
+        strict: z.boolean().nullable().optional(),
+      }),
+    }),
+  ])
+  .describe(
+    '"json_object": the reply is one JSON object; "json_schema": one JSON value matching `json_schema.schema`. ' +
+      "Either is decoded under the engine's constraint (llguidance: every sampled token keeps the reply a prefix of " +
+      "valid JSON), strict or not; a schema it cannot compile is a 400 naming response_format. With tools offered " +
+      "and tool_choice \"auto\" the reply may be a call, which JSON constraint would forbid: refused (force the call, or drop the tools).",
+  );
+export type ResponseFormat = z.infer<typeof ResponseFormat>;
+
 export const ContinueFrom = z
   .object({
     token_ids: z
@@ -97,6 +122,7 @@ export const ChatCompletionRequest = z.object({
   tools: z.array(ToolSpec).optional(),
   tool_choice: ToolChoice.optional(),
   parallel_tool_calls: z.boolean().optional().describe("Accepted for compatibility; every call in the reply is returned."),
+  response_format: ResponseFormat.optional(),
   stream: z.boolean().optional().describe("Server-sent events: `data: <ChatCompletionChunk>` lines, then `data: [DONE]`."),
   stream_options: z
     .object({ include_usage: z.boolean().optional().describe("A last chunk with `choices: []` and the usage.") })
@@ -119,6 +145,10 @@ export const ChatCompletionRequest = z.object({
 });
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>;
 
+/** Both sides word this rule alike (the engine's contracts/chat.py). */
+export const JSON_WITH_AUTO_TOOLS =
+  'a JSON reply cannot also be a tool call: with tools and tool_choice "auto", drop response_format, force the call (tool_choice "required" or a function), or drop the tools';
+
 /** What the engine accepts: the shape plus the rules between fields, each reported on the field at fault. */
 export const ValidChatCompletionRequest = ChatCompletionRequest.superRefine((req, ctx) => {
   if (req.top_logprobs !== undefined && req.top_logprobs > 0 && !req.logprobs) {
@@ -132,6 +162,10 @@ export const ValidChatCompletionRequest = ChatCompletionRequest.superRefine((req
     } else if (typeof choice === "object" && !names.includes(choice.function.name)) {
       ctx.addIssue({ code: "custom", path: ["tool_choice"], message: `no tool named '${choice.function.name}' in tools` });
     }
+  }
+  const format = req.response_format?.type;
+  if ((format === "json_object" || format === "json_schema") && (req.tools?.length ?? 0) > 0 && (choice === undefined || choice === "auto")) {
+    ctx.addIssue({ code: "custom", path: ["response_format"], message: JSON_WITH_AUTO_TOOLS });
   }
   const cont = req.continue_from;
   if (cont !== undefined) {

@@ -40,6 +40,20 @@ export const ServerEnv = z.object({
    * long is marked lost ("the ART client has sent nothing since …"); its next call makes it running again.
    */
   ART_CLIENT_SILENT_MS: z.coerce.number().int().min(1_000).default(30 * 60_000),
+  /** true: ART clients on openai 3.x may register (features/art/server/art-client-versions.ts); false: refused with the fix. */
+  ART_ALLOW_OPENAI3: z.enum(["true", "false"]).default("false").transform((v) => v === "true"),
+  /**
+   * `/api/v1` (and the ART door's sampling) with no max_tokens samples this many tokens at most: the context
+   * left is no default (a judge that writes until 8,192 tokens holds an engine for minutes).
+   */
+  API_MAX_TOKENS_DEFAULT: z.coerce.number().int().min(1).default(1_024),
+  /** The most max_tokens `/api/v1` takes; more is a 400 naming max_tokens and this setting. */
+  API_MAX_TOKENS_CEILING: z.coerce.number().int().min(1).default(4_096),
+  /**
+   * Seconds an `/api/v1` completion may take before the caller gets a 504 saying so ("generation exceeded …"),
+   * and the engine stops sampling it: under the web → runner call's own 300 s and the proxies' usual limits.
+   */
+  API_REQUEST_DEADLINE_S: z.coerce.number().int().min(1).max(290, "API_REQUEST_DEADLINE_S: at most 290 (the runner call's 300 s limit)").default(240),
   /** How often (ms) the web server asks every enabled runner for its status (health, "last seen" in settings). */
   HEARTBEAT_MS: z.coerce.number().int().min(100, "HEARTBEAT_MS: a whole number of milliseconds, at least 100").default(2_000),
   /** How often (ms) the dispatcher looks for runs other web processes queued (its own start them at once). */

@@ -167,8 +167,22 @@ export async function runnerFetch(db: DbOrTx, runnerId: string, pathname: string
     return await fetchFor(row)(`${row.url}${pathname}`, { ...init, headers });
   } catch (err) {
     if (init.signal?.aborted) throw init.signal.reason ?? err;
+    if (answerTimedOut(err)) {
+      // The runner took the call and was slow to answer: reachable, so never "unreachable" (that would send an
+      // operator after a network that is fine).
+      throw new AppError("RUNNER_ERROR", `runner '${row.name}' took the call but sent no answer in time (${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)})`, { cause: err });
+    }
     throw new AppError("RUNNER_UNAVAILABLE", `runner '${row.name}' unreachable: ${withoutRunnerAddress(rootMessage(err), row.url, row.workspaceId)}`, { cause: err });
   }
+}
+
+/** undici's "Headers Timeout Error" / "Body Timeout Error": connected and sent, then no answer for its timeout. */
+function answerTimedOut(err: unknown): boolean {
+  for (let e: unknown = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") return true;
+  }
+  return false;
 }
 
 /** A reply from the runner (it answered with an error) vs. no reply at all (unreachable). */

@@ -26,6 +26,7 @@ import { CheckpointListQuery, CreateModelBody, DeleteCheckpointsBody, LogBody, T
 import { createTrainingJob, listJobEvents } from "./art-training-jobs";
 import { artError, badBody, fieldPath } from "./art-errors";
 import { deleteCheckpoints, listCheckpoints } from "./art-checkpoints";
+import { openai3Problem } from "./art-client-versions";
 import { endRun, logGroups } from "./art-log";
 import { clientCalled, createArtModel, findArtRun, type ArtRun } from "./art-models";
 import { handleArtChat } from "./art-sampling";
@@ -157,7 +158,15 @@ async function trainingJobEvents(req: Request, id: string, db?: Db): Promise<Res
   return page ? Response.json(page) : artError(404, `training job ${id} not found`, "training_job_id");
 }
 
-const notYet = (what: string) => artError(501, `${what} is not supported by this Rollbook: RL training jobs, models, logged trajectory groups and sampling are (docs/art.md)`);
+/**
+ * ART's model.train_sft: not done here (docs/art.md, "Supervised fine-tuning"). A Rollbook step is a GRPO step
+ * on sampled rollouts; the message says what to do instead.
+ */
+const SFT_NOT_SUPPORTED =
+  "supervised fine-tuning (model.train_sft) is not supported by Rollbook: it trains RL steps (backend.train). " +
+  "To start RL from a fine-tuned model, run SFT elsewhere (TRL's SFTTrainer, ART's LocalBackend), merge it, serve " +
+  "the merged model as the runner's base model (ENGINE_MODEL) and register this ART model with that base_model; " +
+  "or train the same examples as RL with a reward that scores closeness to them (docs/art.md, Supervised fine-tuning)";
 
 /**
  * One ART request; `path` is what follows /api/art/v1 (the catch-all route's segments). `opts.db`: tests.
@@ -168,7 +177,9 @@ export async function handleArtRequest(req: Request, path: readonly string[], op
   const m = req.method;
   if (p0 === "chat" && p1 === "completions" && id === undefined) return m === "POST" ? handleArtChat(req, opts.db) : artError(405, `${m} /chat/completions: use POST`);
   if (p0 !== "preview") return artError(404, `no such ART endpoint: /${path.join("/")}`);
-  if (p1 === "sft-training-jobs") return notYet("supervised fine-tuning (POST /preview/sft-training-jobs)");
+  const clientProblem = openai3Problem(req);
+  if (clientProblem) return artError(400, clientProblem);
+  if (p1 === "sft-training-jobs") return artError(501, SFT_NOT_SUPPORTED);
   if (p1 === "training-jobs") {
     if (id === undefined && rest.length === 0) return m === "POST" ? trainingJob(req, opts.db) : artError(405, `${m} /preview/training-jobs: use POST`);
     if (id !== undefined && p3 === "events" && rest.length === 0) return m === "GET" ? trainingJobEvents(req, id, opts.db) : artError(405, `${m} /preview/training-jobs/{id}/events: use GET`);

@@ -13,13 +13,16 @@
  * Errors use OpenAI's shape, {"error": {message, type, param, code}}, so the SDKs raise their usual classes.
  * The answer's `model` is the name the caller sent, not the runner's internal one.
  */
-import { bestModelName, ChatCompletionRequest, checkpointModelName, formatZodIssues } from "@contracts";
+import { bestModelName, type ChatCompletionRequest, checkpointModelName, formatZodIssues, ValidChatCompletionRequest } from "@contracts";
 import { requireAccess } from "@/server/auth/request";
 import { isAppError, rootMessage } from "@/server/errors";
 import { bestCheckpoints, errorMessage, forwardChat, resolveModel, type ResolvedModel } from "@/features/checkpoints/server";
 import { servedModels } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
+import { unsupportedField } from "./request-fields";
+import { RequestDeadline, tokenBudget } from "./api-limits";
+import { env } from "@/server/env";
 import { capOf, REFUSAL_HEADERS } from "@/server/http/body-limit";
 import { readJsonBody } from "@/server/http/json-body";
 import { formatTextPath } from "@contracts/text-rules";
@@ -80,37 +83,77 @@ export async function handleChatCompletions(req: Request, opts: ChatDoorOptions 
   if (access instanceof Response) return access;
   const body = await readJson(req);
   if (!body.ok) return body.res;
-  // The shape is checked here (the engine checks the rules between fields) so a bad field is named at once.
-  const parsed = ChatCompletionRequest.safeParse(body.value);
+  const unsupported = unsupportedField(body.value);
+  if (unsupported) return openaiError(400, unsupported.message, unsupported.param);
+  // The shape and the rules between fields are checked here too, so a bad field is named at once.
+  const parsed = ValidChatCompletionRequest.safeParse(body.value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const param = issue.path.map(String).join(".") || null;
     return openaiError(400, formatZodIssues(parsed.error, "", "body")[0]!, param);
   }
   if ((parsed.data.n ?? 1) > MAX_CHOICES) return openaiError(400, `n: at most ${MAX_CHOICES} here`, "n");
+  const tokens = tokenBudget(parsed.data, env());
+  if (!tokens.ok) return openaiError(400, tokens.message, tokens.param);
   const requested = parsed.data.model;
 
+  // The request's deadline (api-deadline.ts): a 504 that says what happened, before the runner call's own limit.
+  const deadline = new RequestDeadline(env().API_REQUEST_DEADLINE_S, tokens.maxTokens);
+  const signal = AbortSignal.any([req.signal, deadline.signal]);
   let upstream: Response;
   try {
     const resolved = await (opts.resolve ?? resolveModel)(access.db, access.workspaceId, requested);
-    // The parsed body: fields the engine does not know (`user`, `store`, `metadata`…) are dropped, not refused.
-    const forwarded = opts.prepare ? opts.prepare(parsed.data) : parsed.data;
-    upstream = await forwardChat(access.db, access.workspaceId, resolved, forwarded, req.signal);
+    // The parsed body: the accepted fields without effect (`store`, `metadata`…) are dropped (request-fields.ts).
+    const checked = { ...parsed.data, max_tokens: tokens.maxTokens, max_completion_tokens: undefined };
+    const forwarded = opts.prepare ? opts.prepare(checked) : checked;
+    upstream = await forwardChat(access.db, access.workspaceId, resolved, forwarded, signal);
   } catch (e) {
-    if (req.signal.aborted) return new Response(null, { status: 499 });
-    if (e instanceof Error && e.name === "TimeoutError") return openaiError(504, `the model did not answer in time: ${rootMessage(e)}`);
-    return appErrorResponse(e);
+    deadline.clear();
+    return failedCall(e, req, deadline);
   }
-  if (!upstream.ok) return openaiError(upstream.status, await errorMessage(upstream));
+  if (!upstream.ok) {
+    deadline.clear();
+    return upstreamError(upstream);
+  }
   const type = upstream.headers.get("content-type") ?? "";
   if (type.startsWith("text/event-stream") && upstream.body) {
+    // A stream answers at once and is bounded by its max_tokens; the deadline was for its first byte.
+    deadline.clear();
     return new Response(upstream.body.pipeThrough(renameModelInEvents(requested)), {
       status: 200,
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "x-accel-buffering": "no" },
     });
   }
-  const json = (await upstream.json()) as Record<string, unknown>;
-  return Response.json({ ...json, model: requested });
+  try {
+    const json = (await upstream.json()) as Record<string, unknown>;
+    return Response.json({ ...json, model: requested });
+  } catch (e) {
+    return failedCall(e, req, deadline);
+  } finally {
+    deadline.clear();
+  }
+}
+
+/** The engine's (or runner's) error as the caller's, its param and code kept: a client names the field from them. */
+async function upstreamError(res: Response): Promise<Response> {
+  const text = await res.text().catch(() => "");
+  let error: { message?: unknown; param?: unknown; code?: unknown } | undefined;
+  try {
+    error = (JSON.parse(text) as { error?: typeof error }).error;
+  } catch {
+    // not JSON: the text is the message
+  }
+  const message = typeof error?.message === "string" ? error.message : text.slice(0, 300) || `HTTP ${res.status}`;
+  const str = (v: unknown) => (typeof v === "string" ? v : null);
+  return openaiError(res.status, message, str(error?.param), str(error?.code));
+}
+
+/** The answer when the call to the runner threw: the caller left, the deadline passed, or the runner's error. */
+function failedCall(e: unknown, req: Request, deadline: RequestDeadline): Response {
+  if (req.signal.aborted) return new Response(null, { status: 499 });
+  if (deadline.passed) return openaiError(504, deadline.message(), null, "generation_deadline_exceeded");
+  if (e instanceof Error && e.name === "TimeoutError") return openaiError(504, `the model did not answer in time: ${rootMessage(e)}`);
+  return appErrorResponse(e);
 }
 
 export async function handleModels(req: Request, opts: { db?: Db } = {}): Promise<Response> {

@@ -46,14 +46,15 @@ def ll_tokenizer(tokenizer, eos_ids: set[int]) -> llguidance.LLTokenizer:
         return found
 
 
-def checked_grammar(lark: str, tokenizer, eos_ids: set[int]) -> str:
+def checked_grammar(lark: str, tokenizer, eos_ids: set[int], field: str) -> str:
     """`lark`, once llguidance compiled it against the tokenizer: a schema it cannot compile is the request's
-    error, naming `tools` (the schemas are the user's), before anything is queued."""
+    error, naming `field` (the schemas are the user's: `tools` or `response_format`), before anything is queued."""
     grammar = llguidance.LLMatcher.grammar_from_lark(lark)
     error = llguidance.LLMatcher.validate_grammar(grammar, ll_tokenizer(tokenizer, eos_ids))
     if error:
-        raise RequestError(f"invalid request: tools: a function's parameters schema cannot be used to constrain "
-                           f"the call tool_choice asks for: {error}", "tools")
+        what = ("a function's parameters schema cannot be used to constrain the call tool_choice asks for"
+                if field == "tools" else "the JSON schema cannot be used to constrain the reply")
+        raise RequestError(f"invalid request: {field}: {what}: {error}", field)
     return lark
 
 

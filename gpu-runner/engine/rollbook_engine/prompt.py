@@ -19,6 +19,7 @@ from . import chat_format, continuation, tool_formats
 from .constrained import checked_grammar
 from .contracts.chat import ChatCompletionRequest, ToolSpec
 from .errors import RequestError
+from .json_reply import json_reply_grammar
 from .vocab import Vocab
 
 
@@ -31,6 +32,7 @@ class Prompt:
     tool_format: tool_formats.ToolFormat = field(default_factory=tool_formats.HermesFormat)
     tool_params: dict[str, Any] = field(default_factory=dict)
     grammar: str | None = None  # Lark grammar the reply after the prefill must follow (constrained.py), or None
+    forces_call: bool = False  # the grammar is a forced tool call's (else a JSON response_format's, json_reply.py)
 
 
 def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
@@ -44,7 +46,13 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     tool_format = tool_formats.for_tokenizer(tokenizer)
     prefill = tool_format.prefill(req.tool_choice) if tools else ""
     lark = tool_format.call_grammar(req.tool_choice, tools) if tools else None
-    grammar = checked_grammar(lark, tokenizer, eos_ids) if lark else None
+    # A forced call is the reply whatever response_format says (OpenAI's order); else a JSON format constrains it.
+    forces_call = lark is not None
+    if lark is not None:
+        grammar = checked_grammar(lark, tokenizer, eos_ids, "tools")
+    else:
+        json_lark = json_reply_grammar(req.response_format)
+        grammar = checked_grammar(json_lark, tokenizer, eos_ids, "response_format") if json_lark else None
     if req.continue_from is not None:
         head, text = continuation.continue_text(tokenizer, req.messages, tools, req.continue_from, eos_ids,
                                                 vocab.size)
@@ -54,7 +62,7 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     # A prompt leaves room for at least one sampled token.
     ids = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context)
     return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None, tool_format,
-                  {t.function.name: t.function.parameters for t in tools or []}, grammar)
+                  {t.function.name: t.function.parameters for t in tools or []}, grammar, forces_call)
 
 
 def conversation_ids(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int) -> list[int]:

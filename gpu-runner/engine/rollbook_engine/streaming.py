@@ -65,7 +65,7 @@ class ChoiceStream:
         self.logprobs: list[Any] = []  # not yet sent, with the ids below
         self.ids: list[int] = []
         # A forced, grammar-constrained call: streamed as it is written (_ForcedCall).
-        self.forced = _ForcedCall(req.tool_choice, prompt) if prompt.grammar is not None else None
+        self.forced = _ForcedCall(req.tool_choice, prompt) if prompt.forces_call else None
 
     def _safe_end(self) -> int:
         end = len(self.text) - self.hold_for_stop

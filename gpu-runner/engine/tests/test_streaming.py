@@ -36,7 +36,7 @@ def run(tok, vocab, text: str, *, stops=(), tools=None, prefill="", end_token=Tr
     req = ChatCompletionRequest.model_validate({"model": "m", "messages": [{"role": "user"}], "logprobs": True,
                                                 "top_logprobs": 1, "return_token_ids": True, **req_extra,
                                                 **({"tools": request_tools} if request_tools else {})})
-    prompt = Prompt([1], prefill, tools, fmt or HermesFormat(), params or {}, grammar)
+    prompt = Prompt([1], prefill, tools, fmt or HermesFormat(), params or {}, grammar, grammar is not None)
     stream = ChoiceStream(0, req, prompt, vocab, tok, list(stops))
     ids = tok.encode(text, add_special_tokens=False) + ([tok.convert_tokens_to_ids("<|im_end|>")] if end_token else [])
     chunks, sampled, cut = [], [], None

@@ -100,6 +100,33 @@ class ContinueFrom(_Model):
     message_count: int = Field(ge=1)
 
 
+class TextFormat(_Model):
+    type: Literal["text"]
+
+
+class JsonObjectFormat(_Model):
+    type: Literal["json_object"]
+
+
+class JsonSchemaSpec(_Model):
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+    description: str | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    strict: bool | None = None
+
+
+class JsonSchemaFormat(_Model):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+ResponseFormat = Annotated[TextFormat | JsonObjectFormat | JsonSchemaFormat, Field(discriminator="type")]
+
+# The words of contracts/chat.ts's JSON_WITH_AUTO_TOOLS.
+JSON_WITH_AUTO_TOOLS = ('a JSON reply cannot also be a tool call: with tools and tool_choice "auto", drop '
+                        'response_format, force the call (tool_choice "required" or a function), or drop the tools')
+
+
 class StreamOptions(_Model):
     include_usage: bool | None = None
 
@@ -119,6 +146,7 @@ class ChatCompletionRequest(_Model):
     tools: list[ToolSpec] | None = None
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     return_token_ids: bool | None = None
@@ -147,6 +175,15 @@ class ChatCompletionRequest(_Model):
         if isinstance(choice, NamedToolChoice) and choice.function.name not in names:
             raise ValueError(f"no tool named '{choice.function.name}' in tools")
         return choice
+
+    @field_validator("response_format")
+    @classmethod
+    def _json_not_with_auto_tools(cls, fmt: Any, info: ValidationInfo) -> Any:
+        choice = info.data.get("tool_choice")
+        if (isinstance(fmt, JsonObjectFormat | JsonSchemaFormat) and info.data.get("tools")
+                and choice in (None, "auto")):
+            raise ValueError(JSON_WITH_AUTO_TOOLS)
+        return fmt
 
     @field_validator("continue_from")
     @classmethod
