@@ -32,6 +32,8 @@ export const ACTIONS = {
   "run.rescore": { role: "member", procedures: ["runs.rescore"] },
   "run.editTagsNotes": { role: "member", procedures: ["runs.update"] },
   "checkpoint.chat": { role: "viewer", procedures: ["checkpoints.chat"] },
+  /** Delete a checkpoint that is not the run's newest (the Checkpoints panel). */
+  "checkpoint.delete": { role: "member", procedures: ["checkpoints.delete"] },
   "flags.markRead": { role: "viewer", procedures: ["flags.markRead"] },
   // People and the workspace
   "workspace.rename": { role: "owner", procedures: ["workspace.rename"] },

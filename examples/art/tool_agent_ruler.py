@@ -32,7 +32,7 @@ TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "The current temperature in a city, in degrees Celsius",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 GROUPS_PER_STEP = 2
-ROLLOUTS_PER_GROUP = 4
+ROLLOUTS_PER_GROUP = 3
 
 
 class FlakyTool(RuntimeError):
@@ -88,10 +88,13 @@ async def main() -> None:
                                project=os.environ.get("ART_PROJECT", "art-weather-agent"), base_model=base_model)
     await model.register(backend)
 
-    async def judged(group: art.TrajectoryGroup) -> art.TrajectoryGroup | None:
-        # LiteLLM's OpenAI provider at Rollbook's door: "openai/<name>" with the door as api_base.
-        return await ruler_score_group(group, judge_model=f"openai/{judge}",
-                                       extra_litellm_params={"api_base": base_url, "api_key": api_key, "temperature": 0})
+    async def judged(group: art.TrajectoryGroup) -> art.TrajectoryGroup:
+        # LiteLLM's OpenAI provider at Rollbook's door: "openai/<name>" with the door as api_base. A judge that
+        # fails (a small one may write more scores than trajectories) leaves the group its own rewards, as
+        # RULER's docs advise (swallow_exceptions) for production loops.
+        scored = await ruler_score_group(group, judge_model=f"openai/{judge}", swallow_exceptions=True,
+                                         extra_litellm_params={"api_base": base_url, "api_key": api_key, "temperature": 0})
+        return scored or group
 
     start = await model.get_step()
     scores: list[float] = []
@@ -101,7 +104,7 @@ async def main() -> None:
         groups = await art.gather_trajectory_groups(
             (art.TrajectoryGroup(rollout(model, c, i, step) for i in range(ROLLOUTS_PER_GROUP)) for c in cities),
             pbar_desc=f"gather step {step + 1}", max_exceptions=GROUPS_PER_STEP, after_each=judged)
-        scores += [t.metrics["ruler_score"] for g in groups for t in g.trajectories]
+        scores += [t.metrics["ruler_score"] for g in groups for t in g.trajectories if "ruler_score" in t.metrics]
         result = await backend.train(model, groups, learning_rate=1e-3)
         await model.delete_checkpoints()
         print(f"step {result.step}: trained, checkpoints kept: newest and best", flush=True)

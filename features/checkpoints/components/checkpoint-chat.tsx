@@ -5,7 +5,8 @@
  * and the OpenAI SDK call that serves the checkpoint from code. Opened from the run page's header
  * (CheckpointsButton); everything the models write is rendered as text.
  */
-import { useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { can, requiresRoleTitle } from "@/contracts/actions";
 import { useEffect, useState, type FormEvent } from "react";
 import type { ChatMessage } from "@contracts";
 import { useTRPC, useTRPCClient } from "@/components/trpc";
@@ -74,7 +75,7 @@ function CheckpointsPanel({ runId, count, onClose }: { runId: string; count: num
           ) : (
             <>
               <BestLine best={list.data.best} />
-              <CheckpointTable runId={runId} items={items} chosen={chosen} bestStep={list.data.best?.step ?? null} onChoose={setStep} />
+              <CheckpointTable runId={runId} items={items} chosen={chosen} bestStep={list.data.best?.step ?? null} onChoose={setStep} onDeleted={(s) => s === step && setStep(null)} />
               {chosen !== null && (
                 <>
                   <SideBySideChat key={chosen} runId={runId} step={chosen} model={`${list.data.runNumber}@${chosen}`} baseModel={list.data.baseModel} />
@@ -104,8 +105,40 @@ function BestLine({ best }: { best: Best }) {
   );
 }
 
-function CheckpointTable({ runId, items, chosen, bestStep, onChoose }: { runId: string; items: Item[]; chosen: number | null; bestStep: number | null; onChoose: (s: number) => void }) {
+function CheckpointTable({
+  runId,
+  items,
+  chosen,
+  bestStep,
+  onChoose,
+  onDeleted,
+}: {
+  runId: string;
+  items: Item[];
+  chosen: number | null;
+  bestStep: number | null;
+  onChoose: (s: number) => void;
+  onDeleted: (s: number) => void;
+}) {
+  const trpc = useTRPC();
+  const qc = useQueryClient();
+  const role = useQuery(trpc.workspace.current.queryOptions()).data?.role ?? null;
+  const [error, setError] = useState<string | null>(null);
+  const remove = useMutation(
+    trpc.checkpoints.delete.mutationOptions({
+      onSuccess: (_out, input) => {
+        setError(null);
+        onDeleted(input.step);
+        void qc.invalidateQueries({ queryKey: trpc.checkpoints.list.queryKey({ runId }) });
+      },
+      onError: (e) => setError(e.message),
+    }),
+  );
+  const newest = items.at(-1)?.step;
+  const mayDelete = can(role, "checkpoint.delete");
   return (
+    <>
+    {error && <ErrorBox title="Could not delete the checkpoint">{error}</ErrorBox>}
     <table className="w-full text-left">
       <thead className="text-[11px] tracking-wide text-zinc-500 uppercase">
         <tr>
@@ -146,11 +179,25 @@ function CheckpointTable({ runId, items, chosen, bestStep, onChoose }: { runId: 
               >
                 Download
               </a>
+              {c.step !== newest && (
+                <Button
+                  variant="ghost"
+                  className="ml-1"
+                  disabled={!mayDelete || remove.isPending}
+                  title={mayDelete ? "Delete this checkpoint's files from the runner and the list (the newest is kept: the next step starts from it)" : requiresRoleTitle(role, "checkpoint.delete")}
+                  onClick={() => {
+                    if (window.confirm(`Delete checkpoint ${c.model}? Its files are removed from the runner; this cannot be undone.`)) remove.mutate({ runId, step: c.step });
+                  }}
+                >
+                  Delete
+                </Button>
+              )}
             </td>
           </tr>
         ))}
       </tbody>
     </table>
+    </>
   );
 }
 

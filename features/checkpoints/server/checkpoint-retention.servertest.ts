@@ -164,4 +164,22 @@ describe.skipIf(!engineAvailable)("best checkpoint and keep_last (real runner, r
     expect(steps.sort()).toEqual([...new Set([expectedBest.step, STEPS])].map((s) => `${runNumber}@${s}`).sort());
     expect((await list(tokenB)).map((m) => m.id)).not.toContain(`${runNumber}@best`);
   });
+
+  // Last: it deletes what the tests above read.
+  it("the panel's Delete (checkpoints.delete): members only, the newest refused by name, files and row gone, a repeat is fine", async () => {
+    const viewer = await callerAs(db(), ws, { role: "viewer" });
+    const member = await callerAs(db(), ws, { role: "member" });
+    await expect(viewer.checkpoints.delete({ runId, step: STEPS })).rejects.toMatchObject({ code: "FORBIDDEN" });
+    await expect(member.checkpoints.delete({ runId, step: STEPS })).rejects.toThrow(/step 4 is run #\d+'s newest checkpoint/);
+    const kept = (await db().checkpoint.findMany({ where: { runId }, select: { step: true } })).map((r) => r.step);
+    const older = kept.filter((s) => s !== STEPS);
+    // The best-validated checkpoint, when it is not the newest, is the older one retention kept.
+    expect(older).toEqual(expectedBest.step === STEPS ? [] : [expectedBest.step]);
+    for (const step of older) {
+      expect(await member.checkpoints.delete({ runId, step })).toEqual({ deleted: 1 });
+      expect(await completeSteps(testRunner!.runsDir, runId)).not.toContain(step);
+      expect(await member.checkpoints.delete({ runId, step })).toEqual({ deleted: 0 });
+    }
+    expect((await member.checkpoints.list({ runId })).items.map((c) => c.step)).toEqual([STEPS]);
+  });
 });

@@ -5,7 +5,9 @@
  */
 import { z } from "zod";
 import { ChatMessage } from "@contracts";
-import { createTRPCRouter, viewerProcedure } from "@/server/trpc";
+import { createTRPCRouter, memberProcedure, viewerProcedure } from "@/server/trpc";
+import { AppError } from "@/server/errors";
+import { deleteCheckpoints } from "./checkpoint-delete";
 import * as checkpoints from "./checkpoints";
 
 export const checkpointsRouter = createTRPCRouter({
@@ -25,4 +27,18 @@ export const checkpointsRouter = createTRPCRouter({
       }),
     )
     .mutation(({ ctx, input }) => checkpoints.chatWithRun(ctx.db, ctx.workspaceId, input)),
+
+  /**
+   * Delete one checkpoint (the panel's Delete): the one mechanism ART's delete_checkpoints and keep_last use
+   * (checkpoint-delete.ts); the run's newest is refused by name. Asking for a gone step is not an error.
+   */
+  delete: memberProcedure
+    .input(z.object({ runId: z.string().min(1), step: z.number().int().min(0) }))
+    .mutation(async ({ ctx, input }) => {
+      const run = await ctx.db.run.findFirst({ where: { id: input.runId, workspaceId: ctx.workspaceId }, select: { id: true } });
+      if (!run) throw new AppError("NOT_FOUND", `run ${input.runId} not found`);
+      const out = await deleteCheckpoints(ctx.db, run.id, [input.step]);
+      if (!out.ok) throw new AppError("BAD_INPUT", out.message);
+      return { deleted: out.deleted_count };
+    }),
 });
