@@ -54,3 +54,17 @@ export class RequestDeadline {
     );
   }
 }
+
+/** The longest `user` the engine takes (contracts/chat.ts). */
+const MAX_USER = 256;
+
+/**
+ * The engine's fair-share key for an API call: `api:<workspace>/<caller's user>`. The engine shares batch slots
+ * by what comes before the "/" first (a run: the runner sends "<run id>/<rollout id>"), then by what follows;
+ * so a workspace's API traffic is one share beside each run, whatever `user` values its callers send (many
+ * distinct ones would otherwise be many shares, and a run id as `user` would take that run's). Run ids have no ":".
+ */
+export function apiTenant(workspaceId: string, user: string | undefined): string {
+  const head = `api:${workspaceId}/`;
+  return head + (user ?? "").slice(0, Math.max(0, MAX_USER - head.length));
+}

@@ -21,7 +21,7 @@ import { servedModels } from "@/features/runners/server";
 import type { Db } from "@/server/db-types";
 import { renameModelInEvents } from "./sse-model-name";
 import { unsupportedField } from "./request-fields";
-import { RequestDeadline, tokenBudget } from "./api-limits";
+import { apiTenant, RequestDeadline, tokenBudget } from "./api-limits";
 import { env } from "@/server/env";
 import { capOf, REFUSAL_HEADERS } from "@/server/http/body-limit";
 import { readJsonBody } from "@/server/http/json-body";
@@ -104,7 +104,7 @@ export async function handleChatCompletions(req: Request, opts: ChatDoorOptions 
   try {
     const resolved = await (opts.resolve ?? resolveModel)(access.db, access.workspaceId, requested);
     // The parsed body: the accepted fields without effect (`store`, `metadata`…) are dropped (request-fields.ts).
-    const checked = { ...parsed.data, max_tokens: tokens.maxTokens, max_completion_tokens: undefined };
+    const checked = { ...parsed.data, max_tokens: tokens.maxTokens, max_completion_tokens: undefined, user: apiTenant(access.workspaceId, parsed.data.user) };
     const forwarded = opts.prepare ? opts.prepare(checked) : checked;
     upstream = await forwardChat(access.db, access.workspaceId, resolved, forwarded, signal);
   } catch (e) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { unsupportedField } from "./request-fields";
-import { tokenBudget } from "./api-limits";
+import { apiTenant, tokenBudget } from "./api-limits";
 
 describe("unsupportedField", () => {
   it("passes the request's own fields and OpenAI's fields without effect", () => {
@@ -36,5 +36,17 @@ describe("tokenBudget", () => {
     const over = tokenBudget({ max_completion_tokens: 5000 }, e);
     expect(over).toMatchObject({ ok: false, param: "max_completion_tokens" });
     expect(!over.ok && over.message).toContain("API_MAX_TOKENS_CEILING");
+  });
+});
+
+describe("apiTenant", () => {
+  it("puts a workspace's API calls in one fair share, whatever user they send", () => {
+    expect(apiTenant("ws1", undefined)).toBe("api:ws1/");
+    expect(apiTenant("ws1", "alice")).toBe("api:ws1/alice");
+    // A run id as `user` does not join that run's share: the run part is the workspace's.
+    expect(apiTenant("ws1", "cmrun123/cmrun123:s1:g0:r0").split("/")[0]).toBe("api:ws1");
+  });
+  it("fits the engine's 256-character user", () => {
+    expect(apiTenant("ws1", "u".repeat(300))).toHaveLength(256);
   });
 });

@@ -85,3 +85,15 @@ def test_cancelled_rows_leave_the_queue(backend):
     batch = backend._take(8)
     assert batch == [rows[1], other[0]]
     assert not backend._pending
+
+
+def test_api_calls_of_a_workspace_are_one_share_beside_a_run(backend):
+    # /api/v1 sends user "api:<workspace>/<caller's user>" (features/openai-api/server/api-limits.ts): twenty
+    # callers with twenty user names queued first are one run's share, so a training run still gets half.
+    for i in range(20):
+        queue(backend, f"api:ws1/caller-{i}", 2)
+    for r in ("run-1/r1", "run-1/r2"):
+        queue(backend, r, 4)
+    batch = backend._take(8)
+    assert sum(t.startswith("run-1/") for t in tenants(batch)) == 4
+    assert sum(t.startswith("api:ws1/") for t in tenants(batch)) == 4
