@@ -142,4 +142,52 @@ describe("the real ART client", () => {
     const { stdout } = await run(python, ["-c", script], { timeout: 60_000, env: { ...process.env, LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled" } });
     expect(stdout.trim().split("\n").at(-1)).toBe("AuthenticationError 401");
   });
+
+  it("model.train_sft (SFT) is a 501 whose message says what to do instead (docs/art.md, Supervised fine-tuning)", async () => {
+    // ART's ServerlessBackend uploads the examples to W&B Artifacts first (a no-op with WANDB_MODE=disabled),
+    // then calls /preview/sft-training-jobs: Rollbook's answer is what the user reads.
+    const script = [
+      "import asyncio, art",
+      "async def main():",
+      `    backend = art.ServerlessBackend(api_key="${token}", base_url="${baseUrl}/api/art/v1")`,
+      '    model = art.TrainableModel(name="sft-001", project="art-sft", base_model="HuggingFaceTB/SmolLM2-135M-Instruct")',
+      "    await model.register(backend)",
+      '    t = art.Trajectory(messages_and_choices=[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}], reward=0.0)',
+      "    try:",
+      "        await model.train_sft([t])",
+      '        print("NO ERROR")',
+      "    except Exception as e:",
+      '        print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))',
+      "asyncio.run(main())",
+    ].join("\n");
+    const { stdout } = await run(python, ["-c", script], { timeout: 120_000, env: { ...process.env, LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled" } });
+    const last = stdout.trim().split("\n").at(-1)!;
+    expect(last).toMatch(/^ERROR /);
+    expect(last).toContain("501");
+    expect(last).toContain("supervised fine-tuning (model.train_sft) is not supported by Rollbook");
+    expect(last).toContain("ENGINE_MODEL");
+  });
+
+  it("ART's client on openai 3 is refused at registration, naming the fix; on openai 2 (this venv) it registers", async () => {
+    // The headers ART's client (art.serverless.client.Client, on openai's base client) sends with openai 3: seen from
+    // openpipe-art 0.5.18 + openai 3.57.0 (pip install --target, PYTHONPATH first), "Client/Python 3.57.0" and "3.57.0".
+    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json", "user-agent": "Client/Python 3.0.0", "x-stainless-package-version": "3.0.0" };
+    const before = await db().run.count({ where: { workspaceId: ws } });
+    const res = await fetch(`${baseUrl}/api/art/v1/preview/models`, { method: "POST", headers, body: JSON.stringify({ project: "p3", name: "n3", base_model: "HuggingFaceTB/SmolLM2-135M-Instruct" }) });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { message: string } }).error.message).toContain('pip install "openai>=2,<3"');
+    expect(await db().run.count({ where: { workspaceId: ws } })).toBe(before);
+    // The real client of this venv sends its openai 2.x version in the same headers, and registers.
+    const script = [
+      "import asyncio, openai",
+      "from art.serverless.client import Client",
+      "async def main():",
+      `    c = Client(api_key="${token}", base_url="${baseUrl}/api/art/v1")`,
+      '    m = await c.models.create(project="p2", name="n2", base_model="HuggingFaceTB/SmolLM2-135M-Instruct")',
+      '    print("REGISTERED", openai.__version__, m.id)',
+      "asyncio.run(main())",
+    ].join("\n");
+    const { stdout } = await run(python, ["-c", script], { timeout: 60_000, env: { ...process.env, LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled" } });
+    expect(stdout.trim().split("\n").at(-1)).toMatch(/^REGISTERED 2\./);
+  });
 });
