@@ -418,7 +418,7 @@ export function RunView({ id }: { id: string }) {
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} scaleRewards={scaleRewards} />
+                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} runKind={knownKind ?? undefined} scaleRewards={scaleRewards} />
               </div>
             )}
           </>
