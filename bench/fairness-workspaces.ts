@@ -71,13 +71,13 @@ async function runB(r: TestRunner, id: string, o: WorkspacesOptions, start: Star
   const after = enginePid ? schedUse(enginePid) : null;
   const wait = before && after ? after.waitNs - before.waitNs : 0;
   const cpu = before && after ? after.cpuNs - before.cpuNs : 0;
-  const durations = ts.map((t) => t.timings.duration_ms);
+  const durations = ts.map((t) => t.timings.duration_ms ?? Number.NaN);
   return {
     makespanMs: Math.max(...durations),
     durations,
     cpuWaitMs: ts.map((t) => t.timings.cpu_wait_ms ?? Number.NaN),
     cpuMs: ts.map((t) => t.timings.cpu_ms ?? Number.NaN),
-    modelMs: ts.map((t) => Math.round(t.timings.model_ms)),
+    modelMs: ts.map((t) => Math.round(t.timings.model_ms ?? Number.NaN)),
     errors: ts.filter((t) => t.error).map((t) => `${id}: ${t.error!.kind}: ${t.error!.message}`),
     load,
     engineWaitShare: before && after && wait + cpu > 0 ? wait / (wait + cpu) : null,

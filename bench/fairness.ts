@@ -78,14 +78,14 @@ async function benchLooper(runner: TestRunner, loadBefore: string): Promise<bool
   for (let rep = 1; rep <= REPS; rep++) {
     const a = trajectories(await dryRun(runner.client, `alone-${rep}`, fairnessFiles(normal)));
     const b = trajectories(await dryRun(runner.client, `beside-${rep}`, fairnessFiles({ ...normal, looper: { tokens: LOOP_TOKENS, loops: LOOPS } })));
-    for (const t of a) (alone[wordOf(t)] ??= []).push(t.timings.duration_ms);
+    for (const t of a) (alone[wordOf(t)] ??= []).push(t.timings.duration_ms ?? Number.NaN);
     for (const t of b) {
       const word = wordOf(t);
       if (word === "loop") {
         looperTurns.push(t.metrics.turns ?? 0);
         continue;
       }
-      (beside[word] ??= []).push(t.timings.duration_ms);
+      (beside[word] ??= []).push(t.timings.duration_ms ?? Number.NaN);
       (queued[word] ??= []).push(t.timings.queued_ms ?? 0);
       if (t.error) failures.push(`beside-${rep} ${word}: ${t.error.kind}: ${t.error.message}`);
     }

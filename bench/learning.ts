@@ -222,12 +222,12 @@ async function runSeed(client: ReturnType<typeof createRunnerClient>, seed: numb
             const top = topReplies(stepRollouts.map(replyOf));
             const metrics = meanMetrics(stepRollouts);
             rollouts.delete(p.step);
-            steps.push({ step: p.step, reward_mean: p.reward_mean, groups_trainable: p.groups_trainable, step_s: p.step_s, metrics, top_replies: top });
+            steps.push({ step: p.step, reward_mean: p.reward_mean, groups_trainable: p.groups_trainable, step_s: p.step_s ?? Number.NaN, metrics, top_replies: top });
             if (!quiet) {
               console.log(
                 `step ${String(p.step).padStart(2)}  reward ${fmt(p.reward_mean)} ± ${fmt(p.reward_std_within_group)}  ` +
                   `trainable ${p.groups_trainable}  loss ${fmt(tr?.loss)}  kl ${fmt(tr?.kl)}  probs_corr ${fmt(tr?.probs_corr)}  ` +
-                  `rollout ${p.rollout_s.toFixed(1)}s  train ${p.train_s.toFixed(1)}s  step ${p.step_s.toFixed(1)}s`,
+                  `rollout ${p.rollout_s?.toFixed(1) ?? "-"}s  train ${p.train_s?.toFixed(1) ?? "-"}s  step ${p.step_s?.toFixed(1) ?? "-"}s`,
               );
               console.log(`         ${top}`);
               if (Object.keys(metrics).length) console.log(`         metrics: ${showMetrics(metrics)}`);

@@ -67,6 +67,12 @@ export const ExternalTrainLine = z.discriminatedUnion("type", [
     exact_replies: z.number().int(),
     retokenized_replies: z.number().int(),
     skipped: z.array(ExternalSkipped),
+    /**
+     * Per trajectory id: each sampled reply's prompt length in tokens (the engine's /tokenize of the messages
+     * before it), in reply order across its histories — the rollouts' prompt counts, which ART does not send.
+     * Empty from a runner that predates it.
+     */
+    prompt_tokens: z.record(z.string(), z.array(z.number().int().min(0))).default({}),
   }),
   z.object({ type: z.literal("progress"), micro_batch: z.number().int(), micro_batches: z.number().int(), loss: z.number() }),
   /** metrics null: the engine had saved the checkpoint before a restart cut the stream (its numbers are lost). */

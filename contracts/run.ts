@@ -113,9 +113,11 @@ export type RolloutError = z.infer<typeof RolloutError>;
 export const TrajectoryTurn = z.object({
   /** Index in `messages` of the assistant reply this call sampled. */
   message_index: z.number().int().min(0),
-  prompt_tokens: z.number().int().min(0),
+  /** null: not known — the prompt was never tokenised by Rollbook (an ART client's logged reply, features/art). */
+  prompt_tokens: z.number().int().min(0).nullable(),
   completion_tokens: z.number().int().min(0),
-  model_ms: z.number().min(0),
+  /** null: not measured (a reply an ART client sampled and logged: Rollbook did not time it). */
+  model_ms: z.number().min(0).nullable(),
   finish_reason: z.string().nullable().optional(),
 });
 export type TrajectoryTurn = z.infer<typeof TrajectoryTurn>;
@@ -136,11 +138,17 @@ export const Trajectory = z.object({
   error: RolloutError.nullable(),
   /** The model that sampled it: base id or `<run>@<step>`. */
   model: z.string(),
-  tokens: z.object({ prompt: z.number().int(), completion: z.number().int() }),
+  /**
+   * prompt null: not known (an ART client's logged rollout: Rollbook never tokenised its prompt, and a count of
+   * 0 would be false). Absent is not zero: views show "—".
+   */
+  tokens: z.object({ prompt: z.number().int().nullable(), completion: z.number().int() }),
   timings: z.object({
     started_at: z.number(),
-    duration_ms: z.number(),
-    model_ms: z.number(),
+    /** null: not measured (an ART client's rollout, unless it logged a `duration` metric). */
+    duration_ms: z.number().nullable(),
+    /** null: not measured (an ART client's rollout: its model calls were not timed by Rollbook). */
+    model_ms: z.number().nullable(),
     /**
      * Time the rollout spent waiting for a slot on the shared engine with nothing of its own being served;
      * not counted against limits.rollout_timeout_ms. Absent on rollouts recorded before it was measured.
@@ -179,10 +187,12 @@ export const StepMetrics = z.object({
   exception_rate: z.number(),
   groups_trainable: z.number().int(),
   rollouts: z.number().int(),
-  rollout_s: z.number(),
-  train_s: z.number(),
-  step_s: z.number(),
-  tokens_per_s: z.number(),
+  /** The step's times; null where not measured (an ART client's logged step: it sampled and trained elsewhere). */
+  rollout_s: z.number().nullable(),
+  train_s: z.number().nullable(),
+  step_s: z.number().nullable(),
+  /** Completion tokens per second of rollout time; null when the rollout time is not known (null or 0). */
+  tokens_per_s: z.number().nullable(),
   /** What judges cost this step (sums over its rollouts); a run's total is the sum over its steps and evals. */
   judge_tokens: z.number().default(0),
   judge_cost_usd: z.number().default(0),

@@ -38,10 +38,11 @@ function judgeTotals(rollouts: readonly Trajectory[]): { judge_tokens: number; j
   return { judge_tokens: tokens, judge_cost_usd: cost };
 }
 
+/** Seconds; null where not measured (an ART client's logged step sampled and trained elsewhere: not 0 s). */
 export interface StepTimings {
-  rolloutS: number;
-  trainS: number;
-  stepS: number;
+  rolloutS: number | null;
+  trainS: number | null;
+  stepS: number | null;
 }
 
 export function computeStepMetrics(
@@ -65,7 +66,7 @@ export function computeStepMetrics(
     rollout_s: timings.rolloutS,
     train_s: timings.trainS,
     step_s: timings.stepS,
-    tokens_per_s: timings.rolloutS > 0 ? completionTokens / timings.rolloutS : 0,
+    tokens_per_s: timings.rolloutS !== null && timings.rolloutS > 0 ? completionTokens / timings.rolloutS : null,
     ...judgeTotals(all),
     trainer,
   };

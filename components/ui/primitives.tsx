@@ -41,20 +41,28 @@ const STATUS_TITLE: Record<string, string> = {
 };
 
 /** An ART run (features/art) has no runner: lost means its client went quiet. */
+const IDLE_STYLE = "bg-zinc-800/60 text-zinc-300 ring-zinc-700";
+
 const ART_LOST_TITLE = "client silent: the ART client has sent nothing for a while (ART_CLIENT_SILENT_MS); its next call resumes the run";
 
-export function StatusBadge({ status, testId, kind }: { status: string; testId?: string; kind?: string }) {
+/**
+ * `idle`: a running run nothing is happening in (an ART run whose client went quiet: features/art/art-idle.ts)
+ * reads as its label ("idle since 14:03") without the live dot; its status is still running.
+ */
+export function StatusBadge({ status, testId, kind, idle }: { status: string; testId?: string; kind?: string; idle?: { label: string; title: string } | null }) {
   const artLost = status === "lost" && kind === "art";
+  const idleNow = status === "running" && idle ? idle : null;
   return (
     <span
       data-testid={testId}
-      title={artLost ? ART_LOST_TITLE : STATUS_TITLE[status]}
-      className={`inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-[11px] font-medium ring-1 ring-inset ${
-        STATUS_STYLE[status] ?? STATUS_STYLE.queued
+      data-idle={idleNow ? "true" : undefined}
+      title={idleNow ? idleNow.title : artLost ? ART_LOST_TITLE : STATUS_TITLE[status]}
+      className={`inline-flex items-center gap-1.5 rounded-full px-2 py-0.5 text-[11px] font-medium whitespace-nowrap ring-1 ring-inset ${
+        idleNow ? IDLE_STYLE : (STATUS_STYLE[status] ?? STATUS_STYLE.queued)
       }`}
     >
-      {status === "running" && <span aria-hidden className="h-1.5 w-1.5 animate-pulse rounded-full bg-sky-400" />}
-      {status === "lost" ? (artLost ? "client silent" : "runner lost") : status}
+      {status === "running" && !idleNow && <span aria-hidden className="h-1.5 w-1.5 animate-pulse rounded-full bg-sky-400" />}
+      {idleNow ? idleNow.label : status === "lost" ? (artLost ? "client silent" : "runner lost") : status}
     </span>
   );
 }

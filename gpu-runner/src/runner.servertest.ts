@@ -228,7 +228,7 @@ export default async function rollout(ctx: RolloutContext) {
     expect(figures.map((t) => done.trajectory.messages[t.message_index]!.role)).toEqual(["assistant", "assistant", "assistant"]);
     expect(figures.map((t) => t.completion_tokens)).toEqual(done.turns.map((t) => t.completionTokenIds.length));
     expect(figures.map((t) => t.prompt_tokens)).toEqual(done.turns.map((t) => t.promptTokenIds.length));
-    expect(figures.every((t) => t.model_ms > 0)).toBe(true);
+    expect(figures.every((t) => (t.model_ms ?? 0) > 0)).toBe(true);
     // Each follow-up prompt extends the previous prompt + completion exactly (continue_from), so the
     // rollout is ONE sequence; its trained tokens are exactly the sampled ones, in order, with their logprobs.
     for (let k = 1; k < done.turns.length; k++) {

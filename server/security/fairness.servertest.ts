@@ -76,7 +76,7 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
     }
     // The looper's own limit ended it (its waits did not count), and it says so.
     const looper = all.find((t) => wordOf(t) === "loop");
-    ownMs = Math.max(...normal.map((t) => t.timings.duration_ms - (t.timings.queued_ms ?? 0)));
+    ownMs = Math.max(...normal.map((t) => (t.timings.duration_ms ?? Number.NaN) - (t.timings.queued_ms ?? 0)));
     // On a busy machine its wall clock may run out while the engine serving it waited for a CPU: `starved`.
     expect(looper?.error).toMatchObject({
       kind: expect.stringMatching(/^(timeout|starved)$/),
@@ -112,9 +112,9 @@ describe.skipIf(!engineAvailable)("fair share on a shared runner (real runner, r
         expect(t.error, `${wordOf(t)}: ${t.error?.message}`).toBeNull();
         expect(t.reward).toBe(1);
         // Longer in all than its limit, which counts only its own time: the rest was the wait.
-        expect(t.timings.duration_ms).toBeGreaterThan(limitMs);
+        expect(t.timings.duration_ms ?? Number.NaN).toBeGreaterThan(limitMs);
         expect(t.timings.queued_ms).toBeGreaterThan(limitMs);
-        expect(t.timings.duration_ms - (t.timings.queued_ms ?? 0)).toBeLessThan(limitMs);
+        expect((t.timings.duration_ms ?? Number.NaN) - (t.timings.queued_ms ?? 0)).toBeLessThan(limitMs);
       }
     } finally {
       letGo?.();
@@ -134,7 +134,7 @@ describe.skipIf(!engineAvailable)("CPU fair share across workspaces (real runner
   it("workspace B's rollouts complete beside workspace A's CPU-bound rollouts", async () => {
     const r = runner as TestRunner;
     const normal = (limitMs: number) => fairnessFiles({ words: WORDS, rolloutTimeoutMs: limitMs, maxTokens: 6 });
-    const ownMs = (t: { timings: { duration_ms: number; queued_ms?: number } }) => t.timings.duration_ms - (t.timings.queued_ms ?? 0);
+    const ownMs = (t: { timings: { duration_ms: number | null; queued_ms?: number } }) => (t.timings.duration_ms ?? Number.NaN) - (t.timings.queued_ms ?? 0);
     // The runner says how it shares its CPUs.
     const status = await r.client.status.query();
     console.log(`fairness cpu: runner's CPU share ${JSON.stringify(status.cpu_share)}`);

@@ -12,6 +12,7 @@ import { MAX_ART_REQUEST_BYTES } from "@/server/http/body-limit";
 import { runMetricsCsv, runTrajectoriesJsonl } from "@/features/runs/server/run-export";
 import { flagStalledRuns } from "@/features/flags/server/notify/watcher";
 import { handleArtRequest } from "./art-api";
+import { artIdleSince } from "../art-idle";
 
 let tdb: TestDb;
 let ws: string;
@@ -154,6 +155,10 @@ describe("ART log", () => {
     expect(t.messages[1]!.content).toBe("Say w0.");
     expect(t.messages[2]!.tool_calls?.[0]?.function).toEqual({ name: "lookup", arguments: '{"word":"w0"}' });
     expect(t.messages[4]!.content).toBe("w0");
+    // What ART does not send is unknown, not 0: the prompt's count, the model time; the duration is its metric.
+    expect(t.tokens).toEqual({ prompt: null, completion: 2 });
+    expect(t.timings).toMatchObject({ duration_ms: 250, model_ms: null });
+    expect(steps[0]!.metrics).toMatchObject({ rollout_s: null, train_s: null, step_s: null, tokens_per_s: null });
     // Each sampled reply is a turn of the event's rollout (its tokens counted from its logprobs).
     const first = events.find((e) => e.type === "rollout.finished")!.payload as { turns: { message_index: number; completion_tokens: number }[] };
     expect(first.turns).toEqual([expect.objectContaining({ message_index: 2, completion_tokens: 1 }), expect.objectContaining({ message_index: 4, completion_tokens: 1 })]);
@@ -163,6 +168,11 @@ describe("ART log", () => {
     expect(got.steps.map((s) => s.step)).toEqual([1, 2]);
     expect(got.evals).toEqual([expect.objectContaining({ step: 2, rollouts: 2, reward_mean: 0.5 })]);
     expect(got.rewardMean).toBeCloseTo(0.5);
+    // The runs table names it by its model (run-name.ts), not "art-proj v1" as every model of the project would read;
+    // its unknown tokens/s is left out of the summary (the column shows —), not 0.
+    const row = (await c.runs.list({ experimentId: run.experimentId })).items.find((x) => x.id === m.id)!;
+    expect(row).toMatchObject({ kind: "art", artName: "logger", experimentName: "art-proj" });
+    expect(row.summary.tokens_per_s).toBeUndefined();
 
     // The charts read the same series as a scenario run's: reward per step, the trajectories' metrics.
     const series = await c.runs.series({ runId: m.id, x: "step", width: 400 });
@@ -254,7 +264,12 @@ describe("ART run lifecycle", () => {
     // no runner, and must be neither followed nor failed ("no runner was assigned") nor lost before its
     // client has been silent for ART_CLIENT_SILENT_MS.
     const longAgo = new Date(Date.now() - 120_000);
+    const listed = async () => (await callerFor(db(), ws).runs.list({ kind: ["art"] })).items.find((x) => x.id === m.id)!;
+    expect(artIdleSince(await listed(), Date.now())).toBeNull(); // it just logged
     await db().run.update({ where: { id: m.id }, data: { lastHeartbeatAt: longAgo, startedAt: longAgo, createdAt: longAgo } });
+    // Quiet for ART_CLIENT_IDLE_MS: the table says idle since its last call (the status stays running).
+    expect(await listed()).toMatchObject({ status: "running" });
+    expect(artIdleSince(await listed(), Date.now())).toEqual(longAgo);
     const scan = (artClientSilentMs: number) =>
       new IngestService(db(), { runnerFor: () => Promise.reject(new Error("no runner")), lostAfterMs: 1_000, artClientSilentMs, log: () => {} }).scan();
     await scan(600_000);
@@ -274,6 +289,7 @@ describe("ART run lifecycle", () => {
     expect((await art("POST", `/preview/models/${m.id}/log`, { trajectory_groups: groups([[1, 1]]), split: "train" })).status).toBe(200);
     const back = await db().run.findUniqueOrThrow({ where: { id: m.id } });
     expect(back).toMatchObject({ status: "running", error: null, lostSince: null, currentStep: 2 });
+    expect(artIdleSince(await listed(), Date.now())).toBeNull(); // it called again: not idle
 
     expect((await art("DELETE", `/preview/models/${m.id}`)).status).toBe(200);
     const stopped = await db().run.findUniqueOrThrow({ where: { id: m.id } });
@@ -296,6 +312,6 @@ describe("ART run lifecycle", () => {
     expect(method.status).toBe(405);
     const sft = await art("POST", "/preview/sft-training-jobs", { model_id: "x" });
     expect(sft.status).toBe(501);
-    expect((sft.json as { error: { message: string } }).error.message).toMatch(/supervised fine-tuning .* is not supported by this Rollbook/);
+    expect((sft.json as { error: { message: string } }).error.message).toMatch(/supervised fine-tuning \(model.train_sft\) is not supported by Rollbook.*ENGINE_MODEL/);
   });
 });

@@ -55,7 +55,8 @@ export function logEvents(run: Pick<ArtRun, "id" | "attempt" | "baseModel">, bod
   const all: Trajectory[] = groups.flat();
   const raw: { type: RunEvent["type"]; payload: unknown }[] = all.map((t) => ({ type: "rollout.finished", payload: t }));
   if (body.split === "train") {
-    raw.push({ type: "step.finished", payload: computeStepMetrics(step, groups, null, { rolloutS: 0, trainS: 0, stepS: 0 }) });
+    // The client sampled and trained wherever it does: Rollbook measured none of the step's times (null, not 0 s).
+    raw.push({ type: "step.finished", payload: computeStepMetrics(step, groups, null, { rolloutS: null, trainS: null, stepS: null }) });
   } else {
     raw.push({ type: "eval.finished", payload: computeEvalMetrics(step, model, all) });
   }

@@ -9,7 +9,8 @@
  *      and the groups are stored as step S's rollouts at once — live on the run page before the step trains —
  *      with a run.log line naming the job and its ART config; the answer is {id} (ART then polls events);
  *   2. in this process, the runner's lines become the job's events (what ART's client pages through) and
- *      the run's: prepared → training_started {num_sequences}; progress → train.progress (the live page's
+ *      the run's: prepared → training_started {num_sequences}, and the rollouts stored again with the prompt
+ *      token counts the runner measured (art-prompt-tokens.ts); progress → train.progress (the live page's
  *      progress); result → checkpoint.saved + step.finished (the trainer's metrics) and gradient_step
  *      {metrics} + training_ended; any failure → training_failed {error_message} and a run.log error.
  *
@@ -30,6 +31,7 @@ import { appendEvents } from "./art-log";
 import type { ArtRun } from "./art-models";
 import { ArtTrainInputError, externalGroupsOf } from "./art-external";
 import { mapArtConfig } from "./art-train-config";
+import { withPromptTokens } from "./art-prompt-tokens";
 import { rolloutsOf } from "./art-transcript";
 
 export const JOB_TOUCH_MS = 10_000;
@@ -182,7 +184,10 @@ async function trainJob(db: Db, id: string, runnerId: string, request: ExternalT
       if (line.type === "prepared") {
         await jobEvents(db, id, [{ type: "training_started", data: { num_sequences: line.num_sequences } }], { status: "training" });
         const skipped = line.skipped.length ? `; not trained: ${line.skipped.slice(0, 5).map((s) => `${s.id} (${s.reason})`).join(", ")}${line.skipped.length > 5 ? ` and ${line.skipped.length - 5} more` : ""}` : "";
+        // The runner rendered every prompt (engine /tokenize): the rollouts again, now with their prompt counts.
+        const counted = withPromptTokens(groups.flat(), line.prompt_tokens);
         await appendRunEvents(db, runId, [
+          ...counted.map((t) => ({ type: "rollout.finished" as const, payload: t })),
           {
             type: "run.log",
             payload: {
@@ -200,7 +205,8 @@ async function trainJob(db: Db, id: string, runnerId: string, request: ExternalT
         const stepS = (performance.now() - t0) / 1000;
         await appendRunEvents(db, runId, [
           { type: "checkpoint.saved", payload: line.checkpoint },
-          { type: "step.finished", payload: computeStepMetrics(request.step, groups, line.metrics, { rolloutS: 0, trainS: stepS, stepS }) },
+          // The rollouts were sampled by the client before the job: their time is not Rollbook's to know (null).
+          { type: "step.finished", payload: computeStepMetrics(request.step, groups, line.metrics, { rolloutS: null, trainS: stepS, stepS }) },
         ]);
         const metrics = line.metrics ? numeric(line.metrics as unknown as Record<string, unknown>) : {};
         await jobEvents(db, id, [

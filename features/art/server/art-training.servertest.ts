@@ -172,11 +172,14 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     expect(log.map((l) => (l.payload as { message: string }).message).join("\n")).toMatch(/ART config: learning_rate=0\.001, loss="ppo"/);
 
     // Token-exact: each call's served prompt ids + sampled ids start a trained sequence; the trained tokens are the sampled ones.
-    const stored = await db().trajectory.findMany({ where: { runId: modelId, step: 1 }, orderBy: { id: "asc" }, select: { id: true } });
+    const stored = await db().trajectory.findMany({ where: { runId: modelId, step: 1 }, orderBy: { id: "asc" }, select: { id: true, tokens: true } });
     const lines = await tokenLines(modelId);
     for (const [g, group] of [rollouts.slice(0, 2), rollouts.slice(2)].entries()) {
       for (const [t, r] of group.entries()) {
-        const rolloutId = stored.find((s) => s.id.endsWith(`-g${g}-t${t}`))!.id;
+        const row = stored.find((s) => s.id.endsWith(`-g${g}-t${t}`))!;
+        const rolloutId = row.id;
+        // The prompt counts ART does not send, from the runner's rendering: the served prompts' lengths exactly.
+        expect(row.tokens, rolloutId).toEqual({ prompt: r.served.reduce((n, c) => n + c.prompt.length, 0), completion: r.served.reduce((n, c) => n + c.sampled.length, 0) });
         const sequences = lines.get(rolloutId)!;
         expect(sequences, rolloutId).toBeDefined();
         for (const s of sequences) expect(s.recomputed_logprobs ?? false).toBe(false);

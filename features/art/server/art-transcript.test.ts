@@ -1,6 +1,6 @@
 /** ART trajectories → Rollbook rollouts and events, and field names in errors (pure). */
 import { describe, expect, it } from "vitest";
-import { RunEvent } from "@contracts";
+import { RunEvent, type Trajectory } from "@contracts";
 import { LogBody } from "../schema";
 import { fieldPath, issueMessage } from "./art-errors";
 import { logEvents } from "./art-log";
@@ -59,6 +59,20 @@ describe("ART log → events", () => {
     expect(t.metrics).toEqual({ ok: 1, n: 2 });
     expect(events[2]!.payload).toMatchObject({ reward: null, error: { kind: "thrown", message: "ValueError: bad", stack: "tb" } });
     expect(events[3]!.payload).toMatchObject({ step: 4, rollouts: 3, reward_mean: 0.5, exception_rate: 1 / 3, groups_trainable: 1, trainer: null });
+  });
+
+  it("what ART does not send is unknown (null), not 0: prompt counts, model time, durations, the step's times", () => {
+    const { events } = logEvents({ id: "r1", attempt: 1, baseModel: "base" }, body("train"), { lastSeq: 0, currentStep: 0, now: 1 });
+    const [t, , failed] = events.map((e) => e.payload as Trajectory);
+    expect(t!.tokens).toEqual({ prompt: null, completion: 6 });
+    expect(t!.turns!.every((x) => x.prompt_tokens === null && x.model_ms === null)).toBe(true);
+    expect(t!.timings).toMatchObject({ duration_ms: null, model_ms: null });
+    expect(failed!.timings).toMatchObject({ duration_ms: null, model_ms: null });
+    expect(events.at(-1)!.payload).toMatchObject({ rollout_s: null, train_s: null, step_s: null, tokens_per_s: null });
+    // A rollout that logs its own duration (seconds) has one.
+    const timed = LogBody.parse({ split: "train", trajectory_groups: [{ trajectories: [{ messages_and_choices: [choice("x")], reward: 1, metrics: { duration: 1.5 } }] }] });
+    const one = logEvents({ id: "r1", attempt: 1, baseModel: "base" }, timed, { lastSeq: 0, currentStep: 0, now: 1 }).events[0]!.payload as Trajectory;
+    expect(one.timings.duration_ms).toBe(1500);
   });
 
   it("a val log is an eval of the current step", () => {

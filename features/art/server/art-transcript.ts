@@ -2,8 +2,11 @@
  * ART trajectories → Rollbook rollouts (contracts Trajectory), pure. The transcript is ART's
  * messages_and_choices in order: message dicts as they are (content parts joined as text), each Choice as
  * the assistant turn it sampled (content and tool calls), and each additional history after it, introduced
- * by a system line. Token counts come from the choices' logprobs (one entry per sampled token); ART does
- * not send prompt token counts, so those are 0. A group's exceptions (rollouts that raised) become failed
+ * by a system line. Token counts come from the choices' logprobs (one entry per sampled token). ART sends
+ * no prompt ids or counts, and Rollbook has no tokenizer here, so a prompt's count is null (unknown; the page
+ * shows "—"), not 0: a log-only model's rollouts keep it so, and a training job's are stored again with the
+ * counts once the runner has rendered the prompts (withPromptTokens). Nor does ART send model time, so that
+ * is null too, and a rollout's duration is its `duration` metric (seconds) when it logs one. A group's exceptions (rollouts that raised) become failed
  * rollouts, so the exception rate and the error list say what they say for a scenario run.
  */
 import type { ChatMessage, Trajectory, TrajectoryTurn } from "@contracts";
@@ -56,9 +59,9 @@ function transcriptOf(items: readonly Item[], messages: ChatMessage[], turns: Tr
     if (isChoice(item)) {
       turns.push({
         message_index: messages.length,
-        prompt_tokens: 0,
+        prompt_tokens: null,
         completion_tokens: item.logprobs?.content?.length ?? 0,
-        model_ms: 0,
+        model_ms: null,
         finish_reason: item.finish_reason,
       });
       messages.push(fromChoice(item));
@@ -97,7 +100,7 @@ function fromArtTrajectory(t: ArtTrajectory, group: number, index: number, ctx: 
     transcriptOf(h.messages_and_choices, messages, turns);
   });
   const completion = turns.reduce((n, x) => n + x.completion_tokens, 0);
-  const duration = typeof t.metrics.duration === "number" ? t.metrics.duration * 1000 : 0;
+  const duration = typeof t.metrics.duration === "number" && t.metrics.duration >= 0 ? t.metrics.duration * 1000 : null;
   return {
     id: `${ctx.idPrefix}-g${group}-t${index}`,
     step: ctx.step,
@@ -110,8 +113,8 @@ function fromArtTrajectory(t: ArtTrajectory, group: number, index: number, ctx: 
     metrics: numericMetrics(t.metrics),
     error: null,
     model: ctx.model,
-    tokens: { prompt: 0, completion },
-    timings: { started_at: ctx.now, duration_ms: Math.max(0, duration), model_ms: 0 },
+    tokens: { prompt: null, completion },
+    timings: { started_at: ctx.now, duration_ms: duration, model_ms: null },
     logs: t.logs,
     turns,
   };
@@ -130,8 +133,9 @@ function fromException(e: ArtTrajectoryGroup["exceptions"][number], group: numbe
     metrics: {},
     error: { kind: "thrown", message: `${e.type}: ${e.message}`, ...(e.traceback ? { stack: e.traceback } : {}) },
     model: ctx.model,
+    // Nothing was sampled that Rollbook knows of: no prompt was sent (0 is true here), and no time was measured.
     tokens: { prompt: 0, completion: 0 },
-    timings: { started_at: ctx.now, duration_ms: 0, model_ms: 0 },
+    timings: { started_at: ctx.now, duration_ms: null, model_ms: null },
     logs: [],
   };
 }

@@ -197,6 +197,14 @@ describe("StepSeries (the charts' per-step rows, kept at ingest)", () => {
     expect(got.map((g) => g.step)).toEqual([3, 5]);
   });
 
+  it("a rollout whose prompt count is unknown (an ART client's, tokens.prompt null) adds its completion, not nothing", async () => {
+    const runId = await createRunningRun(db(), ws);
+    const ev = eventsFor(runId);
+    const unknown = (id: string, completion: number) => ({ ...rollout(id, 1, 1, {}, completion), tokens: { prompt: null, completion } });
+    await ingestEvents(db(), runId, [ev("rollout.finished", unknown("p", 40)), ev("rollout.finished", unknown("q", 30)), ev("rollout.finished", rollout("k", 1, 0, {}, 10))]);
+    expect(await stored(runId)).toMatchObject([{ step: 1, rollouts: 3, sampledTokens: 40 + 30 + 7 + 10 }]);
+  });
+
   it("the migration's backfill gives a run stored before the table the same rows", async () => {
     const runId = await createRunningRun(db(), ws);
     const ev = eventsFor(runId);

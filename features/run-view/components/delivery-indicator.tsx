@@ -16,6 +16,7 @@ const TEXT: Record<DeliveryTone, string> = {
   delayed: "text-amber-300",
   reconnecting: "text-zinc-500",
   lost: "text-amber-300",
+  idle: "text-zinc-400",
 };
 const DOT: Record<DeliveryTone, string> = {
   loading: "bg-zinc-500",
@@ -24,15 +25,16 @@ const DOT: Record<DeliveryTone, string> = {
   delayed: "bg-amber-400",
   reconnecting: "bg-red-400",
   lost: "bg-amber-400",
+  idle: "bg-zinc-500",
 };
 
-export function DeliveryIndicator({ phase, status, delivery, kind }: { phase: StreamPhase; status: RunStatus | null; delivery: DeliveryTracker; kind?: string }) {
+export function DeliveryIndicator({ phase, status, delivery, kind, idle }: { phase: StreamPhase; status: RunStatus | null; delivery: DeliveryTracker; kind?: string; idle?: boolean }) {
   const [now, setNow] = useState(() => Date.now());
   useEffect(() => {
     const t = setInterval(() => setNow(Date.now()), 1_000);
     return () => clearInterval(t);
   }, []);
-  const view = deliveryView({ phase, status, tracker: delivery, now, kind });
+  const view = deliveryView({ phase, status, tracker: delivery, now, kind, idle });
   return (
     <span data-testid="run-delivery" data-tone={view.tone} className={`flex items-center gap-1.5 text-[11px] ${TEXT[view.tone]}`} title="event delivery">
       <span aria-hidden className={`h-1.5 w-1.5 rounded-full ${DOT[view.tone]}`} />

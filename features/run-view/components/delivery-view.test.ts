@@ -38,5 +38,8 @@ describe("the live indicator tells delivery health (issue 17 finding 5)", () => 
     expect(deliveryView({ phase: "live", status: "lost", tracker: t, now: 1 }).label).toBe("no events from the runner");
     // An ART run has no runner: its client went quiet.
     expect(deliveryView({ phase: "live", status: "lost", tracker: t, now: 1, kind: "art" }).label).toBe("no word from the ART client");
+    // An ART run whose client went quiet is not "live": nothing is coming (art-idle.ts decides when).
+    expect(deliveryView({ phase: "live", status: "running", tracker: t, now: 1, kind: "art", idle: true })).toEqual({ tone: "idle", label: "waiting for the ART client" });
+    expect(deliveryView({ phase: "live", status: "completed", tracker: t, now: 1, kind: "art", idle: true }).tone).toBe("synced");
   });
 });

@@ -15,7 +15,7 @@ import { isTerminal } from "./status-fold";
 /** Heartbeats come every 2 s: this much silence means nothing is getting through. */
 export const SILENT_AFTER_MS = 10_000;
 
-export type DeliveryTone = "loading" | "live" | "synced" | "delayed" | "reconnecting" | "lost";
+export type DeliveryTone = "loading" | "live" | "synced" | "delayed" | "reconnecting" | "lost" | "idle";
 
 export interface DeliveryView {
   tone: DeliveryTone;
@@ -48,11 +48,13 @@ export interface DeliveryInput {
   now: number;
   /** The run's kind: an ART run has no runner, its client sends its events. */
   kind?: string;
+  /** An ART run whose client went quiet (features/art/art-idle.ts): connected, but nothing is coming. */
+  idle?: boolean;
 }
 
 const seconds = (ms: number) => Math.max(0, Math.round(ms / 1000));
 
-export function deliveryView({ phase, status, tracker, now, kind }: DeliveryInput): DeliveryView {
+export function deliveryView({ phase, status, tracker, now, kind, idle }: DeliveryInput): DeliveryView {
   if (phase === "loading") return { tone: "loading", label: "loading…" };
   if (phase === "offline") return { tone: "reconnecting", label: "reconnecting…" };
   const report = tracker.report;
@@ -63,6 +65,7 @@ export function deliveryView({ phase, status, tracker, now, kind }: DeliveryInpu
   const active = status !== null && !isTerminal(status);
   const silent = now - tracker.lastHeardAt;
   if (active && silent > SILENT_AFTER_MS) return { tone: "delayed", label: `delayed ${seconds(silent)} s: no word from the server` };
+  if (active && idle) return { tone: "idle", label: "waiting for the ART client" };
   if (status === "lost") return { tone: "lost", label: kind === "art" ? "no word from the ART client" : "no events from the runner" };
   return active ? { tone: "live", label: "live" } : { tone: "synced", label: "synced" };
 }

@@ -16,8 +16,11 @@ export function OpenRollout({
   onClose,
   onOpenFrame,
   runId,
+  runKind,
   scaleRewards,
 }: {
+  /** The run's kind (RolloutDetail: an ART run's rollouts have no returned output). */
+  runKind?: string;
   rollout: Rollout;
   scaleRewards?: boolean;
   group?: RolloutGroup;
@@ -27,7 +30,7 @@ export function OpenRollout({
 }) {
   const { data, error } = useWholeRollouts(runId, [rollout]);
   const whole = data?.[0];
-  if (whole) return <RolloutDetail rollout={whole} group={group} onClose={onClose} onOpenFrame={onOpenFrame} runId={runId} scaleRewards={scaleRewards} />;
+  if (whole) return <RolloutDetail rollout={whole} group={group} onClose={onClose} onOpenFrame={onOpenFrame} runId={runId} runKind={runKind} scaleRewards={scaleRewards} />;
   return (
     <div className="p-4" data-testid="rollout-detail-loading">
       <div className="mb-3 flex items-center gap-3">

@@ -7,7 +7,8 @@
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { useEffect, useRef } from "react";
 import { userFrames } from "@/components/code/stack-frames";
-import { fmtInt, fmtMs, fmtNum, fmtSigned, truncate } from "@/components/ui/format";
+import { fmtMs, fmtNum, fmtSigned, truncate } from "@/components/ui/format";
+import { fmtTokens } from "./rollout-figures";
 import { SIGNALS, trainedAdvantageLabel } from "@contracts";
 import { groupKey, rolloutAdvantage, type Rollout, type RolloutGroup } from "./run-state";
 
@@ -108,7 +109,7 @@ function RolloutRow({
         {adv.raw === null ? "" : fmtSigned(adv.raw)}
       </span>
       <span role="cell" className="text-right font-mono text-[11px] text-zinc-500 tabular-nums" title="prompt + completion tokens">
-        {fmtInt(r.tokens.prompt)}+{fmtInt(r.tokens.completion)}
+        {fmtTokens(r.tokens, "+")}
       </span>
       <span role="cell" className="text-right font-mono text-[11px] text-zinc-500 tabular-nums">
         {fmtMs(r.timings.duration_ms)}

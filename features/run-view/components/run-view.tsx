@@ -4,7 +4,9 @@
  * (list + transcript), the GRPO group view, the run's log and its frozen code. State is the run's event
  * log folded by run-state.ts; runs.get supplies what the log does not carry (number, files, counters).
  */
-import { ArtClientLine } from "@/features/art";
+import { ArtClientLine, artIdleBadge } from "@/features/art";
+import { useNow } from "@/components/ui/use-now";
+import { runName } from "@/features/runs";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter, useSearchParams } from "next/navigation";
@@ -86,6 +88,7 @@ export function RunView({ id }: { id: string }) {
     if (snapshot) foldServerStatus({ status: snapshot.status as RunStatus, attempt: snapshot.attempt, lastSeq: snapshot.lastSeq });
   }, [snapshot, foldServerStatus]);
   const status = state.status;
+  const now = useNow(10_000);
 
   // When the log says the run ended, read the final row once (error, counters, finishedAt).
   const terminal = isTerminal(state.status);
@@ -181,6 +184,9 @@ export function RunView({ id }: { id: string }) {
   const headlineReward = state.rollouts.length > 0 ? meanReward(kind, state.rollouts) : (r?.rewardMean ?? null);
   const trained = latestTrainedStep(state.steps);
   const scaleRewards = runScalesRewards(state);
+  // An ART run whose client went quiet reads "idle since …", not a live dot (art-idle.ts); its status stays running.
+  const idle = r ? artIdleBadge({ kind, status, lastHeartbeatAt: r.lastHeartbeatAt }, now) : null;
+  const name = r ? runName({ kind: r.kind, experimentName: r.experiment.name, versionNumber: r.version.number, artName: r.artClient?.name ?? null }) : null;
   const progress = active && state.trainProgress && state.trainProgress.step > (lastStep?.step ?? -1) ? state.trainProgress : null;
 
   return (
@@ -190,10 +196,10 @@ export function RunView({ id }: { id: string }) {
         <div className="flex flex-wrap items-center gap-3">
           <h1 className="text-[15px] font-semibold text-zinc-100">Run {r ? `#${r.number}` : ""}</h1>
           {knownKind && <KindBadge kind={knownKind} />}
-          <StatusBadge status={status ?? "loading"} testId="run-status" kind={kind} />
+          <StatusBadge status={status ?? "loading"} testId="run-status" kind={kind} idle={idle} />
           {r && (
-            <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200">
-              {r.experiment.name} <span className="font-mono text-[12px] text-zinc-500">v{r.version.number}</span>
+            <Link href={`/experiments/${r.experiment.id}`} className="text-zinc-400 hover:text-zinc-200" data-testid="run-name">
+              {name?.name} <span className="font-mono text-[12px] text-zinc-500">{name?.detail}</span>
             </Link>
           )}
           {r && <RunLineage runId={r.id} />}
@@ -203,7 +209,7 @@ export function RunView({ id }: { id: string }) {
               <RunNotes runId={r.id} notes={r.notes} canEdit={canEditTags} />
             </span>
           )}
-          <DeliveryIndicator phase={phase} status={status} delivery={delivery} kind={kind} />
+          <DeliveryIndicator phase={phase} status={status} delivery={delivery} kind={kind} idle={idle !== null} />
           <div className="ml-auto flex items-center gap-2">
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
@@ -418,7 +424,7 @@ export function RunView({ id }: { id: string }) {
             </div>
             {selected && (
               <div className="min-h-0 w-1/2 overflow-auto">
-                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} scaleRewards={scaleRewards} />
+                <OpenRollout rollout={selected} group={state.groups[groupKey(selected)]} onClose={feed.close} onOpenFrame={openFrame} runId={id} runKind={knownKind ?? undefined} scaleRewards={scaleRewards} />
               </div>
             )}
           </>

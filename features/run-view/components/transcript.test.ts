@@ -89,5 +89,21 @@ describe("transcript", () => {
     const old = renderToStaticMarkup(createElement(RolloutDetail, { rollout: { ...rollout, output: undefined, turns: undefined } }));
     expect(old).toContain("Not recorded");
     expect(old).not.toContain("turn-figures");
+    // An ART client's rollout: no prompt count, no timings (—, not 0), and no returned output to explain.
+    const artRollout: WholeRollout = {
+      ...rollout,
+      output: undefined,
+      tokens: { prompt: null, completion: 40 },
+      timings: { started_at: 0, duration_ms: null, model_ms: null },
+      turns: [{ message_index: 1, prompt_tokens: null, completion_tokens: 40, model_ms: null, finish_reason: "stop" }],
+    };
+    const art = renderToStaticMarkup(createElement(RolloutDetail, { rollout: artRollout, runKind: "art" }));
+    expect(art).toMatch(/data-testid="rollout-tokens"[^]*?— \+ 40/);
+    expect(art).toMatch(/data-testid="rollout-duration"[^]*?—/);
+    expect(art).toMatch(/data-testid="rollout-model-time"[^]*?—/);
+    expect(art).not.toMatch(/0 ms/);
+    expect(art).toContain("— + 40 tok · —");
+    expect(art).not.toContain("Not recorded");
+    expect(art).not.toContain('data-testid="rollout-output"');
   });
 });

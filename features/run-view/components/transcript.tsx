@@ -4,7 +4,8 @@
  * rendered as text, never as HTML), its task, reward and advantage in its group, metrics, logs, error.
  */
 import type { ChatMessage, ToolCall, TrajectoryTurn } from "@contracts";
-import { fmtInt, fmtMs, fmtNum, fmtSigned } from "@/components/ui/format";
+import { fmtInt, fmtNum, fmtSigned } from "@/components/ui/format";
+import { fmtTimings, fmtTokens, fmtTurn } from "./rollout-figures";
 import { RolloutErrorView, type OpenFrame } from "./rollout-error";
 import type { RolloutGroup, WholeRollout } from "./run-state";
 import { rolloutAdvantage } from "./run-state";
@@ -77,8 +78,7 @@ function ToolResultView({ content }: { content: string }) {
 function TurnFigures({ turn }: { turn: TrajectoryTurn }) {
   return (
     <span data-testid="turn-figures" className="font-mono text-zinc-500 tabular-nums" title="this model call: prompt + completion tokens, engine latency, finish reason">
-      {fmtInt(turn.prompt_tokens)} + {fmtInt(turn.completion_tokens)} tok · {fmtMs(turn.model_ms)}
-      {turn.finish_reason && turn.finish_reason !== "stop" ? ` · ${turn.finish_reason}` : ""}
+      {fmtTurn(turn)}
     </span>
   );
 }
@@ -131,9 +131,12 @@ export function RolloutDetail({
   onClose,
   onOpenFrame,
   runId,
+  runKind,
   scaleRewards = true,
 }: {
   rollout: WholeRollout;
+  /** The run's kind: an ART run's rollouts have no returned output. */
+  runKind?: string;
   group?: RolloutGroup;
   /** The run's trainer.scale_rewards: which advantage the trainer used. */
   scaleRewards?: boolean;
@@ -146,6 +149,7 @@ export function RolloutDetail({
   const adv = rolloutAdvantage(rollout.id, group, scaleRewards);
   const toolNames = toolNamesById(rollout.messages);
   const turnAt = new Map((rollout.turns ?? []).map((t) => [t.message_index, t]));
+  const timings = fmtTimings(rollout.timings);
   return (
     <div className="p-4" data-testid="rollout-detail">
       <div className="flex items-start gap-3">
@@ -174,9 +178,9 @@ export function RolloutDetail({
         <Metric label={SIGNALS.advantage.label} value={fmtSigned(adv.raw)} title={SIGNALS.advantage.definition} testId="rollout-advantage" />
         <Metric label={trainedAdvantageLabel(scaleRewards)} value={fmtSigned(adv.trained)} title={SIGNALS.trainedAdvantage.definition} testId="rollout-trained-advantage" />
         <Metric label="Group mean" value={fmtNum(group?.rewardMean)} />
-        <Metric label="Tokens" value={`${rollout.tokens.prompt} + ${rollout.tokens.completion}`} title="prompt + completion" />
-        <Metric label="Duration" value={fmtMs(rollout.timings.duration_ms)} />
-        <Metric label="Model time" value={fmtMs(rollout.timings.model_ms)} />
+        <Metric label="Tokens" value={fmtTokens(rollout.tokens)} title={rollout.tokens.prompt === null ? "prompt + completion (the prompt's count is not known: it was not tokenised by Rollbook)" : "prompt + completion"} testId="rollout-tokens" />
+        <Metric label="Duration" value={timings.duration} testId="rollout-duration" />
+        <Metric label="Model time" value={timings.model} testId="rollout-model-time" />
       </div>
 
       <AgentMetrics metrics={rollout.metrics} />
@@ -193,7 +197,8 @@ export function RolloutDetail({
         </div>
       </Section>
 
-      <OutputView rollout={rollout} />
+      {/* An ART client's rollout has no returned output (only a runner's scenario returns one): nothing to say. */}
+      {runKind !== "art" && <OutputView rollout={rollout} />}
 
       {runId && <TokensToggle runId={runId} rolloutId={rollout.id} />}
 

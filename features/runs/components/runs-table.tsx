@@ -14,6 +14,9 @@ import { SUMMARY_COLUMNS, viewToListInput, type RunsSort } from "@/features/runs
 import { useCan } from "@/components/auth/use-role";
 import { RunFlagsBadge } from "@/features/flags";
 import { RunsFilterBar } from "./runs-filter-bar";
+import { artIdleBadge } from "@/features/art";
+import { useNow } from "@/components/ui/use-now";
+import { runName } from "../run-name";
 import { RunNotes, RunTags } from "./run-tags-notes";
 import { useRunsView } from "./use-runs-view";
 import { useTRPC } from "@/components/trpc";
@@ -43,6 +46,8 @@ export function RunsTable() {
     ),
   );
   const rows = runs.data?.pages.flatMap((p) => p.items) ?? [];
+  // An ART run's client idle since when (art-idle.ts), re-decided as the clock moves.
+  const now = useNow(10_000);
   const filteredName = view.experimentId ? rows[0]?.experimentName : undefined;
   const [selected, setSelected] = useState(-1);
   const [seenQuery, setSeenQuery] = useState(query);
@@ -155,8 +160,8 @@ export function RunsTable() {
                     </Link>
                   </td>
                   <td className="px-3 py-2">
-                    <span className="text-zinc-200">{r.experimentName}</span>
-                    <span className="ml-1.5 font-mono text-[11px] text-zinc-500">v{r.versionNumber}</span>
+                    <span className="text-zinc-200" data-testid="run-name">{runName(r).name}</span>
+                    <span className="ml-1.5 font-mono text-[11px] text-zinc-500">{runName(r).detail}</span>
                     <div className="max-w-56 truncate font-mono text-[10px] text-zinc-600" title={r.baseModel}>
                       {r.baseModel}
                     </div>
@@ -166,7 +171,7 @@ export function RunsTable() {
                   </td>
                   <td className="px-3 py-2">
                     <div className="flex items-center gap-2">
-                      <StatusBadge status={r.status} kind={r.kind} />
+                      <StatusBadge status={r.status} kind={r.kind} idle={artIdleBadge(r, now)} />
                       {r.queuePosition !== null && (
                         <span className="text-[11px] whitespace-nowrap text-zinc-400" title="Starts when a runner that fits it has room (Settings → Runners)">
                           {ordinal(r.queuePosition)} in queue

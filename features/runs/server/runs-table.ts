@@ -17,6 +17,7 @@ import { AppError } from "@/server/errors";
 import { formatZodIssues, meanRewardOf } from "@contracts";
 import { queuePositions } from "@/features/run-lifecycle/server";
 import { fromDbKind, toDbKind } from "@/server/run-convert";
+import { readArtClient } from "@/features/art";
 import type { z } from "zod";
 import { RunsListInput, RunUpdateInput, type RunsSort } from "../runs-table-query";
 import type { DbOrTx } from "@/server/db-types";
@@ -139,6 +140,8 @@ const ROW_SELECT = {
   tags: true,
   notes: true,
   summary: true,
+  artClient: true,
+  lastHeartbeatAt: true,
   experiment: { select: { name: true } },
   version: { select: { number: true } },
   createdBy: { select: { id: true, name: true, email: true } },
@@ -188,6 +191,10 @@ export async function listRunsTable(db: DbOrTx, workspaceId: string, raw: RunsLi
           experimentId: r.experimentId,
           experimentName: r.experiment.name,
           versionNumber: r.version.number,
+          /** An ART run's model name (run-name.ts names the run by it); null for other kinds. */
+          artName: readArtClient(r.artClient)?.name ?? null,
+          /** The last sign of life: an ART run's client idle since then (features/art/art-idle.ts). */
+          lastHeartbeatAt: r.lastHeartbeatAt,
           baseModel: r.baseModel,
           createdAt: r.createdAt,
           startedAt: r.startedAt,

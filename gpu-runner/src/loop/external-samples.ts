@@ -72,6 +72,8 @@ export interface ExternalSample {
   sample: TrainSample;
   exactReplies: number;
   retokenizedReplies: number;
+  /** Each sampled reply's prompt length (its /tokenize ids), in reply order: the rollout's prompt counts. */
+  promptTokens: number[];
 }
 
 /**
@@ -83,9 +85,11 @@ export async function externalSample(t: ExternalTrajectory, where: string, tok: 
   const sequences: TokenSequence[] = [];
   let exactReplies = 0;
   let retokenizedReplies = 0;
+  const promptTokens: number[] = [];
   for (const [h, history] of t.histories.entries()) {
     const { turns, retokenized } = await historyTurns(history, `${where}.histories[${h}]`, tok, recompute, signal);
     if (turns.length === 0) continue;
+    for (const turn of turns) promptTokens.push(turn.promptTokenIds.length);
     retokenizedReplies += retokenized.filter(Boolean).length;
     exactReplies += retokenized.filter((r) => !r).length;
     // Sequences in turn order; mark every one when any reply was re-tokenised (simple and safe: the trainer
@@ -94,7 +98,7 @@ export async function externalSample(t: ExternalTrajectory, where: string, tok: 
     for (const s of buildSequences(turns)) sequences.push(anyRetokenized ? { ...s, logprobs: s.logprobs.map(() => 0), recomputed_logprobs: true } : s);
   }
   if (sequences.length === 0) return null;
-  return { sample: { trajectory_id: t.id, reward: t.reward, sequences }, exactReplies, retokenizedReplies };
+  return { sample: { trajectory_id: t.id, reward: t.reward, sequences }, exactReplies, retokenizedReplies, promptTokens };
 }
 
 export interface ExternalGroups {
@@ -102,6 +106,8 @@ export interface ExternalGroups {
   exactReplies: number;
   retokenizedReplies: number;
   skipped: { id: string; reason: string }[];
+  /** Per trajectory id, its replies' prompt lengths (ExternalSample.promptTokens), trained or not. */
+  promptTokens: Record<string, number[]>;
 }
 
 /** Every group's samples; a group keeps only if two of its trajectories sampled something (a relative advantage needs two). */
@@ -111,7 +117,7 @@ export async function externalGroups(
   recompute: boolean,
   signal?: AbortSignal,
 ): Promise<ExternalGroups> {
-  const out: ExternalGroups = { groups: [], exactReplies: 0, retokenizedReplies: 0, skipped: [] };
+  const out: ExternalGroups = { groups: [], exactReplies: 0, retokenizedReplies: 0, skipped: [], promptTokens: {} };
   for (const [g, group] of groups.entries()) {
     const samples: TrainSample[] = [];
     for (const [i, t] of group.trajectories.entries()) {
@@ -121,6 +127,7 @@ export async function externalGroups(
         continue;
       }
       samples.push(built.sample);
+      out.promptTokens[t.id] = built.promptTokens;
       out.exactReplies += built.exactReplies;
       out.retokenizedReplies += built.retokenizedReplies;
     }

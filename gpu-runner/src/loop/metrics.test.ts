@@ -55,7 +55,11 @@ describe("step metrics", () => {
     expect(none.reward_mean).toBeNull();
     expect(none.reward_std_within_group).toBeNull();
     expect(none.exception_rate).toBe(1);
-    expect(none.tokens_per_s).toBe(0);
+    // No rollout time, no rate: tokens/s over 0 s (or an unmeasured time: an ART client's step) is unknown, not 0.
+    expect(none.tokens_per_s).toBeNull();
+    const unmeasured = computeStepMetrics(1, [[traj(0, 1), traj(0, 0)]], null, { rolloutS: null, trainS: null, stepS: null });
+    expect(unmeasured).toMatchObject({ rollout_s: null, train_s: null, step_s: null, tokens_per_s: null });
+    expect(withTrainer.tokens_per_s).toBeGreaterThan(0);
   });
 
   it("eval metrics: population std over valid rollouts", () => {

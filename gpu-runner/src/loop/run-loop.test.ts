@@ -182,7 +182,7 @@ describe("executeRun (train)", () => {
 
     const steps = events.flatMap((e) => (e.type === "step.finished" ? [e.payload] : []));
     expect(steps.map((s) => s.rollouts)).toEqual([6, 6, 6]);
-    expect(steps.every((s) => s.trainer !== null && s.tokens_per_s >= 0)).toBe(true);
+    expect(steps.every((s) => s.trainer !== null && (s.tokens_per_s ?? 0) >= 0)).toBe(true);
   });
 
   it("resumes after the newest checkpoint with no step repeated or skipped and the same task order", async () => {
