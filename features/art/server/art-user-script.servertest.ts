@@ -5,8 +5,9 @@
  * multi-turn rollouts with an OpenAI `tools` list, `gather_trajectory_groups` with `max_exceptions` and rollouts
  * that raise, RULER (`ruler_score_group`) with a Rollbook model as judge (JSON through `response_format`, no
  * `max_tokens`), `backend.train`, `model.delete_checkpoints()` after every step, a crash after step 2 and a
- * restart that resumes from `get_step()`. Checked: the restart exits 0 at step 3; RULER's scores are the
- * trained rewards; only the newest checkpoint is left, in the list and on the runner's disk; every step once.
+ * restart that resumes from `get_step()`. Checked: the restart exits 0 at step 3; where RULER scored, its scores
+ * are the trained rewards; only the newest checkpoint is left, in the list and on the runner's disk; every step
+ * once. And RULER scoring a fixed group through the ART door, with the same judge.
  *   npx vitest run --project server features/art/server/art-user-script.servertest.ts
  */
 import { execFile } from "node:child_process";
@@ -61,7 +62,32 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
       env: { ...process.env, ROLLBOOK_URL: stack!.webUrl, ROLLBOOK_API_KEY: stack!.apiKey, STEPS: "3", LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled", ...extra },
     });
 
+  it("RULER (ruler_score_group) with a Rollbook model as judge returns a score per trajectory", async () => {
+    // A fixed group, greedy (temperature 0) on the batch-invariant engine: the judge writes the same JSON every
+    // time. Before response_format was honoured it wrote prose, and RULER raised "Invalid JSON".
+    const script = [
+      "import asyncio, json, art",
+      "from art.rewards import ruler_score_group",
+      "SYS = {'role': 'system', 'content': 'You are a weather assistant. Answer in one sentence.'}",
+      "ASK = {'role': 'user', 'content': 'How warm is it in Oslo right now?'}",
+      "ANSWERS = ['It is 13 C in Oslo right now.', 'I do not know.', 'Oslo is the capital of Norway.']",
+      "async def main():",
+      "    group = art.TrajectoryGroup([art.Trajectory(messages_and_choices=[SYS, ASK, {'role': 'assistant', 'content': a}], reward=0.0) for a in ANSWERS])",
+      `    judged = await ruler_score_group(group, judge_model='openai/SmolLM2-135M-Instruct', extra_litellm_params={'api_base': '${stack!.webUrl}/api/art/v1', 'api_key': '${stack!.apiKey}', 'temperature': 0})`,
+      "    print(json.dumps([t.reward for t in judged.trajectories]))",
+      "asyncio.run(main())",
+    ].join("\n");
+    const { stdout } = await exec(python, ["-c", script], { cwd: workDir, timeout: 10 * 60_000, env: { ...process.env, LITELLM_LOCAL_MODEL_COST_MAP: "True", WANDB_MODE: "disabled" } });
+    const scores = JSON.parse(stdout.trim().split("\n").at(-1)!) as number[];
+    expect(scores).toHaveLength(3);
+    for (const s of scores) expect(Number.isFinite(s)).toBe(true);
+  }, 15 * 60_000);
+
   it("crashes after step 2 as asked, restarts from get_step() and exits 0 at step 3, with one checkpoint left", async () => {
+    // A smaller default here: the 135M judge's calls end sooner (most groups keep their own rewards either way),
+    // which keeps this script's six judge calls from taking most of the test's time on a CPU engine.
+    process.env.API_MAX_TOKENS_DEFAULT = "120";
+    resetEnv();
     const crashed = await script({ CRASH_AFTER_STEP: "2" }).then(
       () => null,
       (e: { code?: number; stderr?: string; stdout?: string }) => e,
@@ -73,10 +99,9 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
     const { stdout } = await script({});
     const out = JSON.parse(stdout.trim().split("\n").at(-1)!) as { model_id: string; start_step: number; final_step: number; ruler_scores: number[] };
     expect(out).toMatchObject({ start_step: 2, final_step: 3 });
-    // RULER's judge (the base model through the ART door) answered in JSON that RULER parsed into one score per
-    // trajectory, for some groups at least (a 135M judge sometimes writes more scores than trajectories, and the
-    // script keeps that group's own rewards). Without response_format honoured it writes prose: no group scored.
-    expect(out.ruler_scores.length).toBeGreaterThan(0);
+    // RULER's judge (the base model through the ART door) scored the groups it could: a 135M judge often writes
+    // more scores than a group has trajectories (RULER then raises, and the script keeps the group's own
+    // rewards, as RULER's swallow_exceptions advises); the test above shows it scoring a group.
     for (const s of out.ruler_scores) expect(Number.isFinite(s)).toBe(true);
 
     const runId = out.model_id;
@@ -96,7 +121,7 @@ describe.skipIf(!engineAvailable)("an unmodified ART script: tools, exceptions, 
     const rollouts = await db().trajectory.findMany({ where: { runId, split: "train", error: { equals: Prisma.AnyNull } }, select: { reward: true, metrics: true } });
     expect(rollouts.length).toBe(2 * 2 + 2 * 3 + 2 * 3);
     const judged = rollouts.filter((r) => typeof (r.metrics as Record<string, unknown>).ruler_score === "number");
-    expect(judged.length).toBe(out.ruler_scores.length);
+    expect(judged.length).toBeGreaterThanOrEqual(out.ruler_scores.length); // the resumed run printed only its own
     for (const r of judged) {
       const metrics = r.metrics as Record<string, number>;
       expect(metrics.ruler_score).toBe(r.reward);

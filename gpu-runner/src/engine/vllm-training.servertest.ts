@@ -44,7 +44,7 @@ const say = tool({
   execute: ({ word }) => word,
 });
 
-export default async function rollout(ctx: RolloutContext<Task>): Promise<string> {
+async function answer(ctx: RolloutContext<Task>): Promise<string> {
   const messages = [
     { role: "system" as const, content: "Answer with one word." },
     { role: "user" as const, content: \`Say the word \${ctx.task.word}.\` },
@@ -55,6 +55,14 @@ export default async function rollout(ctx: RolloutContext<Task>): Promise<string
   const call = reply.toolCalls[0];
   const args = call ? say.parseArguments(call.function.arguments) : null;
   return args?.ok ? args.args.word : reply.content;
+}
+
+// Every group trains: its first rollout returns the word (reward 1), its second nothing (reward 0), whatever the
+// model said (it is still what is trained on). A group whose forced calls all said the word tied, and a step with
+// no trainable group is skipped, with no probs_corr to check.
+export default async function rollout(ctx: RolloutContext<Task>): Promise<string> {
+  const said = await answer(ctx);
+  return ctx.rolloutIndex === 0 ? ctx.task.word : ctx.rolloutIndex === 1 ? "" : said;
 }
 `;
 
@@ -104,7 +112,10 @@ describe.skipIf(!onVllm)("a training run on the vLLM backend", () => {
 
     const steps = events.flatMap((e) => (e.type === "step.finished" ? [e.payload] : []));
     expect(steps.map((m) => m.step)).toEqual([1, 2, 3]);
-    for (const m of steps) expect(m.trainer?.probs_corr, `step ${m.step}`).toBeGreaterThanOrEqual(0.99);
+    for (const m of steps) {
+      expect(m.trainer?.skipped, `step ${m.step} trained`).toBe(false);
+      expect(m.trainer?.probs_corr, `step ${m.step}`).toBeGreaterThanOrEqual(0.99);
+    }
     expect(events.flatMap((e) => (e.type === "checkpoint.saved" ? [e.payload.step] : []))).toEqual([1, 2, 3]);
 
     const rollouts = events.flatMap((e) => (e.type === "rollout.finished" ? [e.payload] : []));
