@@ -40,7 +40,8 @@ export type Task = z.infer<typeof taskSchema>;
 const say = tool({
   name: "say",
   description: "Say one word.",
-  parameters: z.object({ word: z.string() }),
+  // Bounded, so a forced call always fits its max_tokens (an unbounded string once ran past 40 tokens: no call).
+  parameters: z.object({ word: z.string().max(16) }),
   execute: ({ word }) => word,
 });
 
@@ -50,7 +51,7 @@ async function answer(ctx: RolloutContext<Task>): Promise<string> {
     { role: "user" as const, content: \`Say the word \${ctx.task.word}.\` },
   ];
   if (ctx.step !== 2) return (await ctx.chat(messages)).content;
-  const reply = await ctx.chat(messages, { tools: [say], tool_choice: "required", max_tokens: 40 });
+  const reply = await ctx.chat(messages, { tools: [say], tool_choice: "required", max_tokens: 64 });
   ctx.log(\`forced call: \${reply.toolCalls.length}\`);
   const call = reply.toolCalls[0];
   const args = call ? say.parseArguments(call.function.arguments) : null;
