@@ -127,6 +127,8 @@ const CASES: Record<string, [Access, (s: Side) => unknown]> = {
   "templates.list": ["viewer", () => undefined],
   "checkpoints.list": ["viewer", (s) => ({ runId: s.runId })],
   "checkpoints.chat": ["viewer", (s) => ({ runId: s.runId, step: 1, messages: [{ role: "user", content: "hi" }], maxTokens: 4 })],
+  // A step the run does not have: deleting it is a no-op answer (nothing of either side changes).
+  "checkpoints.delete": ["member", (s) => ({ runId: s.runId, step: 999 })],
   // A side holds one run: the second id is one no workspace has (NOT_FOUND, never BAD_REQUEST); compare.servertest covers the rest.
   "flags.list": ["viewer", () => undefined],
   "flags.markRead": ["viewer", () => undefined],

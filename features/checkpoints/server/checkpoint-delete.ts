@@ -14,7 +14,10 @@ import { runnerFetch } from "@/server/runner-client";
 import type { DbOrTx } from "@/server/db-types";
 import { errorMessage } from "./checkpoints";
 
-export type DeleteCheckpointsResult = { ok: true; deleted_count: number; not_found_steps: number[] } | { ok: false; message: string };
+/** Why a deletion was refused: no such run, the newest checkpoint asked for (the caller's mistake), or the runner (none, or it failed). */
+export type DeleteRefusal = "missing" | "newest" | "runner";
+
+export type DeleteCheckpointsResult = { ok: true; deleted_count: number; not_found_steps: number[] } | { ok: false; reason: DeleteRefusal; message: string };
 
 const plural = (n: number) => (n === 1 ? "" : "s");
 
@@ -24,14 +27,14 @@ export async function deleteCheckpoints(db: DbOrTx, runId: string, steps: number
     db.run.findUnique({ where: { id: runId }, select: { id: true, number: true, runnerId: true } }),
     db.checkpoint.findMany({ where: { runId }, select: { step: true }, orderBy: { step: "asc" } }),
   ]);
-  if (!run) return { ok: false, message: `run ${runId} not found` };
+  if (!run) return { ok: false, reason: "missing", message: `run ${runId} not found` };
   const have = new Set(rows.map((r) => r.step));
   const found = asked.filter((s) => have.has(s));
   const notFound = asked.filter((s) => !have.has(s));
   if (found.length === 0) return { ok: true, deleted_count: 0, not_found_steps: notFound };
   const newest = rows.at(-1)!.step;
-  if (found.includes(newest)) return { ok: false, message: `steps: step ${newest} is run #${run.number}'s newest checkpoint, which its next step and a resume start from: it is never deleted` };
-  if (!run.runnerId) return { ok: false, message: `steps: run #${run.number} has no runner holding its checkpoints` };
+  if (found.includes(newest)) return { ok: false, reason: "newest", message: `steps: step ${newest} is run #${run.number}'s newest checkpoint, which its next step and a resume start from: it is never deleted` };
+  if (!run.runnerId) return { ok: false, reason: "runner", message: `steps: run #${run.number} has no runner holding its checkpoints` };
   let deleted = 0;
   for (const step of found) {
     let res: Response;
@@ -39,11 +42,11 @@ export async function deleteCheckpoints(db: DbOrTx, runId: string, steps: number
       res = await runnerFetch(db, run.runnerId, `/runs/${encodeURIComponent(run.id)}/checkpoints/${step}`, { method: "DELETE", signal: AbortSignal.timeout(30_000) });
     } catch (e) {
       const why = e instanceof AppError ? e.message : String(e);
-      return { ok: false, message: `steps: deleted ${deleted} checkpoint${plural(deleted)} of run #${run.number}, then step ${step} failed: ${why}` };
+      return { ok: false, reason: "runner", message: `steps: deleted ${deleted} checkpoint${plural(deleted)} of run #${run.number}, then step ${step} failed: ${why}` };
     }
     if (!res.ok) {
       const why = await errorMessage(res);
-      return { ok: false, message: `steps: deleted ${deleted} checkpoint${plural(deleted)} of run #${run.number}, then the runner refused step ${step}: ${why}` };
+      return { ok: false, reason: "runner", message: `steps: deleted ${deleted} checkpoint${plural(deleted)} of run #${run.number}, then the runner refused step ${step}: ${why}` };
     }
     await res.body?.cancel().catch(() => undefined);
     await db.checkpoint.deleteMany({ where: { runId, step } });

@@ -10,6 +10,8 @@ import { AppError } from "@/server/errors";
 import { deleteCheckpoints } from "./checkpoint-delete";
 import * as checkpoints from "./checkpoints";
 
+const REFUSAL_CODE = { missing: "NOT_FOUND", newest: "BAD_INPUT", runner: "RUNNER_UNAVAILABLE" } as const;
+
 export const checkpointsRouter = createTRPCRouter({
   list: viewerProcedure
     .input(z.object({ runId: z.string().min(1) }))
@@ -38,7 +40,7 @@ export const checkpointsRouter = createTRPCRouter({
       const run = await ctx.db.run.findFirst({ where: { id: input.runId, workspaceId: ctx.workspaceId }, select: { id: true } });
       if (!run) throw new AppError("NOT_FOUND", `run ${input.runId} not found`);
       const out = await deleteCheckpoints(ctx.db, run.id, [input.step]);
-      if (!out.ok) throw new AppError("BAD_INPUT", out.message);
+      if (!out.ok) throw new AppError(REFUSAL_CODE[out.reason], out.message);
       return { deleted: out.deleted_count };
     }),
 });
