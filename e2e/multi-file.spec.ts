@@ -81,8 +81,13 @@ test("a lib/ helper's type error is marked at its line, and the fixed experiment
   const squiggle = page.locator(".monaco-editor .squiggly-error").first();
   await expect(squiggle).toBeVisible();
   const lineTwo = page.locator(".monaco-editor .line-numbers").filter({ hasText: /^2$/ }).first();
-  const [sq, ln] = [await squiggle.boundingBox(), await lineTwo.boundingBox()];
-  expect(sq && ln && Math.abs(sq.y + sq.height / 2 - (ln.y + ln.height / 2)) < ln.height).toBe(true);
+  // Polled: Monaco re-renders its decorations and line numbers, and a box read between two renders is null.
+  await expect
+    .poll(async () => {
+      const [sq, ln] = [await squiggle.boundingBox(), await lineTwo.boundingBox()];
+      return Boolean(sq && ln && Math.abs(sq.y + sq.height / 2 - (ln.y + ln.height / 2)) < ln.height);
+    })
+    .toBe(true);
   // scenario.ts itself is clean: the import of the helper resolves in the editor.
   await expect(page.locator('[data-path="scenario.ts"] [data-testid=file-errors]')).toHaveCount(0);
 
