@@ -36,8 +36,9 @@ stage() {
 failure_digest() {
   local plain
   plain="$(sed 's/\x1b\[[0-9;]*m//g' "$1")"
-  # vitest: "FAIL  file > test" + its error; pytest: "FAILED file::test - error"; Playwright: "✘ … › test", "N failed".
-  grep -E -A2 '^ *FAIL |^FAILED |^ERROR |^ *✘ ' <<<"$plain" | cut -c1-300 | head -n 100 || true
+  # vitest: "FAIL  file > test" + its error; pytest: "FAILED file::test - error"; Playwright: "✘ … › test", "N failed";
+  # mypy "file:line: error: …"; ruff "file:line:col: CODE …"; eslint and tsc print "error" lines too.
+  grep -E -A2 '^ *FAIL |^FAILED |^ERROR |^ *✘ |: error: |^[^ ]+:[0-9]+:[0-9]+: [A-Z]+[0-9]+ ' <<<"$plain" | cut -c1-300 | head -n 100 || true
   grep -E 'Test timed out|[0-9]+ (failed|flaky)|^ *Tests? +[0-9]+ failed' <<<"$plain" | cut -c1-300 | head -n 20 || true
 }
 timings=()

@@ -48,6 +48,7 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
     lark = tool_format.call_grammar(req.tool_choice, tools) if tools else None
     # A forced call is the reply whatever response_format says (OpenAI's order); else a JSON format constrains it.
     forces_call = lark is not None
+    grammar: str | None
     if lark is not None:
         grammar = checked_grammar(lark, tokenizer, eos_ids, "tools")
     else:
