@@ -9,7 +9,8 @@
  * its setup, e.g. a GPU sampling without vLLM) show under its name, as text, to every member.
  */
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { useEffect, useState, type FormEvent } from "react";
+import { useState, type FormEvent } from "react";
+import { useNow } from "@/components/ui/use-now";
 import { useTRPC } from "@/components/trpc";
 import { Button, ErrorBox, Spinner } from "@/components/ui/primitives";
 import { fmtAgo } from "@/components/ui/format";
@@ -32,16 +33,6 @@ export function fieldOfError(message: string): { field: Field | null; text: stri
   const m = /^(\w+): ([\s\S]*)$/.exec(message);
   const field = m && (FIELDS as readonly string[]).includes(m[1]!) ? (m[1] as Field) : null;
   return field ? { field, text: m![2]! } : { field: null, text: message };
-}
-
-/** Re-renders every few seconds so "last seen 3s ago" stays true between heartbeats. */
-function useNow(ms: number): number {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(t);
-  }, [ms]);
-  return now;
 }
 
 /** A runner's advice about its setup, as text (what it sends is never markup). */
