@@ -66,6 +66,12 @@ export const ExternalTrainLine = z.discriminatedUnion("type", [
     /** Replies trained on the ids that were sampled / re-tokenised through the chat template. */
     exact_replies: z.number().int(),
     retokenized_replies: z.number().int(),
+    /**
+     * Of the exact replies, those whose prompt is the one the engine recorded feeding the model when it sampled
+     * them (a tool_choice-forced call: its prefill is prompt, and the messages sent back do not say so). 0 from
+     * a runner that predates it.
+     */
+    served_prompt_replies: z.number().int().default(0),
     skipped: z.array(ExternalSkipped),
     /**
      * Per trajectory id: each sampled reply's prompt length in tokens (the engine's /tokenize of the messages

@@ -17,6 +17,14 @@ export const TokenizeRequest = ChatCompletionRequest.extend({
         "tool_choice prefill included). false: the whole conversation, last message included, without a " +
         "generation prompt (not with continue_from).",
     ),
+  sampled_token_ids: z
+    .array(z.number().int())
+    .optional()
+    .describe(
+      "The reply sampled after this prompt (with add_generation_prompt true). When the engine served it after a " +
+        "prefill (a tool_choice-forced call, which the messages alone do not say), the answer is the prompt it " +
+        "fed the model, prefill included, and served is true (rollbook_engine/served_prompts.py).",
+    ),
 });
 export type TokenizeRequest = z.infer<typeof TokenizeRequest>;
 
@@ -24,5 +32,6 @@ export const TokenizeResponse = z.object({
   count: z.number().int().describe("len(tokens)."),
   max_model_len: z.number().int().describe("The model's context in tokens."),
   tokens: z.array(z.number().int()),
+  served: z.boolean().default(false).describe("The tokens are the prompt the engine fed before sampled_token_ids (its record), not a re-rendering."),
 });
 export type TokenizeResponse = z.infer<typeof TokenizeResponse>;

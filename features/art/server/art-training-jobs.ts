@@ -192,7 +192,7 @@ async function trainJob(db: Db, id: string, runnerId: string, request: ExternalT
             type: "run.log",
             payload: {
               level: line.retokenized_replies > 0 ? "warn" : "info",
-              message: `step ${request.step}: ${line.num_sequences} sequences from ${line.trajectories} trajectories; ${line.exact_replies} replies trained on their sampled tokens, ${line.retokenized_replies} re-tokenised through the chat template (sampled without token ids)${skipped}`,
+              message: `step ${request.step}: ${line.num_sequences} sequences from ${line.trajectories} trajectories; ${line.exact_replies} replies trained on their sampled tokens${line.served_prompt_replies > 0 ? ` (${line.served_prompt_replies} after the prompt the engine fed them, a forced call's prefill included)` : ""}, ${line.retokenized_replies} re-tokenised through the chat template (sampled without token ids)${skipped}`,
             },
           },
         ]);

@@ -69,7 +69,7 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
    * One multi-turn rollout as an ART agent plays it: a system prompt, a user turn, an earlier tool call and its
    * result in the history, the tools offered; a first reply sampled, a tool result or a follow-up, a second reply.
    */
-  async function rollout(seed: number, model: string): Promise<{ trajectory: unknown; served: Served[] }> {
+  async function rollout(seed: number, model: string, firstToolChoice?: "required"): Promise<{ trajectory: unknown; served: Served[] }> {
     const messages: ChatCompletionMessageParam[] = [
       { role: "system", content: "You are a weather assistant. Use the tools." },
       { role: "user", content: "What is the weather in Paris?" },
@@ -79,7 +79,9 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     const items: unknown[] = [...messages];
     const served: Served[] = [];
     for (let turn = 0; turn < 2; turn++) {
-      const body = { model, messages, tools: TOOLS, max_tokens: 10, temperature: 1, seed: seed * 10 + turn, logprobs: true, return_token_ids: true };
+      // A forced first turn (tool_choice): its prompt ends with the call's prefill, which ART's trajectory does not record.
+      const forced = turn === 0 && firstToolChoice ? { tool_choice: firstToolChoice, max_tokens: 24 } : {};
+      const body = { model, messages, tools: TOOLS, max_tokens: 10, temperature: 1, seed: seed * 10 + turn, logprobs: true, return_token_ids: true, ...forced };
       const r = (await client().chat.completions.create(body as ChatCompletionCreateParamsNonStreaming)) as Sampled;
       const choice = r.choices[0]!;
       served.push({ prompt: r.prompt_token_ids, sampled: choice.token_ids });
@@ -232,6 +234,37 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     expect(second.status).toBe(409);
     expect(((await second.json()) as { error: { message: string } }).error.message).toContain("is training already");
     await waitForJob(((await first.json()) as { id: string }).id);
+  }, 900_000);
+
+  it("a tool_choice-forced turn trains token-exact: its prompt is the one the engine fed, the call's prefill included (probs_corr ≥ 0.99)", async () => {
+    const rollouts = await Promise.all([4, 5, 6, 7].map((seed) => rollout(seed, artName, "required")));
+    // Each forced turn's served prompt ends inside the call (Hermes: `<tool_call>\n{"name": "`), which the messages
+    // ART sends back (no tool_choice) do not render: without the engine's record it would train on another prompt.
+    const groups = [{ trajectories: rollouts.slice(0, 2).map((r) => r.trajectory) }, { trajectories: rollouts.slice(2).map((r) => r.trajectory) }];
+    const res = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: groups } });
+    expect(res.status).toBe(201);
+    const { id, step } = (await res.json()) as { id: string; step?: number };
+    const events = await waitForJob(id);
+    expect(events.map((e) => e.type)).toEqual(["training_started", "gradient_step", "training_ended"]);
+    const trainedStep = step ?? (events.at(-1)!.data.step as number);
+    const log = await db().runEvent.findMany({ where: { runId: modelId, type: "run.log" }, orderBy: { seq: "desc" }, take: 3, select: { payload: true } });
+    expect(log.map((l) => (l.payload as { message: string }).message).join("\n")).toContain("(4 after the prompt the engine fed them, a forced call's prefill included), 0 re-tokenised");
+
+    const stored = await db().trajectory.findMany({ where: { runId: modelId, step: trainedStep }, select: { id: true } });
+    const lines = await tokenLines(modelId);
+    for (const [g, group] of [rollouts.slice(0, 2), rollouts.slice(2)].entries()) {
+      for (const [t, r] of group.entries()) {
+        const rolloutId = stored.find((s) => s.id.endsWith(`-g${g}-t${t}`))!.id;
+        const sequences = lines.get(rolloutId)!;
+        expect(sequences.flatMap((s) => s.tokens.filter((_, i) => s.mask[i] === 1))).toEqual(r.served.flatMap((c) => c.sampled));
+        for (const call of r.served) {
+          const whole = [...call.prompt, ...call.sampled];
+          expect(sequences.some((s) => whole.every((tokenId, i) => s.tokens[i] === tokenId)), `${rolloutId}: the fed prompt (prefill included) then the sampled ids`).toBe(true);
+        }
+      }
+    }
+    const metrics = (await db().step.findUniqueOrThrow({ where: { runId_step: { runId: modelId, step: trainedStep } }, select: { metrics: true } })).metrics as { trainer: { probs_corr: number } };
+    expect(metrics.trainer.probs_corr).toBeGreaterThanOrEqual(0.99);
   }, 900_000);
 
   it("ART's own client runs examples/art/say_the_word.py unmodified: two training jobs, get_step() = the checkpoints, the run in Rollbook's API", async () => {

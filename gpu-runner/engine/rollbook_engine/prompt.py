@@ -33,6 +33,9 @@ class Prompt:
     tool_params: dict[str, Any] = field(default_factory=dict)
     grammar: str | None = None  # Lark grammar the reply after the prefill must follow (constrained.py), or None
     forces_call: bool = False  # the grammar is a forced tool call's (else a JSON response_format's, json_reply.py)
+    # With a prefill: the same prompt without it, as POST /tokenize renders the messages when the client sends
+    # them back with no tool_choice (served_prompts.py matches a reply's record on it). None without a prefill.
+    unprefilled_ids: list[int] | None = None
 
 
 def shown_tools(req: ChatCompletionRequest) -> list[ToolSpec] | None:
@@ -59,11 +62,12 @@ def build_prompt(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_contex
                                                 vocab.size)
     else:
         head, text = [], chat_format.render(tokenizer, req.messages, tools, generation_prompt=True)
-    text += prefill
     # A prompt leaves room for at least one sampled token.
-    ids = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context)
+    ids = _bounded_ids(tokenizer, vocab, head, text + prefill, max_context - 1, max_context)
+    # One more encode, only for a prefilled prompt (a forced call), so its record can be found again.
+    unprefilled = _bounded_ids(tokenizer, vocab, head, text, max_context - 1, max_context) if prefill else None
     return Prompt(ids, prefill, [t.function.name for t in tools] if tools else None, tool_format,
-                  {t.function.name: t.function.parameters for t in tools or []}, grammar, forces_call)
+                  {t.function.name: t.function.parameters for t in tools or []}, grammar, forces_call, unprefilled)
 
 
 def conversation_ids(tokenizer, vocab: Vocab, req: ChatCompletionRequest, max_context: int) -> list[int]:

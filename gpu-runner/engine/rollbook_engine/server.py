@@ -35,6 +35,7 @@ from .ownership import owned_checkpoints, request_workspace
 from .prompt import build_prompt
 from .request_io import parse_request, read_body, unless_disconnected
 from .responses import chat_response
+from .served_prompts import ServedPrompts
 from .settings import EngineSettings, engine_settings
 from .streaming import sse_events
 
@@ -99,6 +100,8 @@ def create_app(
     app.state.store = None
     app.state.backend = None
     app.state.load_error = None
+    # The prompts fed before prefilled (forced-call) replies, for POST /tokenize's sampled_token_ids.
+    app.state.served_prompts = ServedPrompts()
     factory = store_factory or (lambda name: ModelStore(name))
 
     async def load() -> None:
@@ -179,6 +182,13 @@ def create_app(
             prompt = build_prompt(store.tokenizer, store.vocab, req, store.max_context_tokens, store.eos_token_ids)
         except RequestError as err:
             return _error(err.status, err.message, err.param)
+        workspace = request_workspace(request.headers)
+
+        def remember(result) -> None:
+            if prompt.unprefilled_ids is not None:
+                app.state.served_prompts.record(workspace, list(result.token_ids), prompt.unprefilled_ids,
+                                                prompt.token_ids)
+
         room = store.max_context_tokens - len(prompt.token_ids)
         stop = [req.stop] if isinstance(req.stop, str) else list(req.stop or [])
         limit = req.completion_limit
@@ -193,7 +203,7 @@ def create_app(
             user=req.user, grammar=prompt.grammar,
         )
         if req.stream:
-            return StreamingResponse(sse_events(backend, gen, req, prompt, store.vocab, store.tokenizer),
+            return StreamingResponse(sse_events(backend, gen, req, prompt, store.vocab, store.tokenizer, remember),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             results = await unless_disconnected(request, backend.generate([gen]))
@@ -203,6 +213,8 @@ def create_app(
             return _error(err.status, err.message, err.param)
         if results is None:
             return Response(status_code=499)  # nobody is listening; nginx's code for "client closed request"
+        for result in results[0]:
+            remember(result)
         return JSONResponse(chat_response(req, prompt, results[0], store.vocab).model_dump())
 
     try:

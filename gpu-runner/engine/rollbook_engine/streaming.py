@@ -35,7 +35,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from .backends.base import GenerationRequest, GenerationResult, InferenceBackend, SampledToken
@@ -171,8 +171,10 @@ def _event(payload: dict[str, Any]) -> str:
 
 
 async def sse_events(backend: InferenceBackend, gen: GenerationRequest, req: ChatCompletionRequest, prompt: Prompt,
-                     vocab: Vocab, tokenizer) -> AsyncIterator[str]:
-    """The response body. Closing it early (the client went away) cancels the generation."""
+                     vocab: Vocab, tokenizer,
+                     on_result: Callable[[GenerationResult], None] | None = None) -> AsyncIterator[str]:
+    """The response body. Closing it early (the client went away) cancels the generation. `on_result`: each
+    choice's result once sampled (server.py records a prefilled reply's prompt, served_prompts.py)."""
     chunk_id, created = completion_id(), int(time.time())
     streams = [ChoiceStream(i, req, prompt, vocab, tokenizer, gen.stop) for i in range(gen.n)]
     queue: asyncio.Queue[tuple[int, SampledToken | GenerationResult] | None] = asyncio.Queue()
@@ -200,6 +202,8 @@ async def sse_events(backend: InferenceBackend, gen: GenerationRequest, req: Cha
             index, value = item
             if isinstance(value, GenerationResult):
                 results[index] = value
+                if on_result is not None:
+                    on_result(value)
                 for piece in streams[index].finish(value):
                     yield chunk([piece])
             else:

@@ -143,6 +143,58 @@ def test_a_tool_call_reply_is_written_as_the_template_writes_calls(served, tool_
         '<|im_start|>assistant\n<tool_call>\n{"name": "mul", "arguments": {"a": 5, "b": 4}}\n</tool_call><|im_end|>\n')
 
 
+def forced_reply(served, body: dict, workspace: str | None = None, stream: bool = False) -> tuple[list[int], list[int]]:
+    """A forced call sampled as ART samples it (logprobs, token ids): (the prompt fed, the sampled ids)."""
+    headers = {"x-rollbook-workspace": workspace} if workspace else {}
+    req = {**body, "model": MODEL, "max_tokens": 24, "temperature": 1.0, "seed": 7, "logprobs": True,
+           "return_tokens_as_token_ids": True}
+    # The fed prompt, as a client cannot see it (return_token_ids), only to compare with.
+    prompt = served.client.post("/v1/chat/completions", json={**req, "max_tokens": 1, "return_token_ids": True},
+                                headers=headers).json()["prompt_token_ids"]
+    if stream:
+        with served.client.stream("POST", "/v1/chat/completions", json={**req, "stream": True}, headers=headers) as r:
+            assert r.status_code == 200
+            lines = [json.loads(x[6:]) for x in r.iter_lines() if x.startswith("data: {")]
+        entries = [e for c in lines for ch in c["choices"] for e in ((ch.get("logprobs") or {}).get("content") or [])]
+    else:
+        r = served.client.post("/v1/chat/completions", json=req, headers=headers)
+        assert r.status_code == 200, r.text
+        entries = r.json()["choices"][0]["logprobs"]["content"]
+    return prompt, [int(e["token"].removeprefix("token_id:")) for e in entries]
+
+
+@pytest.mark.parametrize("tool_choice, stream", [("required", False), ({"type": "function", "function": {"name": "mul"}}, True)])
+def test_a_forced_reply_is_answered_the_prompt_it_was_fed_prefill_included(served, tool_choice, stream):
+    """ART sends the conversation back without tool_choice: the messages alone render the prompt without the
+    forced call's prefill. Given the sampled ids, /tokenize answers the prompt the engine fed (its record)."""
+    ws = "ws_forced_reply"
+    fed, sampled = forced_reply(served, {"messages": CONVERSATION, "tools": [ADD, MUL], "tool_choice": tool_choice},
+                                ws, stream)
+    assert sampled
+    back = {"messages": CONVERSATION, "tools": [ADD, MUL]}  # what ART sends: no tool_choice
+    rendered = tokenize(served, back)
+    assert rendered["served"] is False and len(rendered["tokens"]) < len(fed)  # the prefill is missing
+    assert fed[:len(rendered["tokens"])] == rendered["tokens"]
+    got = served.client.post("/tokenize", json={"model": MODEL, **back, "sampled_token_ids": sampled},
+                             headers={"x-rollbook-workspace": ws}).json()
+    assert got["served"] is True and got["tokens"] == fed and got["count"] == len(fed)
+    # Another workspace, no workspace, other messages, other ids: no record, the rendering.
+    for headers, body, ids in [({"x-rollbook-workspace": "ws_other"}, back, sampled), ({}, back, sampled),
+                               ({"x-rollbook-workspace": ws}, {**back, "messages": CONVERSATION[:2]}, sampled),
+                               ({"x-rollbook-workspace": ws}, back, [*sampled, 2])]:
+        other = served.client.post("/tokenize", json={"model": MODEL, **body, "sampled_token_ids": ids},
+                                   headers=headers).json()
+        assert other["served"] is False and other["tokens"] == tokenize(served, body)["tokens"]
+
+
+def test_a_reply_sampled_without_prefill_needs_no_record(served):
+    body = {"messages": CONVERSATION, "tools": [ADD, MUL]}
+    fed, sampled = forced_reply(served, body, "ws_auto")
+    got = served.client.post("/tokenize", json={"model": MODEL, **body, "sampled_token_ids": sampled},
+                             headers={"x-rollbook-workspace": "ws_auto"}).json()
+    assert got["served"] is False and got["tokens"] == fed
+
+
 @pytest.mark.parametrize("patch, status, field", [
     ({"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]}, 422, "messages.1.role"),
     ({"messages": [{"role": "user", "content": 5}]}, 422, "messages.0.content"),
@@ -152,6 +204,8 @@ def test_a_tool_call_reply_is_written_as_the_template_writes_calls(served, tool_
     ({"add_generation_prompt": False, "continue_from": {"token_ids": [1], "message_count": 1},
       "messages": [{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]}, 422, "continue_from"),
     ({"messages": [{"role": "user", "content": "word " * 40_000}]}, 422, "messages"),  # beyond the context
+    ({"add_generation_prompt": False, "sampled_token_ids": [1, 2]}, 422, "sampled_token_ids"),
+    ({"sampled_token_ids": ["x"]}, 422, "sampled_token_ids.0"),
     ({"model": "no-such-model"}, 404, "model"),
     ({"model": "ghost-run@3"}, 404, "model"),
 ])

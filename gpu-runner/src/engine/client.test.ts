@@ -71,7 +71,7 @@ describe("EngineClient errors", () => {
 describe("EngineClient.tokenize", () => {
   it("sends the chat body with add_generation_prompt and returns the ids", async () => {
     const messages = [{ role: "user" as const, content: "hi" }];
-    expect(await client.tokenize({ model: "m", messages })).toEqual({ count: 3, max_model_len: 8192, tokens: [1, 2, 3] });
+    expect(await client.tokenize({ model: "m", messages })).toEqual({ count: 3, max_model_len: 8192, tokens: [1, 2, 3], served: false });
     expect((await client.tokenize({ model: "m", messages, add_generation_prompt: false })).tokens).toEqual([1, 2]);
   });
 

@@ -2,9 +2,12 @@
  * Token sequences of rollouts sampled outside the runner's loop (an ART client's trajectories), for one
  * training step. Each sampled reply becomes a turn of training-sample.ts, as the runner's own rollouts do:
  *
- *   prompt ids      the engine's /tokenize of the messages before the reply (with the history's tools): the
- *                   same rendering /v1/chat/completions fed the model when it sampled (prompt.build_prompt),
- *                   so the prompt trained on is the prompt that was sampled from;
+ *   prompt ids      the engine's /tokenize of the messages before the reply (with the history's tools), given
+ *                   the reply's sampled ids: the same rendering /v1/chat/completions fed the model when it
+ *                   sampled (prompt.build_prompt), or, for a reply the engine sampled after a prefill (a
+ *                   tool_choice-forced call, which ART's trajectory does not record), the prompt it recorded
+ *                   feeding (served_prompts.py, prefill included) — so the prompt trained on is the prompt that
+ *                   was sampled from;
  *   completion ids  the ids the engine sampled (ART keeps them in the Choice's logprobs as `token_id:<id>`),
  *                   with their sampling logprobs.
  *
@@ -17,8 +20,14 @@ import type { ChatMessage, ExternalHistory, ExternalTrajectory, TokenSequence, T
 import { buildSequences, type SampledTurn } from "../rollout/training-sample";
 
 export interface ChatTokenizer {
-  /** The engine's POST /tokenize: the prompt ids of `messages` (with a generation prompt unless told otherwise). */
-  tokenize(body: { messages: ChatMessage[]; tools?: ToolSpec[]; add_generation_prompt: boolean }, signal?: AbortSignal): Promise<number[]>;
+  /**
+   * The engine's POST /tokenize: the prompt ids of `messages` (with a generation prompt unless told otherwise);
+   * with `sampled_token_ids`, the prompt the engine fed before that reply when it recorded one (`served`).
+   */
+  tokenize(
+    body: { messages: ChatMessage[]; tools?: ToolSpec[]; add_generation_prompt: boolean; sampled_token_ids?: number[] },
+    signal?: AbortSignal,
+  ): Promise<{ tokens: number[]; served: boolean }>;
 }
 
 export class ExternalSampleError extends Error {}
@@ -27,6 +36,8 @@ interface HistoryTurns {
   turns: SampledTurn[];
   /** Per turn: re-tokenised (no sampled ids). */
   retokenized: boolean[];
+  /** Replies whose prompt was the engine's record of what it fed (a forced call's prefill included). */
+  served: number;
 }
 
 function startsWith(a: readonly number[], prefix: readonly number[]): boolean {
@@ -35,7 +46,7 @@ function startsWith(a: readonly number[], prefix: readonly number[]): boolean {
 
 async function historyTurns(history: ExternalHistory, where: string, tok: ChatTokenizer, recompute: boolean, signal?: AbortSignal): Promise<HistoryTurns> {
   const messages: ChatMessage[] = [];
-  const out: HistoryTurns = { turns: [], retokenized: [] };
+  const out: HistoryTurns = { turns: [], retokenized: [], served: 0 };
   const tools = history.tools && history.tools.length > 0 ? { tools: history.tools } : {};
   for (const [i, item] of history.items.entries()) {
     if ("message" in item) {
@@ -44,8 +55,11 @@ async function historyTurns(history: ExternalHistory, where: string, tok: ChatTo
     }
     const reply = item.sampled;
     if (messages.length === 0) throw new ExternalSampleError(`${where}.items[${i}]: a sampled reply with no messages before it (nothing prompted it)`);
-    const prompt = await tok.tokenize({ messages, ...tools, add_generation_prompt: true }, signal);
-    if (reply.token_ids && reply.token_ids.length > 0) {
+    const sampledIds = reply.token_ids && reply.token_ids.length > 0 ? reply.token_ids : null;
+    const rendered = await tok.tokenize({ messages, ...tools, add_generation_prompt: true, ...(sampledIds ? { sampled_token_ids: sampledIds } : {}) }, signal);
+    const prompt = rendered.tokens;
+    if (sampledIds && reply.token_ids) {
+      if (rendered.served) out.served += 1;
       const logprobs = reply.logprobs;
       if (!recompute && (!logprobs || logprobs.length !== reply.token_ids.length)) {
         throw new ExternalSampleError(`${where}.items[${i}]: ${reply.token_ids.length} sampled token ids but ${logprobs?.length ?? 0} logprobs`);
@@ -53,7 +67,7 @@ async function historyTurns(history: ExternalHistory, where: string, tok: ChatTo
       out.turns.push({ promptTokenIds: prompt, completionTokenIds: reply.token_ids, completionLogprobs: recompute ? reply.token_ids.map(() => 0) : logprobs });
       out.retokenized.push(recompute);
     } else {
-      const whole = await tok.tokenize({ messages: [...messages, reply.message], ...tools, add_generation_prompt: false }, signal);
+      const whole = (await tok.tokenize({ messages: [...messages, reply.message], ...tools, add_generation_prompt: false }, signal)).tokens;
       if (!startsWith(whole, prompt) || whole.length === prompt.length) {
         throw new ExternalSampleError(
           `${where}.items[${i}]: the reply has no sampled token ids (logprobs with token_id:<id>) and the chat template does not render it after its prompt; sample it through this Rollbook with logprobs=true`,
@@ -72,6 +86,7 @@ export interface ExternalSample {
   sample: TrainSample;
   exactReplies: number;
   retokenizedReplies: number;
+  servedPromptReplies: number;
   /** Each sampled reply's prompt length (its /tokenize ids), in reply order: the rollout's prompt counts. */
   promptTokens: number[];
 }
@@ -85,10 +100,12 @@ export async function externalSample(t: ExternalTrajectory, where: string, tok: 
   const sequences: TokenSequence[] = [];
   let exactReplies = 0;
   let retokenizedReplies = 0;
+  let servedPromptReplies = 0;
   const promptTokens: number[] = [];
   for (const [h, history] of t.histories.entries()) {
-    const { turns, retokenized } = await historyTurns(history, `${where}.histories[${h}]`, tok, recompute, signal);
+    const { turns, retokenized, served } = await historyTurns(history, `${where}.histories[${h}]`, tok, recompute, signal);
     if (turns.length === 0) continue;
+    servedPromptReplies += served;
     for (const turn of turns) promptTokens.push(turn.promptTokenIds.length);
     retokenizedReplies += retokenized.filter(Boolean).length;
     exactReplies += retokenized.filter((r) => !r).length;
@@ -98,13 +115,14 @@ export async function externalSample(t: ExternalTrajectory, where: string, tok: 
     for (const s of buildSequences(turns)) sequences.push(anyRetokenized ? { ...s, logprobs: s.logprobs.map(() => 0), recomputed_logprobs: true } : s);
   }
   if (sequences.length === 0) return null;
-  return { sample: { trajectory_id: t.id, reward: t.reward, sequences }, exactReplies, retokenizedReplies, promptTokens };
+  return { sample: { trajectory_id: t.id, reward: t.reward, sequences }, exactReplies, retokenizedReplies, servedPromptReplies, promptTokens };
 }
 
 export interface ExternalGroups {
   groups: TrainGroup[];
   exactReplies: number;
   retokenizedReplies: number;
+  servedPromptReplies: number;
   skipped: { id: string; reason: string }[];
   /** Per trajectory id, its replies' prompt lengths (ExternalSample.promptTokens), trained or not. */
   promptTokens: Record<string, number[]>;
@@ -117,7 +135,7 @@ export async function externalGroups(
   recompute: boolean,
   signal?: AbortSignal,
 ): Promise<ExternalGroups> {
-  const out: ExternalGroups = { groups: [], exactReplies: 0, retokenizedReplies: 0, skipped: [], promptTokens: {} };
+  const out: ExternalGroups = { groups: [], exactReplies: 0, retokenizedReplies: 0, servedPromptReplies: 0, skipped: [], promptTokens: {} };
   for (const [g, group] of groups.entries()) {
     const samples: TrainSample[] = [];
     for (const [i, t] of group.trajectories.entries()) {
@@ -130,6 +148,7 @@ export async function externalGroups(
       out.promptTokens[t.id] = built.promptTokens;
       out.exactReplies += built.exactReplies;
       out.retokenizedReplies += built.retokenizedReplies;
+      out.servedPromptReplies += built.servedPromptReplies;
     }
     if (samples.length >= 2) out.groups.push({ samples });
     else for (const s of samples) out.skipped.push({ id: s.trajectory_id, reason: `its group ${g} has fewer than 2 trajectories to compare` });

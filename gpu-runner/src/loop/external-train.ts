@@ -57,7 +57,7 @@ export async function* externalTrain(deps: ExternalTrainDeps, req: ExternalTrain
   }
   const trajectories = req.groups.reduce((n, g) => n + g.trajectories.length, 0);
   const num_sequences = built.groups.reduce((n, g) => n + g.samples.reduce((m, s) => m + s.sequences.length, 0), 0);
-  yield { type: "prepared", num_sequences, trajectories, exact_replies: built.exactReplies, retokenized_replies: built.retokenizedReplies, skipped: built.skipped, prompt_tokens: built.promptTokens };
+  yield { type: "prepared", num_sequences, trajectories, exact_replies: built.exactReplies, retokenized_replies: built.retokenizedReplies, served_prompt_replies: built.servedPromptReplies, skipped: built.skipped, prompt_tokens: built.promptTokens };
   for (const g of built.groups) for (const s of g.samples) deps.recordTokens(req.run_id, s.trajectory_id, s.sequences);
 
   const body = { run_id: req.run_id, step: req.step, base_model: req.base_model, seed: deriveSeed(req.seed, "train", req.step), config: req.config, groups: built.groups };

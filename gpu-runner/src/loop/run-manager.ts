@@ -483,7 +483,7 @@ export class RunManager {
     try {
       yield* externalTrain(
         {
-          engine: { train: (b, s) => engine.train(b, s), checkpoints: (r) => engine.checkpoints(r), tokenize: (body, s) => tokenizer({ model: req.base_model, ...body }, s).then((r) => r.tokens) },
+          engine: { train: (b, s) => engine.train(b, s), checkpoints: (r) => engine.checkpoints(r), tokenize: (body, s) => tokenizer({ model: req.base_model, ...body }, s).then((r) => ({ tokens: r.tokens, served: r.served })) },
           waitReady: (s) => this.engine.waitReady(s),
           watch: this.engine.watch,
           recordWorkspace: (id, ws) => recordRunWorkspace(this.events.runsDir, id, ws),
