@@ -28,7 +28,11 @@ export function serveFetch(route: FetchRoute): Promise<http.Server> {
       const response = await route(request, url);
       res.writeHead(response.status, Object.fromEntries(response.headers));
       if (!response.body) return void res.end();
-      Readable.fromWeb(response.body as WebReadableStream<Uint8Array>).pipe(res);
+      const body = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+      // A body that errors (the client went away and the handler's stream was aborted) ends the response, as
+      // Next does, instead of being an uncaught 'error' event.
+      body.on("error", () => res.destroy());
+      body.pipe(res);
     })().catch((e: unknown) => {
       if (!res.headersSent) res.writeHead(500);
       res.end(String(e));

@@ -186,7 +186,7 @@ describe("ART log", () => {
     // ART's get_step(): the newest checkpoint; a log-only run has none.
     const page = await art("GET", `/preview/models/${m.id}/checkpoints?order=desc&limit=1`);
     expect(page).toEqual({ status: 200, json: { object: "list", data: [], has_more: false, first_id: null, last_id: null } });
-    expect((await art("DELETE", `/preview/models/${m.id}/checkpoints`, { steps: [1, 2] })).json).toEqual({ deleted_count: 0, not_found_steps: [1, 2] });
+    expect((await art("DELETE", `/preview/models/${m.id}/checkpoints`, { steps: [1, 2] })).json).toEqual({ deleted_count: 0, not_found_steps: [1, 2], deferred_steps: [] });
   });
 
   it("compare and export read ART runs as any run", async () => {

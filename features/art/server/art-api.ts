@@ -124,7 +124,7 @@ async function checkpoints(req: Request, id: string, db?: Db): Promise<Response>
   if (!parsed.success) return badBody(parsed.error);
   const out = await deleteCheckpoints(a.db, run.id, parsed.data.steps);
   if (!out.ok) return artError(400, out.message, "steps");
-  return Response.json({ deleted_count: out.deleted_count, not_found_steps: out.not_found_steps });
+  return Response.json({ deleted_count: out.deleted_count, not_found_steps: out.not_found_steps, deferred_steps: out.deferred_steps });
 }
 
 async function trainingJob(req: Request, db?: Db): Promise<Response> {

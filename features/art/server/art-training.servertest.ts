@@ -267,6 +267,50 @@ describe.skipIf(!engineAvailable)("ART training jobs (real runner, real engine)"
     expect(metrics.trainer.probs_corr).toBeGreaterThanOrEqual(0.99);
   }, 900_000);
 
+  it("a chat completion with no max_tokens beside a training job does not hold its step: the step trains while the completion is still sampling, which then continues", async () => {
+    // A judge's call as RULER makes it: no max_tokens (the door's default bounds it), streamed. Temperature 2
+    // so the 135M model does not end it early: it must outlast the step by far if the step waited for it.
+    const controller = new AbortController();
+    const stream = await client().chat.completions.create(
+      { model: MODEL, messages: [{ role: "user", content: "Write a very long story about a lighthouse keeper." }], temperature: 2, stream: true },
+      { signal: controller.signal },
+    );
+    let chunks = 0;
+    let finished: string | null = null;
+    const reading = (async () => {
+      try {
+        for await (const c of stream) {
+          chunks += 1;
+          finished = c.choices[0]?.finish_reason ?? finished;
+        }
+      } catch {
+        // aborted below
+      }
+    })();
+    const start = Date.now();
+    while (chunks < 8) {
+      if (Date.now() - start > 120_000) throw new Error("the completion did not start sampling");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const one = (reward: number) => ({ messages_and_choices: [{ role: "user", content: "Say a colour." }, { index: 0, finish_reason: "stop", logprobs: null, message: { role: "assistant", content: reward ? "Blue." : "Trains." } }], reward });
+    const res = await art("/preview/training-jobs", { method: "POST", body: { model_id: modelId, trajectory_groups: [{ trajectories: [one(1), one(0)] }] } });
+    expect(res.status).toBe(201);
+    const events = await waitForJob(((await res.json()) as { id: string }).id);
+    expect(events.at(-1)!.type).toBe("training_ended");
+    // The step ended while the completion was still sampling (before: it waited for all of its tokens) …
+    expect(finished, "the completion ended before the step did: the step waited for it").toBeNull();
+    const atStepEnd = chunks;
+    // … and the completion continues after it.
+    const resumed = Date.now();
+    while (chunks < atStepEnd + 8 && finished === null) {
+      if (Date.now() - resumed > 120_000) throw new Error("the completion did not continue after the step");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(chunks).toBeGreaterThan(atStepEnd);
+    controller.abort();
+    await reading;
+  }, 600_000);
+
   it("ART's own client runs examples/art/say_the_word.py unmodified: two training jobs, get_step() = the checkpoints, the run in Rollbook's API", async () => {
     // The real openpipe-art in its venv (scripts/art-venv.sh: built once in the user cache).
     const venv = await exec("bash", [path.join(ROOT, "scripts/art-venv.sh")], { timeout: 20 * 60_000, maxBuffer: 10 * 1024 * 1024 });

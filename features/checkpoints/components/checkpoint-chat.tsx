@@ -90,7 +90,7 @@ function CheckpointsPanel({ runId, count, onClose }: { runId: string; count: num
   );
 }
 
-type Item = { step: number; model: string; sizeBytes: number; createdAt: Date | string; evalReward: number | null; trainReward: number | null };
+type Item = { step: number; model: string; sizeBytes: number; createdAt: Date | string; evalReward: number | null; trainReward: number | null; deletePending: boolean };
 
 type Best = { step: number; reward: number; model: string } | null;
 
@@ -124,11 +124,14 @@ function CheckpointTable({
   const qc = useQueryClient();
   const role = useQuery(trpc.workspace.current.queryOptions()).data?.role ?? null;
   const [error, setError] = useState<string | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
   const remove = useMutation(
     trpc.checkpoints.delete.mutationOptions({
-      onSuccess: (_out, input) => {
+      onSuccess: (out, input) => {
         setError(null);
-        onDeleted(input.step);
+        const held = out.deferred.find((d) => d.step === input.step);
+        setNotice(held ? `Checkpoint step ${input.step} is read by ${held.held_by}: it is deleted when that run ends.` : null);
+        if (!held) onDeleted(input.step);
         void qc.invalidateQueries({ queryKey: trpc.checkpoints.list.queryKey({ runId }) });
       },
       onError: (e) => setError(e.message),
@@ -139,6 +142,7 @@ function CheckpointTable({
   return (
     <>
     {error && <ErrorBox title="Could not delete the checkpoint">{error}</ErrorBox>}
+    {notice && <p className="mb-2 text-[13px] text-amber-300">{notice}</p>}
     <table className="w-full text-left">
       <thead className="text-[11px] tracking-wide text-zinc-500 uppercase">
         <tr>
@@ -179,7 +183,12 @@ function CheckpointTable({
               >
                 Download
               </a>
-              {c.step !== newest && (
+              {c.deletePending && (
+                <span className="ml-1 font-sans text-[12px] text-amber-300" title="Asked to be deleted while an active run reads it (an eval of it, a fork starting from it): deleted when that run ends">
+                  deleting when its readers end
+                </span>
+              )}
+              {c.step !== newest && !c.deletePending && (
                 <Button
                   variant="ghost"
                   className="ml-1"

@@ -17,11 +17,11 @@ import { loadEnv as loadRunnerEnv } from "@/gpu-runner/src/env";
 import { completeSteps } from "@/gpu-runner/src/loop/shared-checkpoints";
 import { startTestRunner, type TestRunner } from "@/gpu-runner/src/test-support/test-runner";
 import { handleChatCompletions, handleModels } from "@/features/openai-api/server";
-import { ingestAndEmit } from "@/features/run-lifecycle/server";
+import { ingestAndEmit, stopRun } from "@/features/run-lifecycle/server";
 import { postIngestSettled } from "@/features/flags/server";
 import { createApiToken, ensureDefaultExperiment } from "@/features/workspace/server";
 import { registerRunner } from "@/server/runner-client";
-import { callerAs, callerFor, createTestDb, newWorkspace, templateFiles, userWithRole, type TestDb } from "@/server/test/harness";
+import { callerAs, callerFor, createRunningRun, createTestDb, newWorkspace, templateFiles, userWithRole, type TestDb } from "@/server/test/harness";
 import { collectRunEvents } from "@/server/test/collect-run-events";
 import { pickBest } from "./best-checkpoint";
 import { checkpointRetentionSettled } from "./checkpoint-retention";
@@ -176,9 +176,21 @@ describe.skipIf(!engineAvailable)("best checkpoint and keep_last (real runner, r
     // The best-validated checkpoint, when it is not the newest, is the older one retention kept.
     expect(older).toEqual(expectedBest.step === STEPS ? [] : [expectedBest.step]);
     for (const step of older) {
-      expect(await member.checkpoints.delete({ runId, step })).toEqual({ deleted: 1 });
+      // First while an active eval reads it: kept (files and row), marked, and deleted when the eval ends.
+      const evalRun = await createRunningRun(db(), ws);
+      await db().run.update({ where: { id: evalRun }, data: { kind: "eval", evalModel: checkpointModelName(runId, step) } });
+      const held = await member.checkpoints.delete({ runId, step });
+      expect(held).toMatchObject({ deleted: 0, deferred: [{ step, held_by: expect.stringMatching(/evaluates it/) }] });
+      expect(await completeSteps(testRunner!.runsDir, runId)).toContain(step);
+      expect((await member.checkpoints.list({ runId })).items.find((c) => c.step === step)).toMatchObject({ deletePending: true });
+      expect(await stopRun(db(), evalRun, { runnerMayRun: false })).toBe(true);
+      const end = Date.now() + 60_000;
+      while (await db().checkpoint.count({ where: { runId, step } })) {
+        if (Date.now() > end) throw new Error(`checkpoint ${step} was not deleted after its eval ended`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
       expect(await completeSteps(testRunner!.runsDir, runId)).not.toContain(step);
-      expect(await member.checkpoints.delete({ runId, step })).toEqual({ deleted: 0 });
+      expect(await member.checkpoints.delete({ runId, step })).toEqual({ deleted: 0, deferred: [] });
     }
     expect((await member.checkpoints.list({ runId })).items.map((c) => c.step)).toEqual([STEPS]);
   });

@@ -38,6 +38,8 @@ export interface CheckpointItem {
   evalReward: number | null;
   /** Mean reward of the training step that produced this checkpoint (its Step metrics). */
   trainReward: number | null;
+  /** Asked to be deleted while an active run reads it: it goes when that run ends (checkpoint-holders.ts). */
+  deletePending: boolean;
 }
 
 export async function listCheckpoints(db: DbOrTx, workspaceId: string, runId: string) {
@@ -47,7 +49,7 @@ export async function listCheckpoints(db: DbOrTx, workspaceId: string, runId: st
       id: true,
       number: true,
       baseModel: true,
-      checkpoints: { orderBy: { step: "asc" }, select: { step: true, sizeBytes: true, createdAt: true } },
+      checkpoints: { orderBy: { step: "asc" }, select: { step: true, sizeBytes: true, createdAt: true, deleteRequestedAt: true } },
       steps: { select: { step: true, metrics: true } },
     },
   });
@@ -61,6 +63,7 @@ export async function listCheckpoints(db: DbOrTx, workspaceId: string, runId: st
     createdAt: c.createdAt,
     evalReward: evalByStep.get(c.step) ?? null,
     trainReward: trainByStep.get(c.step) ?? null,
+    deletePending: c.deleteRequestedAt !== null,
   }));
   const best = pickBest(evalByStep, items.map((c) => c.step));
   // `bestModel`: the alias the OpenAI-compatible endpoint serves it under, `<run number>@best`.

@@ -41,6 +41,6 @@ export const checkpointsRouter = createTRPCRouter({
       if (!run) throw new AppError("NOT_FOUND", `run ${input.runId} not found`);
       const out = await deleteCheckpoints(ctx.db, run.id, [input.step]);
       if (!out.ok) throw new AppError(REFUSAL_CODE[out.reason], out.message);
-      return { deleted: out.deleted_count };
+      return { deleted: out.deleted_count, deferred: out.deferred_steps };
     }),
 });

@@ -254,6 +254,17 @@ class ModelStore:
                 self._flush_deletes()  # evictions deferred while this batch used them
 
     @contextlib.contextmanager
+    def model_lock_released(self):
+        """Inside serving() (its worker thread): the model lock let go for a while, its pins kept (so nothing
+        the batch uses is deleted meanwhile), taken back after: how a batch steps aside for a trainer, whose
+        step takes the lock too (trainer.train_step_sync)."""
+        self._model_lock.release()
+        try:
+            yield
+        finally:
+            self._model_lock.acquire()
+
+    @contextlib.contextmanager
     def use_adapter(self, adapter: str | None):
         """Hold the store for one generation batch with `adapter` active (None: base model)."""
         with self._model_lock:
@@ -293,9 +304,28 @@ class ModelStore:
                 self._active_batches -= 1
                 cond.notify_all()
 
+    async def step_aside(self) -> bool:
+        """Called by a running batch (between decode steps) holding generating(): while a trainer waits for
+        exclusive(), the batch stops counting as active, so the trainer runs now instead of after the batch's
+        longest row; it returns once no trainer holds the model. False when no trainer was waiting. The batch
+        keeps its rows and their KV cache meanwhile (the trainer touches only its own run's adapter, and it puts
+        back what it changes: the active adapter, train mode, requires_grad), so the rows continue exactly."""
+        cond = self._condition()
+        async with cond:
+            if not self._exclusive:
+                return False
+            self._active_batches -= 1
+            cond.notify_all()
+            try:
+                await cond.wait_for(lambda: not self._exclusive)
+            finally:
+                self._active_batches += 1
+        return True
+
     @contextlib.asynccontextmanager
     async def exclusive(self) -> AsyncIterator[None]:
-        """Training holds this: waits for in-flight batches to finish and blocks new ones until exit."""
+        """Training holds this: waits for in-flight batches to finish or step aside (step_aside) and blocks new
+        ones until exit."""
         cond = self._condition()
         async with cond:
             await cond.wait_for(lambda: not self._exclusive)  # one exclusive holder at a time

@@ -150,6 +150,11 @@ class EngineSettings(BaseModel):
         default=True,
         description="ROLLBOOK_JOIN_INFLIGHT=0: rows no longer join the running batch between decode steps.",
     )
+    yield_to_trainer: bool = Field(
+        default=True,
+        description="ROLLBOOK_YIELD_TO_TRAINER=0: a running batch no longer steps aside for a training step between "
+                    "decode steps (it finishes first, so a long API completion delays the step by all of its tokens).",
+    )
     lean_decode: bool | None = Field(
         default=None,
         description="ROLLBOOK_LEAN_DECODE=0|1: the lean Llama forward (backends/decode_llama.py) off / on; "
@@ -178,7 +183,7 @@ class EngineSettings(BaseModel):
     def _on_only_as_1(cls, v: object) -> object:
         return v == "1" if isinstance(v, str) else v
 
-    @field_validator("join_inflight", "packed_weights", "batch_invariant", mode="before")
+    @field_validator("join_inflight", "yield_to_trainer", "packed_weights", "batch_invariant", mode="before")
     @classmethod
     def _off_only_as_0(cls, v: object) -> object:
         return v != "0" if isinstance(v, str) else v
@@ -231,6 +236,7 @@ _ENV_NAMES = {
     "max_batch": "ROLLBOOK_MAX_BATCH",
     "gather_ms": "ROLLBOOK_GATHER_MS",
     "join_inflight": "ROLLBOOK_JOIN_INFLIGHT",
+    "yield_to_trainer": "ROLLBOOK_YIELD_TO_TRAINER",
     "lean_decode": "ROLLBOOK_LEAN_DECODE",
     "packed_weights": "ROLLBOOK_PACKED_WEIGHTS",
     "batch_invariant": "ROLLBOOK_BATCH_INVARIANT",

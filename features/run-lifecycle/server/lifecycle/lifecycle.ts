@@ -13,6 +13,7 @@
 import { isTerminalStatus, type Diagnostic, type RunEvent, type RunStatus } from "@contracts";
 import type { Prisma } from "@/generated/prisma/client";
 import { kickDispatch } from "../dispatch-kick";
+import { releaseDeferredDeletes } from "@/features/checkpoints/server";
 import { emitRunStatus } from "@/server/run-hooks";
 import type { Db, DbOrTx } from "@/server/db-types";
 import { statusAfterEvents, TRANSITIONS, type RunStatusState, type StatusAfterEvents, type TransitionName } from "./transitions";
@@ -37,7 +38,11 @@ export function announce(db: Db, change: StatusChange): void {
     attempt: change.attempt,
     ...(change.lostSince !== undefined ? { lostSince: change.lostSince } : {}),
   });
-  if (isTerminalStatus(change.status)) kickDispatch(db);
+  if (isTerminalStatus(change.status)) {
+    kickDispatch(db);
+    // A checkpoint whose deletion waited for this run (an eval of it, a fork from it) may go now.
+    void releaseDeferredDeletes(db).catch((e: unknown) => process.stderr.write(`deferred checkpoint deletions: ${e instanceof Error ? e.message : String(e)}\n`));
+  }
 }
 
 async function announceRow(db: Db, runId: string): Promise<void> {

@@ -4,7 +4,10 @@ Concurrent requests are expanded into rows (one per sample of `n`) and queued. A
 `max_batch` pending rows after a few-ms gather window and runs one left-padded sampling loop over them with a
 KV cache. Rows leave the batch (and the cache) as they finish and their result is returned at once; rows that
 arrive meanwhile join the running batch between decode steps (their prefill is spliced into the cache),
-unless a trainer is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off).
+unless a trainer is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off). A trainer waiting
+for exclusive() does not wait for the batch's longest row: between two decode steps the batch steps aside
+(ModelStore.step_aside: its rows and KV cache kept, in memory), the step trains, and the rows continue with the
+same tokens they would have sampled (ROLLBOOK_YIELD_TO_TRAINER=0: the batch finishes first, as before).
 
 Many runs on one engine: a batch mixes rows of different models (the base model and any `<run>@<step>` LoRA
 checkpoints) in ONE forward pass per decode step, through PEFT's mixed adapter batches (`adapter_names`, one
@@ -95,6 +98,9 @@ class TransformersBackend:
         self._plock = threading.Lock()  # _pending is read by the worker thread too (rows joining a batch)
         # Continuous batching: rows for the running batch's model join it between decode steps.
         self.join_inflight = settings.join_inflight
+        # A training step waiting for the model runs between two decode steps of the running batch, not after
+        # its longest row (an API completion of a thousand tokens would hold a run's step for all of them).
+        self.yield_to_trainer = settings.yield_to_trainer
         self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self.eos_ids = store.eos_token_ids
@@ -106,7 +112,8 @@ class TransformersBackend:
         self._lean_reason: str | None = None
         # running_rows: rows in the batch being sampled now; cancelled_rows: rows dropped for a gone client.
         self.stats = {"batches": 0, "rows": 0, "prompt_tokens": 0, "completion_tokens": 0, "busy_s": 0.0,
-                      "largest_batch": 0, "joined_rows": 0, "running_rows": 0, "cancelled_rows": 0}
+                      "largest_batch": 0, "joined_rows": 0, "running_rows": 0, "cancelled_rows": 0,
+                      "trainer_yields": 0}
 
     # ---- event-loop side ------------------------------------------------------------------------------
     async def generate(self, requests: Sequence[GenerationRequest]) -> list[list[GenerationResult]]:
@@ -243,10 +250,17 @@ class TransformersBackend:
             if row.on_token is not None:
                 loop.call_soon_threadsafe(_call_unless_cancelled, row, row.on_token, token)
 
+        def step_aside() -> None:
+            # This worker thread waits on the event loop, where the trainer's exclusive() is decided.
+            with self.store.model_lock_released():
+                stepped = asyncio.run_coroutine_threadsafe(self.store.step_aside(), loop).result()
+            if stepped:
+                self.stats["trainer_yields"] += 1
+
         try:
             with self.store.serving() as pin, torch.inference_mode():
                 self._sample(self.store.model, rows, lambda new_rows: self._adapter_names(pin, new_rows, loop),
-                             deliver, emit)
+                             deliver, emit, step_aside)
         finally:
             self.stats["running_rows"] = 0
             self.stats["busy_s"] += time.perf_counter() - started
@@ -289,9 +303,11 @@ class TransformersBackend:
         self.stats["rows"] += len(rows)
         self.stats["prompt_tokens"] += sum(len(r.prompt) for r in rows)
 
-    def _sample(self, model: torch.nn.Module, rows: list[_Row], adapter_names, deliver, emit) -> None:
+    def _sample(self, model: torch.nn.Module, rows: list[_Row], adapter_names, deliver, emit,
+                step_aside=None) -> None:
         """`adapter_names(rows)`: pins and returns each row's PEFT adapter name, dropping rows whose model
-        failed to load; `names[i]` stays aligned with `rows[i]` as rows join."""
+        failed to load; `names[i]` stays aligned with `rows[i]` as rows join. `step_aside()`: lets a waiting
+        trainer run (ModelStore.step_aside), called between decode steps while one waits."""
         tok, dev = self.store.tokenizer, self.store.device
         names = adapter_names(rows)
         if not rows:
@@ -310,6 +326,8 @@ class TransformersBackend:
         alive = list(range(len(rows)))  # index into `rows` of each row still in the batch / cache
 
         while alive:
+            if step_aside is not None and self.yield_to_trainer and self.store.exclusive_pending:
+                step_aside()
             self.stats["running_rows"] = len(alive)
             room = self.max_batch - len(alive)
             if can_join and room > 0 and self._pending and not self.store.exclusive_pending:
