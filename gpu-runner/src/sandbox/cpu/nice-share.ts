@@ -121,15 +121,26 @@ export class NiceShare extends Unshared {
 
 const keyOf = (p: SandboxPlacement | undefined): Busy => (p ? { ws: p.workspaceId, run: p.runId } : { ws: OTHER, run: OTHER });
 
-/** setpriority on every thread of `pid` (on Linux niceness is per thread); the process alone elsewhere. */
+/**
+ * setpriority on every thread of `pid` (on Linux niceness is per thread); the process alone elsewhere. A thread
+ * started while we set them (by one not set yet) inherits the old niceness, so the list is read again until it
+ * holds no thread we have not set (a few passes: a new thread of a set thread inherits the new niceness). A
+ * CI run caught a Node child's late V8 thread left at 0 after a single pass.
+ */
 function setThreadsNice(pid: number, nice: number, procRoot: string): boolean {
-  const tids = threadIds(pid, procRoot);
+  const done = new Set<number>();
   let ok = true;
-  for (const tid of tids.length > 0 ? tids : [pid]) {
-    try {
-      os.setPriority(tid, nice);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ESRCH") ok = false; // a thread that ended is no failure
+  for (let pass = 0; pass < 5; pass++) {
+    const tids = threadIds(pid, procRoot);
+    const fresh = (tids.length > 0 ? tids : [pid]).filter((tid) => !done.has(tid));
+    if (fresh.length === 0) break;
+    for (const tid of fresh) {
+      done.add(tid);
+      try {
+        os.setPriority(tid, nice);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ESRCH") ok = false; // a thread that ended is no failure
+      }
     }
   }
   return ok;
