@@ -305,7 +305,8 @@ class ModelStore:
                 cond.notify_all()
 
     async def step_aside(self) -> bool:
-        """Called by a running batch (between decode steps) holding generating(): while a trainer waits for
+        """Called by a running batch of base-model rows (between decode steps; a batch that pins adapters does
+        not, their memory may be what the step needs) holding generating(): while a trainer waits for
         exclusive(), the batch stops counting as active, so the trainer runs now instead of after the batch's
         longest row; it returns once no trainer holds the model. False when no trainer was waiting. The batch
         keeps its rows and their KV cache meanwhile (the trainer touches only its own run's adapter, and it puts

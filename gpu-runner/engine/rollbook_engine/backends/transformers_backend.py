@@ -5,7 +5,8 @@ Concurrent requests are expanded into rows (one per sample of `n`) and queued. A
 KV cache. Rows leave the batch (and the cache) as they finish and their result is returned at once; rows that
 arrive meanwhile join the running batch between decode steps (their prefill is spliced into the cache),
 unless a trainer is waiting for exclusive() (ROLLBOOK_JOIN_INFLIGHT=0 turns joining off). A trainer waiting
-for exclusive() does not wait for the batch's longest row: between two decode steps the batch steps aside
+for exclusive() does not wait for the longest row of a batch on the base model (an API or judge completion):
+between two decode steps such a batch steps aside
 (ModelStore.step_aside: its rows and KV cache kept, in memory), the step trains, and the rows continue with the
 same tokens they would have sampled (ROLLBOOK_YIELD_TO_TRAINER=0: the batch finishes first, as before).
 
@@ -326,7 +327,11 @@ class TransformersBackend:
         alive = list(range(len(rows)))  # index into `rows` of each row still in the batch / cache
 
         while alive:
-            if step_aside is not None and self.yield_to_trainer and self.store.exclusive_pending:
+            # Only a batch that pins no adapter steps aside: pinned adapters cannot be evicted, and a step under a
+            # tight adapter budget needs their memory (tenancy.servertest: OverBudget). A batch sampling checkpoints
+            # finishes first, as before.
+            if (step_aside is not None and self.yield_to_trainer and self.store.exclusive_pending
+                    and all(n == "__base__" for n in names)):
                 step_aside()
             self.stats["running_rows"] = len(alive)
             room = self.max_batch - len(alive)
