@@ -30,7 +30,7 @@ export async function checkpointHolders(db: DbOrTx, run: { id: string; number: n
         ...named(["model"]),
       ],
     },
-    select: { number: true, evalModel: true, initFrom: true, config: true },
+    select: { number: true, evalModel: true, initFrom: true },
     orderBy: { number: "asc" },
   });
   return rows.map((r) => ({
