@@ -564,9 +564,15 @@ export type RunConfig = z.infer<typeof RunConfig>;
 /**
  * `art`: an OpenPipe ART client's model (features/art). Its client logs its steps over /api/art/v1; no
  * runner runs it, so runs.start refuses it (only the ART API creates one).
+ * `tinker`: a Tinker SDK client's model (features/tinker, /api/tinker): its client's own loop calls
+ * forward_backward / optim_step / sample; like `art`, created by its door only, never started or forked here.
  */
-export const RunKind = z.enum(["train", "dry-run", "eval", "art"]);
+export const RunKind = z.enum(["train", "dry-run", "eval", "art", "tinker"]);
 export type RunKind = z.infer<typeof RunKind>;
+
+/** Kinds driven by an outside client (its code lives with the client): no runner loop, no fork, no re-run. */
+export const CLIENT_DRIVEN_KINDS = ["art", "tinker"] as const;
+export const isClientDriven = (kind: string | null | undefined): boolean => (CLIENT_DRIVEN_KINDS as readonly string[]).includes(kind ?? "");
 
 /**
  * Zod's issues as "field: message", each naming its field path, e.g. `trainer.learning_rate: must be > 0`: the

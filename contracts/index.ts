@@ -20,3 +20,4 @@ export { computeEvalMetrics, computeStepMetrics, isTrainableGroup, type StepTimi
 export * from "./external-train";
 export * from "./identifiers";
 export * from "./json-keys";
+export * from "./tinker-engine";

@@ -43,14 +43,14 @@ const STATUS_TITLE: Record<string, string> = {
 /** An ART run (features/art) has no runner: lost means its client went quiet. */
 const IDLE_STYLE = "bg-zinc-800/60 text-zinc-300 ring-zinc-700";
 
-const ART_LOST_TITLE = "client silent: the ART client has sent nothing for a while (ART_CLIENT_SILENT_MS); its next call resumes the run";
+const ART_LOST_TITLE = "client silent: the ART or Tinker client has sent nothing for a while (ART_CLIENT_SILENT_MS); its next call resumes the run";
 
 /**
  * `idle`: a running run nothing is happening in (an ART run whose client went quiet: features/art/art-idle.ts)
  * reads as its label ("idle since 14:03") without the live dot; its status is still running.
  */
 export function StatusBadge({ status, testId, kind, idle }: { status: string; testId?: string; kind?: string; idle?: { label: string; title: string } | null }) {
-  const artLost = status === "lost" && kind === "art";
+  const artLost = status === "lost" && (kind === "art" || kind === "tinker");
   const idleNow = status === "running" && idle ? idle : null;
   return (
     <span
@@ -72,10 +72,11 @@ const KIND_STYLE: Record<string, string> = {
   "dry-run": "text-zinc-300 ring-zinc-700",
   eval: "text-teal-300 ring-teal-800",
   art: "text-amber-300 ring-amber-800",
+  tinker: "text-sky-300 ring-sky-800",
 };
 
 /** How a kind reads where it differs from its stored name (an OpenPipe ART client's run). */
-const KIND_LABEL: Record<string, string> = { art: "ART" };
+const KIND_LABEL: Record<string, string> = { art: "ART", tinker: "Tinker" };
 
 /** A run kind as people read it: "ART" for `art`, the kind itself otherwise. */
 export function kindLabel(kind: string): string {

@@ -14,6 +14,6 @@ export interface RunNameInput {
 
 /** `name` the main text, `detail` the muted text after it. */
 export function runName(r: RunNameInput): { name: string; detail: string } {
-  if (r.kind === "art" && r.artName) return { name: r.artName, detail: r.experimentName };
+  if ((r.kind === "art" || r.kind === "tinker") && r.artName) return { name: r.artName, detail: r.experimentName };
   return { name: r.experimentName, detail: `v${r.versionNumber}` };
 }

@@ -126,6 +126,7 @@ export async function startRunnerServer(options: StartRunnerOptions = {}): Promi
     engineFetch: (pathname, init, workspace) => (workspace ? supervisor.client.forWorkspace(workspace) : supervisor.client).fetchRaw(pathname, init),
     detokenize: (ids) => supervisor.client.detokenize(ids),
     externalTrain: (req, signal) => manager.externalTrain(req, signal),
+    tinker: { isOwnRun: (runId) => manager.exists(runId), publishCheckpoint: manager.publishCheckpointFn() },
     maxRequestBytes: env.RUNNER_MAX_REQUEST_BYTES,
     imports: {
       sharedDir: env.ROLLBOOK_SHARED_CHECKPOINT_DIR,

@@ -10,6 +10,7 @@
  *   chat   POST /api/v1/chat/completions            4 MiB (and never over MAX_REQUEST_BYTES)
  *          POST /api/art/v1/chat/completions        (the same handler: features/art/server/art-sampling.ts)
  *   art    /api/art/v1/* (OpenPipe ART's client)    32 MiB (trajectory groups with per-token logprobs)
+ *   tinker /api/tinker/* (the Tinker SDK)           32 MiB (a forward_backward chunk: the SDK splits at 5 MB)
  *   none   GET and HEAD (exports, downloads, …)     no body at all
  *
  * The stream is never cancelled on a refusal, only left unread: cancelling it would destroy the socket
@@ -19,7 +20,7 @@ import { formatBytes } from "@contracts";
 import { JsonDepthScanner, nestedTooDeepMessage } from "@contracts";
 import { env, type ServerEnv } from "../env";
 
-export type Door = "trpc" | "auth" | "chat" | "art" | "none";
+export type Door = "trpc" | "auth" | "chat" | "art" | "tinker" | "none";
 
 export interface BodyCap {
   /** Bytes; 0 for a door that takes no body. */
@@ -38,6 +39,12 @@ export const MAX_CHAT_REQUEST_BYTES = 4 * 1024 * 1024;
  */
 export const MAX_ART_REQUEST_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The Tinker SDK splits a forward_backward into chunks of at most fwdbwd_max_chunk_bytes_count (5 MB, the
+ * server's client/config) before it sends; 32 MiB leaves room for a client configured otherwise.
+ */
+export const MAX_TINKER_REQUEST_BYTES = 32 * 1024 * 1024;
+
 export function capOf(door: Door, e: ServerEnv = env()): BodyCap {
   switch (door) {
     case "trpc":
@@ -48,6 +55,8 @@ export function capOf(door: Door, e: ServerEnv = env()): BodyCap {
       return { limit: Math.min(MAX_CHAT_REQUEST_BYTES, e.MAX_REQUEST_BYTES), setting: "the chat endpoint's cap" };
     case "art":
       return { limit: MAX_ART_REQUEST_BYTES, setting: "the ART endpoint's cap" };
+    case "tinker":
+      return { limit: MAX_TINKER_REQUEST_BYTES, setting: "the Tinker endpoint's cap" };
     case "none":
       return { limit: 0, setting: "no body" };
   }
@@ -59,6 +68,7 @@ export function doorOf(method: string | undefined, pathname: string): Door {
   if (pathname.startsWith("/api/auth/")) return "auth";
   if (pathname === "/api/v1/chat/completions" || pathname === "/api/art/v1/chat/completions") return "chat";
   if (pathname.startsWith("/api/art/")) return "art";
+  if (pathname.startsWith("/api/tinker/")) return "tinker";
   return "trpc";
 }
 

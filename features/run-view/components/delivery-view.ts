@@ -66,6 +66,6 @@ export function deliveryView({ phase, status, tracker, now, kind, idle }: Delive
   const silent = now - tracker.lastHeardAt;
   if (active && silent > SILENT_AFTER_MS) return { tone: "delayed", label: `delayed ${seconds(silent)} s: no word from the server` };
   if (active && idle) return { tone: "idle", label: "waiting for the ART client" };
-  if (status === "lost") return { tone: "lost", label: kind === "art" ? "no word from the ART client" : "no events from the runner" };
+  if (status === "lost") return { tone: "lost", label: kind === "art" ? "no word from the ART client" : kind === "tinker" ? "no word from the Tinker client" : "no events from the runner" };
   return active ? { tone: "live", label: "live" } : { tone: "synced", label: "synced" };
 }

@@ -42,11 +42,11 @@ export function RunHealthNotes({
       </div>
     );
   }
-  if (status === "lost" && kind === "art") {
-    // An ART run has no runner: its client went quiet (ART_CLIENT_SILENT_MS).
+  if (status === "lost" && (kind === "art" || kind === "tinker")) {
+    // An ART or Tinker run has no runner loop: its client went quiet (ART_CLIENT_SILENT_MS).
     return (
       <div data-testid="run-lost" className="mt-2 rounded border border-amber-800 bg-amber-950/40 px-2.5 py-1.5 text-[12px] text-amber-200">
-        The ART client has sent nothing{lostSince ? ` since ${fmtDateTime(lostSince)} (${fmtAgo(lostSince)})` : ""}. The run continues here with its
+        The {kind === "tinker" ? "Tinker" : "ART"} client has sent nothing{lostSince ? ` since ${fmtDateTime(lostSince)} (${fmtAgo(lostSince)})` : ""}. The run continues here with its
         next call.
       </div>
     );

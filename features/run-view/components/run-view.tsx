@@ -214,7 +214,7 @@ export function RunView({ id }: { id: string }) {
             {r && r.checkpoints.length > 0 && <CheckpointsButton runId={r.id} count={r.checkpoints.length} />}
             {r && <CompareWith runId={r.id} experimentId={r.experiment.id} />}
             {/* An ART run's code lives with its client: nothing here to fork (runs.fork refuses it too). */}
-            {r && r.kind !== "art" && <ForkButton runId={r.id} />}
+            {r && r.kind !== "art" && r.kind !== "tinker" && <ForkButton runId={r.id} />}
             {r && <RunExportMenu runId={r.id} />}
             {canRescore && r && rolloutCount > 0 && <RescoreButton runId={r.id} runNumber={r.number} files={r.version.files} lastStep={r.currentStep} />}
             {canStartRun && r && r.kind === "train" && r.checkpoints.length > 0 && (
@@ -245,7 +245,7 @@ export function RunView({ id }: { id: string }) {
             )}
           </div>
         </div>
-        {r?.artClient && <ArtClientLine client={r.artClient} />}
+        {r?.artClient && <ArtClientLine client={r.artClient} kind={r.kind} />}
         <div className="mt-2 flex flex-wrap gap-x-7 gap-y-2">
           <Stat
             label="Steps"

@@ -198,7 +198,7 @@ export function RolloutDetail({
       </Section>
 
       {/* An ART client's rollout has no returned output (only a runner's scenario returns one): nothing to say. */}
-      {runKind !== "art" && <OutputView rollout={rollout} />}
+      {runKind !== "art" && runKind !== "tinker" && <OutputView rollout={rollout} />}
 
       {runId && <TokensToggle runId={runId} rolloutId={rollout.id} />}
 

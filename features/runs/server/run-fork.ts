@@ -65,7 +65,9 @@ async function findParent(db: DbOrTx, workspaceId: string, runId: string, field:
   // Another workspace's run reads exactly like one that does not exist.
   if (!run) throw new AppError("NOT_FOUND", `${field}: run ${runId} not found`);
   // An ART run's code is its client's, not in Rollbook: its files are a placeholder that plays nothing.
-  if (run.kind === "art") throw new AppError("BAD_INPUT", `${field}: run #${run.number} is an ART client's run; its code lives with its client, so it cannot be forked or re-run here`);
+  if (run.kind === "art" || run.kind === "tinker") {
+    throw new AppError("BAD_INPUT", `${field}: run #${run.number} is ${run.kind === "art" ? "an ART" : "a Tinker"} client's run; its code lives with its client, so it cannot be forked or re-run here`);
+  }
   return run;
 }
 

@@ -73,6 +73,9 @@ export async function startRun(
   if (input.kind === "art") {
     throw new AppError("BAD_INPUT", 'kind: "art" runs are created by an OpenPipe ART client through /api/art/v1 (docs/art.md), not started here');
   }
+  if (input.kind === "tinker") {
+    throw new AppError("BAD_INPUT", 'kind: "tinker" runs are created by a Tinker SDK client through /api/tinker (docs/tinker.md), not started here');
+  }
   if (input.kind !== "eval" && input.evalModel) {
     throw new AppError("BAD_INPUT", "evalModel is only for eval runs");
   }

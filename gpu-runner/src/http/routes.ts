@@ -13,6 +13,8 @@
  *                                                   (checkpoint-delete.ts)
  *   POST /external-train                            one step over rollouts sampled elsewhere (an ART training
  *                                                   job): ExternalTrainRequest in, ExternalTrainLine NDJSON out
+ *   POST /tinker/<op>                               the engine's Tinker primitives for the web server's Tinker door
+ *                                                   (forward_backward, optim_step, save, load, sample: tinker-pass.ts)
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
  *                                                   (plain JSON or server-sent events, status and body as is)
  *
@@ -36,6 +38,7 @@ import { EngineError } from "../engine/client";
 import { bearerToken, tokenMatches } from "../trpc";
 import { declaredBytes, declaresBody, noBodyMessage, sendRefusal, tooLargeMessage } from "./body-cap";
 import { CheckpointNotFound, peftArchive, resolveCheckpoint } from "./checkpoint-archive";
+import { MAX_TINKER_BYTES, TINKER_ROUTE, tinkerPass, type TinkerPassDeps } from "./tinker-pass";
 import { CheckpointDeleteRefused, DELETE_CHECKPOINT_ROUTE, deleteCheckpointFiles } from "./checkpoint-delete";
 import { RolloutTokensNotFound, rolloutTokens } from "./rollout-tokens";
 import {
@@ -69,6 +72,8 @@ export interface RunnerHttpDeps {
   imports: Omit<RunImportDeps, "runsDir">;
   /** The run manager's externalTrain (absent in tests that serve only files). */
   externalTrain?: (req: ExternalTrainRequest, signal: AbortSignal) => AsyncGenerator<ExternalTrainLine>;
+  /** What the Tinker pass-through needs beyond the engine (absent in tests that serve only files). */
+  tinker?: Omit<TinkerPassDeps, "runsDir" | "engineFetch">;
   /** RUNNER_MAX_REQUEST_BYTES: no body held in memory is bigger (default: MAX_CHAT_BODY_BYTES alone). */
   maxRequestBytes?: number;
 }
@@ -103,7 +108,8 @@ function refuseBody(res: ServerResponse, message: string): void {
 function bodyRefusal(req: IncomingMessage, deps: RunnerHttpDeps): string | null {
   if (req.method === "GET" || req.method === "HEAD") return declaresBody(req) ? noBodyMessage(req) : null;
   if (req.method === "PUT") return declaredBytes(req) > MAX_IMPORT_BYTES ? tooLargeMessage(MAX_IMPORT_BYTES, "MAX_IMPORT_BYTES") : null;
-  const cap = (req.url ?? "").split("?")[0] === EXTERNAL_TRAIN_ROUTE ? externalCap(deps) : chatCap(deps);
+  const pathname = (req.url ?? "").split("?")[0] ?? "";
+  const cap = pathname === EXTERNAL_TRAIN_ROUTE ? externalCap(deps) : TINKER_ROUTE.test(pathname) ? tinkerCap(deps) : chatCap(deps);
   return declaredBytes(req) > cap.limit ? tooLargeMessage(cap.limit, cap.setting) : null;
 }
 
@@ -111,6 +117,12 @@ function externalCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
   return deps.maxRequestBytes !== undefined && deps.maxRequestBytes < MAX_EXTERNAL_TRAIN_BYTES
     ? { limit: deps.maxRequestBytes, setting: "RUNNER_MAX_REQUEST_BYTES" }
     : { limit: MAX_EXTERNAL_TRAIN_BYTES, setting: "an external training step's cap" };
+}
+
+function tinkerCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
+  return deps.maxRequestBytes !== undefined && deps.maxRequestBytes < MAX_TINKER_BYTES
+    ? { limit: deps.maxRequestBytes, setting: "RUNNER_MAX_REQUEST_BYTES" }
+    : { limit: MAX_TINKER_BYTES, setting: "the Tinker pass-through's cap" };
 }
 
 function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
@@ -123,7 +135,7 @@ function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
   if (STATE_ARCHIVE_ROUTE.test(pathname) || PUT_STATE_ROUTE.test(pathname) || PUT_EVENTS_ROUTE.test(pathname) || SIDE_LOG_ROUTE.test(pathname)) return true;
-  return ARCHIVE_ROUTE.test(pathname) || DELETE_CHECKPOINT_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE;
+  return ARCHIVE_ROUTE.test(pathname) || DELETE_CHECKPOINT_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE || TINKER_ROUTE.test(pathname);
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -161,6 +173,8 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     }
     if (req.method !== "POST") return sendError(res, 405, `${req.method} is not allowed here: POST`);
     if (pathname === EXTERNAL_TRAIN_ROUTE) return await externalTrainStep(req, res, deps);
+    const tinker = TINKER_ROUTE.exec(pathname);
+    if (tinker) return await tinkerStep(req, res, deps, tinker[1]!);
     return await proxyChat(req, res, deps);
   } catch (e) {
     if (!res.headersSent) return sendError(res, 500, `runner: ${(e as Error).message}`);
@@ -340,6 +354,13 @@ async function readJsonBody(req: IncomingMessage, res: ServerResponse, cap: { li
     sendError(res, 400, "request body is not JSON");
     return null;
   }
+}
+
+async function tinkerStep(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps, op: string): Promise<void> {
+  if (!deps.tinker) return sendError(res, 404, "this runner does not serve the Tinker primitives");
+  const read = await readJsonBody(req, res, tinkerCap(deps));
+  if (!read) return;
+  await tinkerPass(req, res, op, read.parsed, { runsDir: deps.runsDir, engineFetch: deps.engineFetch, ...deps.tinker }, (status, message, param) => sendError(res, status, message, param ?? null));
 }
 
 async function proxyChat(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {

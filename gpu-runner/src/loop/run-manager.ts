@@ -499,6 +499,12 @@ export class RunManager {
     }
   }
 
+  /** Publishes a checkpoint saved outside the loop (a Tinker save) to the shared folder, when there is one. */
+  publishCheckpointFn(): ((runId: string, step: number) => Promise<void>) | undefined {
+    const shared = this.sharedCheckpointDir;
+    return shared ? (id, step) => publishCheckpoint(this.events.runsDir, shared, id, step, this.runnerName) : undefined;
+  }
+
   /** Whether this runner is running the run now, or starting it (a move must not replace its files then). */
   isRunning(runId: string): boolean {
     return this.active.has(runId) || this.starting.has(runId);

@@ -20,7 +20,7 @@ export async function flagStalledRuns(db: Db, stallMs: number, now = new Date())
       status: { in: ["running", "lost"] },
       // An ART client (features/art) may train for long between its logs: its silence counts once the
       // liveness has called it lost (ART_CLIENT_SILENT_MS), not after STALL_AFTER_MS.
-      NOT: { kind: "art", status: "running" },
+      NOT: { kind: { in: ["art", "tinker"] }, status: "running" },
       OR: [{ lastHeartbeatAt: { lt: cutoff } }, { lastHeartbeatAt: null, startedAt: { lt: cutoff } }],
     },
     select: { id: true, currentStep: true, lastHeartbeatAt: true, startedAt: true },

@@ -101,7 +101,7 @@ export async function ingestEvents(db: Db, runId: string, events: RunEvent[], fr
           lastSeq: number;
           status: RunStatus;
           error: string | null;
-          kind: "train" | "dry_run" | "eval" | "art";
+          kind: "train" | "dry_run" | "eval" | "art" | "tinker";
           currentStep: number;
           startedAt: Date | null;
           runnerId: string | null;

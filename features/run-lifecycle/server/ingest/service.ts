@@ -9,10 +9,10 @@ import type { FollowerOptions, IngestOptions } from "./options";
 
 /**
  * Active runs, and ended runs whose attempt is still open on their runner (ingestion follows both). Never an
- * ART run: it has no runner to follow or ask (its client posts its events: features/art); its silence is
+ * ART or Tinker run: it has no runner to follow or ask (its client drives it: features/art, features/tinker); its silence is
  * the supervisor's artClientsSilent.
  */
-const FOLLOWED_RUNS = { kind: { not: "art" as const }, OR: [{ status: { in: [...ACTIVE_RUN_STATUSES] } }, { attemptOpen: true }] };
+const FOLLOWED_RUNS = { kind: { notIn: ["art" as const, "tinker" as const] }, OR: [{ status: { in: [...ACTIVE_RUN_STATUSES] } }, { attemptOpen: true }] };
 
 const ART_CLIENT_SILENT_MS = 30 * 60_000;
 

@@ -69,7 +69,7 @@ async function transition(db: Db, runId: string, name: TransitionName, where: Pr
 export async function createRunRecord(
   tx: DbOrTx,
   data: Omit<Prisma.RunUncheckedCreateInput, "status" | "error" | "finishedAt" | "attempt" | "attemptOpen">,
-  initial: { status: "queued" } | { status: "failed"; error: string } | { status: "running"; noRunner: "art" },
+  initial: { status: "queued" } | { status: "failed"; error: string } | { status: "running"; noRunner: "art" | "tinker" },
 ): Promise<void> {
   const now = new Date();
   await tx.run.create({

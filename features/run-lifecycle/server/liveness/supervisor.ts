@@ -191,12 +191,12 @@ export class LivenessSupervisor {
    */
   async artClientsSilent(silentMs: number): Promise<void> {
     const quiet = await this.db.run.findMany({
-      where: { kind: "art", status: "running", lastHeartbeatAt: { lt: new Date(Date.now() - silentMs) } },
-      select: { id: true, lastHeartbeatAt: true },
+      where: { kind: { in: ["art", "tinker"] }, status: "running", lastHeartbeatAt: { lt: new Date(Date.now() - silentMs) } },
+      select: { id: true, kind: true, lastHeartbeatAt: true },
     });
     for (const r of quiet) {
       const since = r.lastHeartbeatAt!;
-      const note = `the ART client has sent nothing since ${since.toISOString()}`;
+      const note = `the ${r.kind === "tinker" ? "Tinker" : "ART"} client has sent nothing since ${since.toISOString()}`;
       if (await loseRun(this.db, r.id, since, { note })) this.opts.log(`run ${r.id}: ${note}; marked lost`);
     }
   }
