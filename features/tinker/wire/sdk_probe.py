@@ -27,6 +27,7 @@ import numpy as np
 
 import tinker
 from tinker import types
+from tinker._client import AsyncTinker
 from tinker._compat import model_dump
 from tinker._models import validate_type
 from tinker.lib._pydantic_conv import deserialize_json_response
@@ -490,7 +491,7 @@ def read_json(kind: str, value: Any) -> Any:
 
 
 def read_status_error(status: int, body: Any) -> dict[str, Any]:
-    client = tinker.AsyncTinker(api_key="tml-test", base_url="http://rollbook.test/api/tinker")
+    client = AsyncTinker(api_key="tml-test", base_url="http://rollbook.test/api/tinker")
     request = httpx.Request("POST", "http://rollbook.test/api/tinker/api/v1/asample")
     response = httpx.Response(status, json=body, request=request)
     err = client._make_status_error_from_response(response)
