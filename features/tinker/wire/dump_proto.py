@@ -69,7 +69,7 @@ def emit_message(
         if not nested.options.map_entry:
             emit_message(nested, package, indent + "  ", out)
 
-    def field_line(field: descriptor_pb2.FieldDescriptorProto, pad: str, in_oneof: bool) -> str:
+    def field_line(field: descriptor_pb2.FieldDescriptorProto, pad: str) -> str:
         entry_name = field.type_name.rsplit(".", 1)[-1]
         if field.label == F.LABEL_REPEATED and field.type == F.TYPE_MESSAGE and entry_name in maps:
             entry = maps[entry_name]
@@ -87,7 +87,6 @@ def emit_message(
         options = ""
         if field.options.HasField("packed"):
             options = f" [packed = {'true' if field.options.packed else 'false'}]"
-        del in_oneof
         return f"{pad}{decl} {field.name} = {field.number}{options};"
 
     # Real oneofs (not the synthetic ones proto3 `optional` makes) group their fields; a field is
@@ -105,10 +104,10 @@ def emit_message(
             out.append(f"{indent}  oneof {msg.oneof_decl[idx].name} {{")
             for member in msg.field:
                 if member.HasField("oneof_index") and member.oneof_index == idx:
-                    out.append(field_line(member, indent + "    ", True))
+                    out.append(field_line(member, indent + "    "))
             out.append(f"{indent}  }}")
         else:
-            out.append(field_line(field, indent + "  ", False))
+            out.append(field_line(field, indent + "  "))
     out.append(f"{indent}}}")
 
 

@@ -31,7 +31,8 @@ export class TinkerWireError extends Error {
 
 export type TensorDtype = "float32" | "int64";
 
-/** A loss_fn_inputs tensor, dense. `shape` is null when the SDK sent none (a 1-D tensor of `values.length`). */
+/** A loss_fn_inputs tensor, dense. `shape` is null when the SDK sent none (a 1-D tensor of `values.length`; a
+ *  0-d shape, [], travels the same way and reads as null too). */
 export interface DecodedTensor {
   dtype: TensorDtype;
   shape: number[] | null;
