@@ -19,7 +19,15 @@ export function artExperimentFiles(project: string, baseModel: string): Experime
 }
 
 /** The project's experiment and the version a new run points at (its latest). */
-export async function ensureArtExperiment(db: DbOrTx, workspaceId: string, project: string, baseModel: string): Promise<{ experimentId: string; versionId: string }> {
+export function ensureArtExperiment(db: DbOrTx, workspaceId: string, project: string, baseModel: string): Promise<{ experimentId: string; versionId: string }> {
+  return ensureClientExperiment(db, workspaceId, project, artExperimentFiles(project, baseModel), `OpenPipe ART project "${project}" (its ART client logs its runs: docs/art.md).`);
+}
+
+/**
+ * A client-driven project's experiment (ART's, Tinker's: features/tinker): found by name, or created with
+ * `files` (what says where its code runs) and `description`. The caller holds the project's lock.
+ */
+export async function ensureClientExperiment(db: DbOrTx, workspaceId: string, project: string, files: ExperimentFiles, description: string): Promise<{ experimentId: string; versionId: string }> {
   const found = await db.experiment.findUnique({
     where: { workspaceId_name: { workspaceId, name: project } },
     select: { id: true, versions: { orderBy: { number: "desc" }, take: 1, select: { id: true } } },
@@ -27,17 +35,15 @@ export async function ensureArtExperiment(db: DbOrTx, workspaceId: string, proje
   const latest = found?.versions[0];
   if (found && latest) return { experimentId: found.id, versionId: latest.id };
   if (found) {
-    const files = artExperimentFiles(project, baseModel);
     const v = await db.experimentVersion.create({ data: { experimentId: found.id, number: 1, files, filesHash: filesHash(files) }, select: { id: true } });
     return { experimentId: found.id, versionId: v.id };
   }
-  const files = artExperimentFiles(project, baseModel);
-  // The caller holds the project's lock (art-models.ts): no other ART call creates it meanwhile.
+  // The caller holds the project's lock (art-models.ts): no other call creates it meanwhile.
   const exp = await db.experiment.create({
     data: {
       workspaceId,
       name: project,
-      description: `OpenPipe ART project "${project}" (its ART client logs its runs: docs/art.md).`,
+      description,
       versions: { create: { number: 1, files, filesHash: filesHash(files) } },
     },
     select: { id: true, versions: { select: { id: true } } },

@@ -1,1 +1,3 @@
 export { handleArtRequest } from "./art-api";
+export { ensureClientExperiment } from "./art-experiment";
+export { appendEvents } from "./art-log";

@@ -1,0 +1,1 @@
+export { handleTinkerRequest, SERVED_SDK_VERSION } from "./tinker-api";

@@ -1,0 +1,91 @@
+/**
+ * The Tinker SDK's sample (SamplingClient.sample / compute_logprobs): prompt tokens in, sampled tokens and
+ * their logprobs out, from a sampling session (a save of a model: `<run>@<step>`, or the base model) on the
+ * runner's engine. A session of a model records each call's sequences as a group of rollouts of the model's
+ * run (tinker-record.ts); the base model's samples belong to no run and are not recorded.
+ */
+import type { TinkerSampleResponse } from "@contracts";
+import type { Db } from "@/server/db-types";
+import { resolveBaseModel } from "@/features/checkpoints/server";
+import { resolveRunner } from "@/server/runner-client";
+import { TinkerUserError } from "./tinker-futures";
+import { findTinkerRun } from "./tinker-models";
+import { parseSamplingSession, type SamplerTarget } from "./tinker-paths";
+import { recordSample } from "./tinker-record";
+import { engineCall, runnerOfRun } from "./tinker-runner";
+import { resolveWeights } from "./tinker-train";
+
+/** Most samples one call may ask for (the engine batches them; Tinker's own limit is higher). */
+export const MAX_NUM_SAMPLES = 64;
+
+export interface SampleInput {
+  promptTokens: number[];
+  numSamples: number;
+  maxTokens: number | null;
+  temperature: number;
+  topP: number;
+  topK: number;
+  seed: number | null;
+  stop: string[];
+  stopTokenIds: number[];
+  promptLogprobs: boolean;
+}
+
+/** Where a sample call samples from: its session, else model_path, else base_model (as the SDK says). */
+export async function samplerOf(db: Db, workspaceId: string, req: { sampling_session_id?: string | null; model_path?: string | null; base_model?: string | null }): Promise<SamplerTarget> {
+  if (req.sampling_session_id) return parseSamplingSession(req.sampling_session_id);
+  if (req.model_path) {
+    const w = await resolveWeights(db, workspaceId, req.model_path, "model_path");
+    return w.step === 0 ? { base: w.baseModel } : { run: w.runId, step: w.step };
+  }
+  if (req.base_model) return { base: req.base_model };
+  throw new TinkerUserError("sampling_session_id: one of sampling_session_id, model_path or base_model is required", "sampling_session_id");
+}
+
+/** The base model a sampler samples (GET /api/v1/samplers/{id}); a run of another workspace is unknown. */
+export async function samplerBaseModel(db: Db, workspaceId: string, target: SamplerTarget): Promise<string> {
+  if ("base" in target) return target.base;
+  const run = await findTinkerRun(db, workspaceId, target.run);
+  if (!run) throw new TinkerUserError(`sampling_session_id: unknown sampling session (no model ${target.run} in this workspace)`, "sampling_session_id");
+  return run.baseModel;
+}
+
+export async function sample(db: Db, workspaceId: string, target: SamplerTarget, input: SampleInput): Promise<TinkerSampleResponse> {
+  if (input.numSamples < 1 || input.numSamples > MAX_NUM_SAMPLES) throw new TinkerUserError(`num_samples: from 1 to ${MAX_NUM_SAMPLES}`, "num_samples");
+  if (input.promptTokens.length === 0) throw new TinkerUserError("prompt: no tokens", "prompt");
+  let runnerId: string;
+  let model: string;
+  let runId: string | null = null;
+  if ("run" in target) {
+    const run = await findTinkerRun(db, workspaceId, target.run);
+    if (!run) throw new TinkerUserError(`sampling_session_id: unknown sampling session (no model ${target.run} in this workspace)`, "sampling_session_id");
+    runId = run.id;
+    runnerId = await runnerOfRun(db, workspaceId, run.id);
+    model = target.step === 0 ? run.baseModel : `${run.id}@${target.step}`;
+  } else {
+    const base = await resolveBaseModel(db, workspaceId, target.base);
+    runnerId = base.runnerId ?? (await resolveRunner(db, undefined, workspaceId)).id;
+    model = target.base;
+  }
+  const startedAt = Date.now();
+  const answer = await engineCall(db, runnerId, workspaceId, "sample", {
+    model,
+    prompt_token_ids: input.promptTokens,
+    num_samples: input.numSamples,
+    // No max_tokens: the engine's room left in the context (as /api/v1 without max_tokens would be capped, so is this).
+    max_tokens: input.maxTokens ?? 1024,
+    temperature: input.temperature,
+    top_p: input.topP,
+    top_k: input.topK,
+    seed: input.seed,
+    stop: input.stop,
+    stop_token_ids: input.stopTokenIds,
+    prompt_logprobs: input.promptLogprobs,
+    user: runId ?? `tinker:${workspaceId}`,
+  });
+  // compute_logprobs (max_tokens 1, prompt_logprobs) is scoring, not a rollout: only real samples are recorded.
+  if (runId && !(input.promptLogprobs && input.maxTokens === 1)) {
+    await recordSample(db, runId, { model, promptTokens: input.promptTokens, startedAt, answer, params: { temperature: input.temperature, max_tokens: input.maxTokens, top_p: input.topP, seed: input.seed } });
+  }
+  return answer;
+}
