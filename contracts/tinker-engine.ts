@@ -10,6 +10,7 @@
  * A datum is Tinker's: `tokens` is the model input; position i predicts `target_tokens[i]`.
  */
 import { z } from "zod";
+import { CheckpointInfo } from "./train";
 
 const RunId = z.string().min(1).max(200);
 const TokenIds = z.array(z.number().int().min(0));
@@ -88,9 +89,7 @@ export type TinkerSaveRequest = z.infer<typeof TinkerSaveRequest>;
 
 export const TinkerSaveResponse = z.object({
   step: z.number().int(),
-  checkpoint: z
-    .object({ step: z.number().int(), path: z.string() })
-    .nullable()
+  checkpoint: CheckpointInfo.nullable()
     .describe("null at step 0: nothing trained yet, the adapter is the base model exactly (LoRA B = 0)."),
 });
 export type TinkerSaveResponse = z.infer<typeof TinkerSaveResponse>;
@@ -122,7 +121,15 @@ export const TinkerSampleRequest = z.object({
 export type TinkerSampleRequest = z.infer<typeof TinkerSampleRequest>;
 
 export const TinkerSampleResponse = z.object({
-  sequences: z.array(z.object({ tokens: TokenIds, logprobs: z.array(z.number()), stop_reason: z.enum(["stop", "length"]) })),
+  sequences: z.array(
+    z.object({
+      tokens: TokenIds,
+      logprobs: z.array(z.number()),
+      stop_reason: z.enum(["stop", "length"]),
+      text: z.string().describe("The tokens decoded (special tokens skipped), for the run page."),
+    }),
+  ),
+  prompt_text: z.string().describe("The prompt decoded (special tokens kept), for the run page."),
   prompt_logprobs: z.array(z.number().nullable()).nullable(),
 });
 export type TinkerSampleResponse = z.infer<typeof TinkerSampleResponse>;
