@@ -148,6 +148,8 @@ def test_rl_losses_and_stop_token_ids(engine):
                                              "top_k": -1, "seed": 1, "stop_token_ids": [first]})
     cut = r2.json()["sequences"][0]
     assert cut["tokens"] == seqs[0]["tokens"][:2] and cut["stop_reason"] == "stop" and len(cut["logprobs"]) == 2
+    assert cut["text"] == store.tokenizer.decode(cut["tokens"], skip_special_tokens=True)
+    assert r2.json()["prompt_text"] == "List three fruits:"
     data = []
     for s, adv in zip(seqs, (1.0, -1.0)):
         full = prompt + s["tokens"]
@@ -175,14 +177,14 @@ def test_save_sample_load_and_ownership(engine):
     fb(client, "sv-a", [d])
     step(client, "sv-a")
     first = client.post("/tinker/save", json=target("sv-a", kind="sampler")).json()
-    assert first["step"] == 1 and first["checkpoint"]["step"] == 1
+    assert first["step"] == 1 and first["checkpoint"]["step"] == 1 and first["checkpoint"]["size_bytes"] > 0
     ckpt = store.checkpoint_dir("sv-a", 1)
     state = json.loads((ckpt / "trainer_state.json").read_text())
     assert state["source"] == "tinker" and state["step"] == 1 and state["base_model"] == store.base_model_name
     again = client.post("/tinker/save", json=target("sv-a", kind="state")).json()
     assert again == first  # idempotent: the same checkpoint
     listed = client.get("/runs/sv-a/checkpoints").json()
-    assert listed["newest_step"] == 1 and len(listed["checkpoints"]) == 1
+    assert listed["newest_step"] == 1 and listed["checkpoints"] == [first["checkpoint"]]
     ws1, ws2 = {WORKSPACE_HEADER: "ws-1"}, {WORKSPACE_HEADER: "ws-2"}
     body = {"model": "sv-a@1", "prompt_token_ids": ids(store, "Hello"), "num_samples": 1, "max_tokens": 3,
             "temperature": 0.0, "top_p": 1.0, "top_k": -1, "prompt_logprobs": True}

@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .train import CheckpointInfo
+
 _STRICT = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False)
 _LOOSE = ConfigDict(strict=True, extra="ignore", allow_inf_nan=False)
 
@@ -114,19 +116,12 @@ class TinkerSaveRequest(TrainingTarget):
     kind: Literal["sampler", "state"]  # both write adapter and optimizer (one checkpoint format)
 
 
-class SavedCheckpoint(BaseModel):
-    model_config = _LOOSE
-
-    step: int
-    path: str
-
-
 class TinkerSaveResponse(BaseModel):
     model_config = _LOOSE
 
     step: int
     # None at step 0: nothing trained yet, the adapter is the base model exactly (LoRA B = 0).
-    checkpoint: SavedCheckpoint | None
+    checkpoint: CheckpointInfo | None  # /train's: step, path, size_bytes
 
 
 class TinkerLoadRequest(TrainingTarget):
@@ -164,10 +159,12 @@ class SampledSequence(BaseModel):
     tokens: list[TokenId]
     logprobs: list[float]
     stop_reason: Literal["stop", "length"]
+    text: str  # the tokens decoded (special tokens skipped), for the run page
 
 
 class TinkerSampleResponse(BaseModel):
     model_config = _LOOSE
 
     sequences: list[SampledSequence]
+    prompt_text: str  # the prompt decoded (special tokens kept), for the run page
     prompt_logprobs: list[float | None] | None

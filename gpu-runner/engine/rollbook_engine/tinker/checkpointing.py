@@ -17,7 +17,7 @@ from pathlib import Path
 
 from peft.utils import get_peft_model_state_dict
 
-from ..contracts.tinker import SavedCheckpoint, TinkerLoadRequest, TinkerLoadResponse, TinkerSaveRequest, TinkerSaveResponse
+from ..contracts.tinker import TinkerLoadRequest, TinkerLoadResponse, TinkerSaveRequest, TinkerSaveResponse
 from ..trainer import checkpoints as ck
 from ..trainer import tenancy
 from ..trainer.adapter_cache import build_state, forget_run
@@ -51,7 +51,8 @@ def _save_locked(store, req: TinkerSaveRequest, session: Session, state) -> Tink
     folder = Path(store.checkpoint_dir(req.run_id, step))
     if (folder / ck.STATE).is_file():
         if state.on_disk is not None and tenancy.fingerprint(folder) == state.on_disk:
-            return TinkerSaveResponse(step=step, checkpoint=SavedCheckpoint(step=step, path=str(folder.resolve())))
+            existing = next(c for c in ck.list_checkpoints(store, req.run_id) if c.step == step)
+            return TinkerSaveResponse(step=step, checkpoint=existing)
         raise StepConflict(
             f"run {req.run_id!r} already has a checkpoint {step:04d} holding other weights (another history of the "
             "run: a /train step, or a save before a load went back); it is never overwritten: save under a new run id")
@@ -82,7 +83,7 @@ def _save_locked(store, req: TinkerSaveRequest, session: Session, state) -> Tink
     session.origin = Origin(req.run_id, step, with_optimizer=True)
     tenancy.discard_spill(store, req.run_id)  # the checkpoint holds the same state
     remember(store, session)
-    return TinkerSaveResponse(step=step, checkpoint=SavedCheckpoint(step=info.step, path=info.path))
+    return TinkerSaveResponse(step=step, checkpoint=info)
 
 
 def check_load(store, req: TinkerLoadRequest) -> Path:

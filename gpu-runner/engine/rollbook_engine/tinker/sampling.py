@@ -34,22 +34,26 @@ def generation_request(req: TinkerSampleRequest, room: int) -> GenerationRequest
     )
 
 
-def cut_at_stop_tokens(result: GenerationResult, stop_ids: set[int]) -> SampledSequence:
+def cut_at_stop_tokens(result: GenerationResult, stop_ids: set[int], tokenizer) -> SampledSequence:
     ids, lps = list(result.token_ids), list(result.logprobs)
     cut = next((i for i, t in enumerate(ids) if t in stop_ids), None)
-    if cut is None:
-        return SampledSequence(tokens=ids, logprobs=lps, stop_reason=result.finish_reason)
-    return SampledSequence(tokens=ids[: cut + 1], logprobs=lps[: cut + 1], stop_reason="stop")
+    if cut is None:  # the backend's text: decoded without special tokens, cut before a matched stop string
+        return SampledSequence(tokens=ids, logprobs=lps, stop_reason=result.finish_reason, text=result.text)
+    # Cut here, before any stop string the backend matched later: the text is these tokens'.
+    kept = ids[: cut + 1]
+    return SampledSequence(tokens=kept, logprobs=lps[: cut + 1], stop_reason="stop",
+                           text=tokenizer.decode(kept, skip_special_tokens=True))
 
 
 async def sample(store, backend: InferenceBackend, req: TinkerSampleRequest, room: int) -> TinkerSampleResponse:
     """The route has checked the request (checks.check_sample) and the model's ownership."""
     results = (await backend.generate([generation_request(req, room)]))[0]
     stop_ids = set(req.stop_token_ids) - set(store.eos_token_ids)
-    sequences = [cut_at_stop_tokens(r, stop_ids) for r in results]
+    sequences = [cut_at_stop_tokens(r, stop_ids, store.tokenizer) for r in results]
     prompt_lps = await asyncio.to_thread(prompt_logprobs, store, req.model, req.prompt_token_ids) \
         if req.prompt_logprobs else None
-    return TinkerSampleResponse(sequences=sequences, prompt_logprobs=prompt_lps)
+    prompt_text = store.tokenizer.decode(list(req.prompt_token_ids), skip_special_tokens=False)
+    return TinkerSampleResponse(sequences=sequences, prompt_text=prompt_text, prompt_logprobs=prompt_lps)
 
 
 def prompt_logprobs(store, model_name: str, ids: list[int]) -> list[float | None]:
