@@ -224,6 +224,10 @@ def create_app(
         log.warning("train routes not available: %s", err)
     else:
         app.include_router(train_router)
+        # The engine's Tinker primitives (POST /tinker/*): the trainer's state and checkpoints, Tinker's calls.
+        from .tinker_routes import router as tinker_router
+
+        app.include_router(tinker_router)
     # POST /detokenize (token ids → text pieces) for the runner's token view.
     from .vocab_routes import router as vocab_router
 

@@ -144,18 +144,38 @@ def ensure_state(store, req: TrainRequest) -> RunState:
     elif ckpt is not None:
         saved_cfg, saved_weights = ck.read_adapter(ckpt)
         _check_lora_matches(saved_cfg, req.config, ckpt)
+    optimizer_state = spilled_optimizer
+    if optimizer_state is None and load_optimizer and ckpt is not None:  # load_optimizer comes only with a checkpoint
+        optimizer_state = ck.read_optimizer(ckpt)
+    own_ckpt = spill is None and newest > 0
+    state = build_state(store, req.run_id, req.config, saved_weights, optimizer_state, newest,
+                        on_disk=tenancy.fingerprint(Path(ckpt)) if own_ckpt and ckpt is not None else None,
+                        source=str(ckpt))
+    if newest > 0:
+        tenancy.note_restored(store, req.run_id, "spill" if spill is not None else "checkpoint")
+    return state
+
+
+def build_state(store, run_id: str, cfg: TrainerConfig, saved_weights: dict[str, torch.Tensor] | None,
+                optimizer_state: dict | None, step: int, on_disk: tuple | None, source: str = "") -> RunState:
+    """Add the run's `train:<run>` adapter (its memory reserved in the ledger first, and PINNED: the caller
+    unpins when its work is done) with `saved_weights` (None: a fresh LoRA, B = 0) and an AdamW with
+    `optimizer_state` (None: fresh), and cache it as the run's state. Shared by /train (ensure_state) and the
+    Tinker door (tinker/state.py), so both build, account and evict a run's state the same way."""
+    model = store.model
+    name = adapter_name(run_id)
     # Room in the memory budget first (evicting least recently used runs), then allocate.
     store.ledger.reserve(
         name, "train",
-        tenancy.estimate_state_bytes(model.get_base_model(), req.config.lora_rank, req.config.lora_target_modules),
-        evict=lambda: _evict_state(store, req.run_id), pin=True,
+        tenancy.estimate_state_bytes(model.get_base_model(), cfg.lora_rank, cfg.lora_target_modules),
+        evict=lambda: _evict_state(store, run_id), pin=True,
     )
     # autocast_adapter_dtype keeps LoRA weights in fp32 on a bf16 base: fp32 master weights for AdamW.
     # Its random LoRA init is overwritten when weights are loaded: then it must not consume the step's RNG
     # stream (seeded before), or a restored run would draw other dropout masks than one kept in memory.
     rng = torch.random.fork_rng(devices=[store.device] if store.device.type == "cuda" else [])
     with rng if saved_weights is not None else contextlib.nullcontext():
-        model.add_adapter(name, _lora_config(store, req.config), autocast_adapter_dtype=True)
+        model.add_adapter(name, _lora_config(store, cfg), autocast_adapter_dtype=True)
     params = _adapter_params(model, name)
     for _, p in params:
         p.data = p.data.float()
@@ -163,21 +183,14 @@ def ensure_state(store, req: TrainRequest) -> RunState:
         result = set_peft_model_state_dict(model, saved_weights, adapter_name=name)
         unexpected = [k for k in result.unexpected_keys if name in k or "lora" in k]
         if unexpected:
-            raise TrainFailure(f"checkpoint {ckpt} has weights this adapter lacks: {unexpected[:3]}")
-    optimizer = _new_optimizer(params, req.config)
-    if spilled_optimizer is not None:
-        optimizer.load_state_dict(spilled_optimizer)
-        _apply_hyperparams(optimizer, req.config)
-    elif load_optimizer and ckpt is not None:  # load_optimizer comes only with a checkpoint
-        optimizer.load_state_dict(ck.read_optimizer(ckpt))
-        _apply_hyperparams(optimizer, req.config)
-    own_ckpt = spill is None and newest > 0
-    state = RunState(adapter=name, params=params, optimizer=optimizer, step=newest,
-                     on_disk=tenancy.fingerprint(Path(ckpt)) if own_ckpt and ckpt is not None else None)
-    states[req.run_id] = state
+            raise TrainFailure(f"checkpoint {source} has weights this adapter lacks: {unexpected[:3]}")
+    optimizer = _new_optimizer(params, cfg)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+        _apply_hyperparams(optimizer, cfg)
+    state = RunState(adapter=name, params=params, optimizer=optimizer, step=step, on_disk=on_disk)
+    run_states(store)[run_id] = state
     store.ledger.resize(name, tenancy.state_bytes(params, optimizer))
-    if newest > 0:
-        tenancy.note_restored(store, req.run_id, "spill" if spill is not None else "checkpoint")
     return state
 
 

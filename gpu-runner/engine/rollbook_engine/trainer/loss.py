@@ -40,6 +40,8 @@ class LossTerms:
     ratio: torch.Tensor  # [N] the importance ratio used per token (detached)
     clipped: torch.Tensor  # [N] bool: ratio outside [1-ε, 1+ε_high]
     kl: torch.Tensor  # [N] k3 KL per token (detached), zeros when no ref
+    # [N] weight · per-token loss (detached): what each token adds to `loss` (Tinker's elementwise_loss)
+    elementwise: torch.Tensor
 
 
 def sequence_log_ratio(log_ratio: torch.Tensor, seq_index: torch.Tensor, num_seqs: int) -> torch.Tensor:
@@ -75,9 +77,13 @@ def grpo_loss(
     """Per-token GRPO loss, aggregated with `weight`.
 
     ratio r = π_new / π_sampling, per token, or per sequence (GSPO) as exp(mean over the sequence of log r).
-      ppo:   ℓ = -min(r·A, clip(r, 1-ε, 1+ε_high)·A)
-      cispo: ℓ = -clip(r, 1-ε, 1+ε_high).detach() · A · log π_new
+      ppo:                 ℓ = -min(r·A, clip(r, 1-ε, 1+ε_high)·A)
+      cispo:               ℓ = -clip(r, 1-ε, 1+ε_high).detach() · A · log π_new
+      importance_sampling: ℓ = -r·A (no clip: Tinker's loss of that name)
+      cross_entropy:       ℓ = -log π_new (old_lp and advantage unused: supervised, Tinker's)
     plus β · k3(new, ref) when a reference is given. loss = Σ weight·ℓ.
+    The last two exist for the Tinker door (tinker/losses.py), which sums with weight 1 (its RL losses) or the
+    datum's own weights (cross_entropy): one implementation of every loss the engine trains with.
     """
     log_ratio = new_lp - old_lp
     if importance_sampling_level == "sequence":
@@ -94,6 +100,10 @@ def grpo_loss(
         per_token = -torch.minimum(ratio * advantage, clipped_ratio * advantage)
     elif loss_type == "cispo":
         per_token = -clipped_ratio.detach() * advantage * new_lp
+    elif loss_type == "importance_sampling":
+        per_token = -ratio * advantage
+    elif loss_type == "cross_entropy":
+        per_token = -new_lp
     else:
         raise ValueError(f"unknown loss {loss_type!r}")
 
@@ -107,7 +117,8 @@ def grpo_loss(
 
     with torch.no_grad():
         clipped = (ratio < lo) | (ratio > hi)
-    return LossTerms(loss=(weight * per_token).sum(), ratio=ratio.detach(), clipped=clipped, kl=kl)
+    weighted = weight * per_token
+    return LossTerms(loss=weighted.sum(), ratio=ratio.detach(), clipped=clipped, kl=kl, elementwise=weighted.detach())
 
 
 def trajectory_weights(tokens_per_trajectory: Sequence[int]) -> list[float]:

@@ -31,6 +31,9 @@ def _same_model(requested: str, served: str) -> bool:
     return requested == served or requested.rstrip("/").split("/")[-1] == served.rstrip("/").split("/")[-1]
 
 
+same_model = _same_model  # for the Tinker door's base_model check (tinker/checks.py)
+
+
 _leaf_names: weakref.WeakKeyDictionary[object, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
