@@ -33,6 +33,12 @@ def reward_of(word: str, reply: str) -> float:
     return 1.0 / len(words) if word in words else 0.0
 
 
+def render(tokenizer, messages) -> list[int]:
+    """The prompt's token ids through the chat template, ready for the assistant's reply."""
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
 def tensor(values, dtype: str) -> types.TensorData:
     return types.TensorData(data=list(values), dtype=dtype, shape=[len(values)])
 
@@ -47,7 +53,7 @@ def main() -> None:
     training_client = service_client.create_lora_training_client(
         base_model=os.environ.get("BASE_MODEL", "SmolLM2-135M-Instruct"), rank=8,
         user_metadata={"project": os.environ.get("PROJECT", "tinker-say-the-word"), "name": os.environ.get("NAME", "rl-loop")},
-    )
+    ).result()
     if os.environ.get("TOKENIZER"):
         from transformers import AutoTokenizer
 
@@ -59,12 +65,11 @@ def main() -> None:
 
     curve = []
     for step in range(steps):
-        sampling_client = training_client.save_weights_and_get_sampling_client()
+        sampling_client = training_client.save_weights_and_get_sampling_client().result()
         words = rng.sample(WORDS, groups)
         prompts = [
-            types.ModelInput.from_ints(tokenizer.apply_chat_template(
-                [{"role": "system", "content": "Answer with one word."}, {"role": "user", "content": f"Say the word {w}."}],
-                add_generation_prompt=True, tokenize=True))
+            types.ModelInput.from_ints(render(tokenizer, [
+                {"role": "system", "content": "Answer with one word."}, {"role": "user", "content": f"Say the word {w}."}]))
             for w in words
         ]
         futures = [sampling_client.sample(prompt=p, num_samples=group_size, sampling_params=sampling_params) for p in prompts]

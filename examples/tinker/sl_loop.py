@@ -31,9 +31,11 @@ def tensor(values, dtype: str) -> types.TensorData:
 
 
 def datum(tokenizer, question: str, answer: str) -> types.Datum:
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True)
-    full = tokenizer.apply_chat_template(
-        [{"role": "user", "content": question}, {"role": "assistant", "content": answer}], tokenize=True)
+    def ids(messages, **kw) -> list[int]:
+        return tokenizer.encode(tokenizer.apply_chat_template(messages, tokenize=False, **kw), add_special_tokens=False)
+
+    prompt = ids([{"role": "user", "content": question}], add_generation_prompt=True)
+    full = ids([{"role": "user", "content": question}, {"role": "assistant", "content": answer}])
     weights = [0.0] * (len(prompt) - 1) + [1.0] * (len(full) - len(prompt))
     return types.Datum(
         model_input=types.ModelInput.from_ints(full[:-1]),
@@ -52,7 +54,7 @@ def main() -> None:
     api_key = "tml-" + os.environ["ROLLBOOK_API_KEY"]
     base_model = os.environ.get("BASE_MODEL", "SmolLM2-135M-Instruct")
     service_client = tinker.ServiceClient(base_url=base_url, api_key=api_key)
-    training_client = service_client.create_lora_training_client(base_model=base_model, rank=8, user_metadata={"project": "tinker-sl", "name": "sl-loop"})
+    training_client = service_client.create_lora_training_client(base_model=base_model, rank=8, user_metadata={"project": "tinker-sl", "name": "sl-loop"}).result()
     if os.environ.get("TOKENIZER"):
         from transformers import AutoTokenizer
 
@@ -72,7 +74,7 @@ def main() -> None:
 
     state = training_client.save_state("final").result()
     after = mean_loss(training_client.forward(batch, loss_fn="cross_entropy").result(), batch)
-    resumed = service_client.create_lora_training_client(base_model=base_model, rank=8, user_metadata={"project": "tinker-sl", "name": "sl-loop-resumed"})
+    resumed = service_client.create_lora_training_client(base_model=base_model, rank=8, user_metadata={"project": "tinker-sl", "name": "sl-loop-resumed"}).result()
     resumed.load_state(state.path).result()
     resumed_loss = mean_loss(resumed.forward(batch, loss_fn="cross_entropy").result(), batch)
     print(json.dumps({"model_id": training_client.get_info().model_id, "resumed_model_id": resumed.get_info().model_id,

@@ -27,7 +27,7 @@ import type { Db } from "@/server/db-types";
 import { servedModels } from "@/features/runners/server";
 import * as W from "../wire";
 import { decodeForwardBackwardRequest, encodeForwardBackwardOutput, encodeSampleResponse, TinkerWireError } from "../wire";
-import { startFuture, TinkerUserError, viewFuture, type FutureResult } from "./tinker-futures";
+import { awaitFuture, startFuture, TinkerUserError, type FutureResult } from "./tinker-futures";
 import { activeTinkerRun, createSession, createTinkerModel, findTinkerRun, touchSession } from "./tinker-models";
 import { parseSamplingSession, samplingSessionId } from "./tinker-paths";
 import { sample, samplerBaseModel, samplerOf } from "./tinker-sample";
@@ -41,12 +41,16 @@ function tinkerError(status: number, message: string, field: string | null = nul
 
 export const SERVED_SDK_VERSION = "0.38.0";
 
+/** How long a retrieve_future poll is held open for its future to settle (the SDK's own poll timeout is 45 s). */
+const POLL_HOLD_MS = 20_000;
+
 /** The SDK's api_key ("tml-" + a Rollbook API token) as the bearer requireAccess reads. */
 function withBearer(req: Request): Request {
   const headers = new Headers(req.headers);
   const key = headers.get("x-api-key");
   if (key && !headers.has("authorization")) headers.set("authorization", `Bearer ${key.startsWith("tml-") ? key.slice(4) : key}`);
-  return new Request(req.url, { method: "GET", headers });
+  // The same method and headers, no body (requireAccess reads none; the handler reads the original's).
+  return new Request(req.url, { method: req.method, headers });
 }
 
 async function access(req: Request, role: Role, db?: Db): Promise<RequestAccess | Response> {
@@ -239,7 +243,7 @@ async function retrieveFuture(req: Request, db?: Db): Promise<Response> {
   if (a instanceof Response) return a;
   const body = await json(req, W.FutureRetrieveRequest);
   if (!body.ok) return body.res;
-  const f = viewFuture(a.workspaceId, body.value.request_id);
+  const f = await awaitFuture(a.workspaceId, body.value.request_id, POLL_HOLD_MS);
   if (f.state === "unknown") return tinkerError(404, `request_id: unknown request ${body.value.request_id} (it expired, belongs to another workspace, or this web process restarted)`, "request_id");
   if (f.state === "pending") return Response.json(W.tryAgainResponse(body.value.request_id));
   if (f.state === "failed") return Response.json(W.failedFutureResponse(f.message, f.category));

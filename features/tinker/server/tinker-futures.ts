@@ -31,6 +31,7 @@ export class TinkerUserError extends Error {
 interface Entry {
   workspaceId: string;
   state: "pending" | "done" | "failed";
+  settled: Promise<void>;
   result?: FutureResult;
   error?: { message: string; category: ErrorCategory };
   settledAt?: number;
@@ -47,9 +48,9 @@ function sweep(now: number): void {
 export function startFuture(workspaceId: string, work: () => Promise<FutureResult>): string {
   sweep(Date.now());
   const id = `tfut_${randomUUID().replace(/-/g, "")}`;
-  const entry: Entry = { workspaceId, state: "pending" };
+  const entry = { workspaceId, state: "pending" } as Entry;
   futures.set(id, entry);
-  void work().then(
+  entry.settled = work().then(
     (result) => {
       entry.state = "done";
       entry.result = result;
@@ -68,7 +69,22 @@ export function startFuture(workspaceId: string, work: () => Promise<FutureResul
 
 export type FutureView = { state: "unknown" } | { state: "pending" } | { state: "done"; result: FutureResult } | { state: "failed"; message: string; category: ErrorCategory };
 
-/** The future as the workspace sees it: another workspace's id, or an expired one, is unknown. */
+/**
+ * The future as the workspace sees it, after waiting up to `waitMs` for it to settle: the SDK polls each
+ * future until it is done (45 s per poll), so holding a poll open answers sooner and spares it a
+ * "try_again" warning per round trip. Another workspace's id, or an expired one, is unknown at once.
+ */
+export async function awaitFuture(workspaceId: string, id: string, waitMs: number): Promise<FutureView> {
+  const f = futures.get(id);
+  if (f && f.workspaceId === workspaceId && f.state === "pending") {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([f.settled, new Promise<void>((r) => (timer = setTimeout(r, waitMs)))]);
+    clearTimeout(timer);
+  }
+  return viewFuture(workspaceId, id);
+}
+
+/** The future as the workspace sees it now. */
 export function viewFuture(workspaceId: string, id: string): FutureView {
   const f = futures.get(id);
   if (!f || f.workspaceId !== workspaceId) return { state: "unknown" };

@@ -29,7 +29,8 @@ interface StepMemory {
   /** The step this memory's rollouts belong to (the run's next). */
   step: number;
   groups: Trajectory[][];
-  byTokens: Map<string, Linked>;
+  /** Samples by their tokens; identical samples (common in a group) queue under one key, one datum each. */
+  byTokens: Map<string, Linked[]>;
   /** Sampler vs trainer logprobs of linked datums' trained tokens (probs_corr), and the batches' figures. */
   samplerLp: number[];
   trainerLp: number[];
@@ -37,6 +38,7 @@ interface StepMemory {
   datums: number;
   linked: number;
   entropySum: number;
+  clippedSum: number;
   entropyTokens: number;
 }
 
@@ -47,7 +49,7 @@ const tokensKey = (ids: readonly number[]) => createHash("sha1").update(Int32Arr
 function stepMemory(runId: string, step: number): StepMemory {
   let m = memory.get(runId);
   if (!m || m.step !== step) {
-    m = { step, groups: [], byTokens: new Map(), samplerLp: [], trainerLp: [], batches: 0, datums: 0, linked: 0, entropySum: 0, entropyTokens: 0 };
+    m = { step, groups: [], byTokens: new Map(), samplerLp: [], trainerLp: [], batches: 0, datums: 0, linked: 0, entropySum: 0, clippedSum: 0, entropyTokens: 0 };
     memory.set(runId, m);
   }
   return m;
@@ -60,10 +62,13 @@ function append(db: Db, runId: string, inputs: { type: RunEvent["type"]; payload
   }));
 }
 
-/** The step a sample or batch now belongs to: the run's current (last finished) step + 1. */
+/**
+ * The step a sample or batch now belongs to: the run's last finished step (its newest step.finished) + 1.
+ * Not Run.currentStep: ingestion raises that to a train rollout's step as soon as the rollout is stored.
+ */
 export async function nextStep(db: Db, runId: string): Promise<number> {
-  const row = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { currentStep: true } });
-  return row.currentStep + 1;
+  const agg = await db.step.aggregate({ where: { runId }, _max: { step: true } });
+  return (agg._max.step ?? 0) + 1;
 }
 
 /** A sample call's sequences as one group of rollouts of the run's next step. */
@@ -92,7 +97,10 @@ export async function recordSample(db: Db, runId: string, input: { model: string
     logs: [`stop_reason: ${s.stop_reason}`],
   }));
   m.groups.push(rollouts);
-  input.answer.sequences.forEach((s, index) => m.byTokens.set(tokensKey([...input.promptTokens, ...s.tokens]), { group, index }));
+  input.answer.sequences.forEach((s, index) => {
+    const key = tokensKey([...input.promptTokens, ...s.tokens]);
+    m.byTokens.set(key, [...(m.byTokens.get(key) ?? []), { group, index }]);
+  });
   await append(db, runId, rollouts.map((t) => ({ type: "rollout.finished" as const, payload: t })));
 }
 
@@ -105,13 +113,14 @@ export async function recordBatch(db: Db, runId: string, datums: readonly Tinker
   const m = stepMemory(runId, await nextStep(db, runId));
   m.batches += 1;
   m.datums += datums.length;
-  if (typeof answer.metrics["entropy:sum"] === "number" && typeof answer.metrics["tokens:sum"] === "number") {
-    m.entropySum += answer.metrics["entropy:sum"];
-    m.entropyTokens += answer.metrics["tokens:sum"];
-  }
+  // The engine's per-batch means (rollbook_engine/tinker/training.py), weighted by the batch's tokens.
+  const tokens = answer.metrics["tokens:sum"] ?? 0;
+  m.entropySum += (answer.metrics["entropy:mean"] ?? 0) * tokens;
+  m.clippedSum += (answer.metrics["clip_fraction:mean"] ?? 0) * tokens;
+  m.entropyTokens += tokens;
   const changed: Trajectory[] = [];
   datums.forEach((d, i) => {
-    const link = m.byTokens.get(tokensKey(wholeSequence(d)));
+    const link = m.byTokens.get(tokensKey(wholeSequence(d)))?.shift();
     const out = answer.loss_fn_outputs[i];
     // Trained positions: a non-zero advantage (RL losses) or weight (cross_entropy).
     const mask = (d.advantages ?? d.weights ?? []).map((v) => v !== 0);
@@ -146,7 +155,7 @@ export async function recordStep(db: Db, runId: string, answer: TinkerOptimStepR
     loss: answer.metrics.loss,
     grad_norm: answer.metrics.grad_norm,
     kl: 0,
-    clip_fraction: 0,
+    clip_fraction: m.entropyTokens ? m.clippedSum / m.entropyTokens : 0,
     entropy: m.entropyTokens ? m.entropySum / m.entropyTokens : 0,
     probs_corr: (m.samplerLp.length ? pearson(m.samplerLp, m.trainerLp) : null) ?? 0,
     trained_tokens: answer.metrics.trained_tokens,
