@@ -77,6 +77,7 @@ def main() -> None:
         datums, rewards_all = [], []
         for word, prompt, future in zip(words, prompts, futures):
             result = future.result()
+            last_sample = (prompt, result.sequences[0])
             rewards = [reward_of(word, tokenizer.decode(s.tokens, skip_special_tokens=True)) for s in result.sequences]
             rewards_all += rewards
             mean = sum(rewards) / len(rewards)
@@ -105,7 +106,11 @@ def main() -> None:
             training_client.optim_step(adam_params).result()  # still a step: the run's count follows the loop's
         print(json.dumps({"step": step + 1, "reward": reward, "datums": len(datums)}), flush=True)
 
-    print(json.dumps({"model_id": training_client.get_info().model_id, "steps": steps, "reward": curve}))
+    # The sampler's logprobs of its own tokens against compute_logprobs' (a forward pass of the same weights).
+    prompt, seq = last_sample
+    scored = sampling_client.compute_logprobs(prompt.append(types.EncodedTextChunk(tokens=seq.tokens))).result()
+    drift = max(abs(a - b) for a, b in zip(scored[-len(seq.tokens):], seq.logprobs))
+    print(json.dumps({"model_id": training_client.get_info().model_id, "steps": steps, "reward": curve, "logprob_drift": drift}))
 
 
 if __name__ == "__main__":

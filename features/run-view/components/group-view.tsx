@@ -17,6 +17,16 @@ import { Spinner } from "@/components/ui/primitives";
 
 const MAX_GROUPS_SHOWN = 200;
 
+/**
+ * The advantage a Tinker client trained a rollout with (its datum's `advantages`, linked by tokens:
+ * features/tinker/server/tinker-record.ts): such a rollout's reward never reaches Rollbook, so the card shows
+ * the client's own advantage instead of one derived from rewards.
+ */
+function clientAdvantage(r: Rollout): { raw: number | null; trained: number | null } | null {
+  const a = r.metrics.advantage;
+  return r.reward === null && !r.error && typeof a === "number" ? { raw: a, trained: a } : null;
+}
+
 /** A group whose rewards are all equal (and more than one): every advantage is 0, the step learns nothing from it. */
 export function trainedNothing(g: RolloutGroup): boolean {
   return g.split === "train" && g.rolloutIds.length > 1 && g.rewardStd !== null && g.rewardStd < 1e-9;
@@ -66,7 +76,7 @@ function GroupCard({
   pair?: [string | null, string | null];
   onPick?: (slot: 0 | 1, id: string) => void;
 }) {
-  const advs = rollouts.map((r) => rolloutAdvantage(r.id, group, scaleRewards));
+  const advs = rollouts.map((r) => clientAdvantage(r) ?? rolloutAdvantage(r.id, group, scaleRewards));
   const scale = Math.max(1e-9, ...advs.map((a) => Math.abs(a.raw ?? 0)));
   const first = rollouts[0];
   return (

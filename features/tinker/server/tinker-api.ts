@@ -42,7 +42,7 @@ function tinkerError(status: number, message: string, field: string | null = nul
 export const SERVED_SDK_VERSION = "0.38.0";
 
 /** How long a retrieve_future poll is held open for its future to settle (the SDK's own poll timeout is 45 s). */
-const POLL_HOLD_MS = 20_000;
+const POLL_HOLD_MS = 40_000;
 
 /** The SDK's api_key ("tml-" + a Rollbook API token) as the bearer requireAccess reads. */
 function withBearer(req: Request): Request {

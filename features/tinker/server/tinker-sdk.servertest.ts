@@ -91,6 +91,8 @@ describe.skipIf(!engineAvailable)("the Tinker door with the real tinker SDK (rea
     // save_weights_and_get_sampling_client after steps 1 and 2 saved them as the run's checkpoints.
     const ckpts = await db().checkpoint.findMany({ where: { runId }, orderBy: { step: "asc" }, select: { step: true } });
     expect(ckpts.map((c) => c.step)).toEqual([1, 2]);
+    // compute_logprobs (a forward pass) gives the sampler's logprobs of its own tokens, and is not a rollout.
+    expect(last.logprob_drift as number).toBeLessThan(1e-3);
   }, 900_000);
 
   it("sl_loop.py lowers its loss, and save_state / load_state round-trip the weights", async () => {
