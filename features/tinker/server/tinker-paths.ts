@@ -9,12 +9,12 @@
  * there first); a name is a bounded plain string (no control characters, no '/'), never a file path: the
  * checkpoint it points at is the run's own `checkpoints/<step>`, found by step.
  */
+import { classifyModelName, identifierRule, isIdentifier } from "@contracts";
 import { TinkerUserError } from "./tinker-futures";
 
 export type WeightsKind = "sampler" | "state";
 const SEGMENT: Record<WeightsKind, string> = { sampler: "sampler_weights", state: "weights" };
 const NAME = /^[A-Za-z0-9._-]{1,128}$/;
-const RUN_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function weightsName(name: string, field: string): string {
   if (!NAME.test(name) || name === "." || name === "..") throw new TinkerUserError(`${field}: a name of 1 to 128 letters, digits, '.', '_' or '-' (got ${JSON.stringify(name.slice(0, 60))})`, field);
@@ -25,7 +25,7 @@ export const weightsPath = (runId: string, kind: WeightsKind, name: string) => `
 
 export function parseWeightsPath(path: string, field: string): { runId: string; kind: WeightsKind; name: string } {
   const m = /^tinker:\/\/([^/]+)\/(sampler_weights|weights)\/([^/]+)$/.exec(path);
-  if (!m || !RUN_ID.test(m[1]!)) throw new TinkerUserError(`${field}: not a Rollbook Tinker path (tinker://<model id>/weights/<name> or …/sampler_weights/<name>): ${JSON.stringify(path.slice(0, 200))}`, field);
+  if (!m || !isIdentifier("run_id", m[1])) throw new TinkerUserError(`${field}: not a Rollbook Tinker path (tinker://<model id>/weights/<name> or …/sampler_weights/<name>): ${JSON.stringify(path.slice(0, 200))}`, field);
   return { runId: m[1]!, kind: m[2] === "weights" ? "state" : "sampler", name: weightsName(m[3]!, field) };
 }
 
@@ -46,7 +46,14 @@ export function parseSamplingSession(id: string, field = "sampling_session_id"):
     throw bad();
   }
   const v = value as { r?: unknown; s?: unknown; b?: unknown };
-  if (typeof v.r === "string" && RUN_ID.test(v.r) && Number.isInteger(v.s) && (v.s as number) >= 0) return { run: v.r, step: v.s as number };
-  if (typeof v.b === "string" && v.b.length > 0 && v.b.length <= 400) return { base: v.b };
+  if (isIdentifier("run_id", v.r) && Number.isInteger(v.s) && (v.s as number) >= 0) return { run: v.r as string, step: v.s as number };
+  if (typeof v.b === "string") return { base: baseModelName(v.b, field) };
   throw bad();
+}
+
+/** A base model as the client names it: only a name the shared grammar calls a base model (never `<run>@<step>`). */
+export function baseModelName(name: string, field: string): string {
+  const ref = classifyModelName(name);
+  if (ref.kind !== "base") throw new TinkerUserError(`${field}: ${JSON.stringify(name.slice(0, 200))} is not a base model name (${ref.kind === "invalid" ? ref.reason : identifierRule("base_model")}); a trained model is sampled by its tinker:// path or its sampling session`, field);
+  return name;
 }

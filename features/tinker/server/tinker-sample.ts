@@ -10,7 +10,7 @@ import { resolveBaseModel } from "@/features/checkpoints/server";
 import { resolveRunner } from "@/server/runner-client";
 import { TinkerUserError } from "./tinker-futures";
 import { findTinkerRun } from "./tinker-models";
-import { parseSamplingSession, type SamplerTarget } from "./tinker-paths";
+import { baseModelName, parseSamplingSession, type SamplerTarget } from "./tinker-paths";
 import { recordSample } from "./tinker-record";
 import { engineCall, runnerOfRun } from "./tinker-runner";
 import { resolveWeights } from "./tinker-train";
@@ -38,7 +38,7 @@ export async function samplerOf(db: Db, workspaceId: string, req: { sampling_ses
     const w = await resolveWeights(db, workspaceId, req.model_path, "model_path");
     return w.step === 0 ? { base: w.baseModel } : { run: w.runId, step: w.step };
   }
-  if (req.base_model) return { base: req.base_model };
+  if (req.base_model) return { base: baseModelName(req.base_model, "base_model") };
   throw new TinkerUserError("sampling_session_id: one of sampling_session_id, model_path or base_model is required", "sampling_session_id");
 }
 
