@@ -9,7 +9,7 @@ import type { Db } from "@/server/db-types";
 import { resolveBaseModel } from "@/features/checkpoints/server";
 import { resolveRunner } from "@/server/runner-client";
 import { TinkerUserError } from "./tinker-futures";
-import { findTinkerRun } from "./tinker-models";
+import { activeTinkerRun, findTinkerRun } from "./tinker-models";
 import { baseModelName, parseSamplingSession, type SamplerTarget } from "./tinker-paths";
 import { recordSample } from "./tinker-record";
 import { engineCall, runnerOfRun } from "./tinker-runner";
@@ -59,7 +59,12 @@ export async function sample(db: Db, workspaceId: string, target: SamplerTarget,
   if ("run" in target) {
     const run = await findTinkerRun(db, workspaceId, target.run);
     if (!run) throw new TinkerUserError(`sampling_session_id: unknown sampling session (no model ${target.run} in this workspace)`, "sampling_session_id");
-    runId = run.id;
+    // An active model's samples are its rollouts (and the client being alive); an ended one's checkpoints still
+    // sample, but its history is closed: nothing is recorded on it.
+    if (run.status === "running" || run.status === "lost") {
+      await activeTinkerRun(db, workspaceId, run.id);
+      runId = run.id;
+    }
     runnerId = await runnerOfRun(db, workspaceId, run.id);
     model = target.step === 0 ? run.baseModel : `${run.id}@${target.step}`;
   } else {
@@ -81,7 +86,7 @@ export async function sample(db: Db, workspaceId: string, target: SamplerTarget,
     stop: input.stop,
     stop_token_ids: input.stopTokenIds,
     prompt_logprobs: input.promptLogprobs,
-    user: runId ?? `tinker:${workspaceId}`,
+    user: "run" in target ? target.run : `tinker:${workspaceId}`,
   });
   // compute_logprobs (max_tokens 1, prompt_logprobs) is scoring, not a rollout: only real samples are recorded.
   if (runId && !(input.promptLogprobs && input.maxTokens === 1)) {
