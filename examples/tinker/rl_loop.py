@@ -8,10 +8,14 @@ sample (`target_tokens`, the sampler's `logprobs`, per-token `advantages`), then
 insists a key starts with "tml-"; Rollbook drops that prefix), and a base model the Rollbook runner serves.
 Every sample shows up live on the model's run page in Rollbook, each datum linked to the sample it trains.
 
-    ROLLBOOK_URL=http://localhost:3000 ROLLBOOK_API_KEY=rbk_... TOKENIZER=<the model's folder> python examples/tinker/rl_loop.py
+    ROLLBOOK_URL=http://localhost:3000 ROLLBOOK_API_KEY=rbk_... \
+    HF_ENDPOINT=http://localhost:3000/api/tinker/hf HF_TOKEN=rbk_... python examples/tinker/rl_loop.py
+
+`training_client.get_tokenizer()` loads the base model's tokenizer with transformers from a Hugging Face hub:
+HF_ENDPOINT / HF_TOKEN point it at Rollbook's, which serves the tokenizer the engine samples with.
 
 Environment: BASE_MODEL (default the bundled SmolLM2-135M-Instruct), TOKENIZER (a folder or hub name for
-transformers' AutoTokenizer; default: the training client's get_tokenizer(), which needs the hub or its cache),
+transformers' AutoTokenizer instead of the training client's get_tokenizer()),
 STEPS (default 12), GROUPS (prompts per step, default 4), GROUP_SIZE (samples per prompt, default 8), LR
 (default 1e-3), SEED (default 42). Prints one JSON line per step ({"step", "reward"}) and one at the end.
 """

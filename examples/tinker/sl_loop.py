@@ -6,7 +6,8 @@ Each step: a batch of (prompt, answer) conversations rendered with the chat temp
 second training client loads it (`load_state`) and its loss on the same batch is the first one's: the
 weights and the optimizer state round-trip. Only the client's line is Rollbook-specific (see rl_loop.py).
 
-    ROLLBOOK_URL=http://localhost:3000 ROLLBOOK_API_KEY=rbk_... TOKENIZER=<the model's folder> python examples/tinker/sl_loop.py
+    ROLLBOOK_URL=http://localhost:3000 ROLLBOOK_API_KEY=rbk_... \
+    HF_ENDPOINT=http://localhost:3000/api/tinker/hf HF_TOKEN=rbk_... python examples/tinker/sl_loop.py
 
 Environment: BASE_MODEL, TOKENIZER (as rl_loop.py), STEPS (default 8), LR (default 1e-3). Prints one JSON
 line per step ({"step", "loss"}: the mean loss per answer token) and one at the end.

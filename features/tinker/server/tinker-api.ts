@@ -13,6 +13,7 @@
  *   POST optim_step, save_weights, save_weights_for_sampler, load_weights → future
  *   POST create_sampling_session, asample → future  tinker-sample.ts
  *   POST retrieve_future                            the SDK's poll: try_again, the result, or the failure
+ *   GET|HEAD /hf/<base model>/resolve/<rev>/<file>  the tokenizer in the hub's file protocol (tinker-hub.ts)
  *
  * Authorized as /api/v1 (requireAccess): the SDK sends its api_key as X-API-Key, and insists it starts with
  * "tml-", so a Rollbook token is passed as `tml-<rbk_… token>` (the prefix is dropped here); member to train
@@ -32,6 +33,7 @@ import { activeTinkerRun, createSession, createTinkerModel, findTinkerRun, touch
 import { parseSamplingSession, samplingSessionId } from "./tinker-paths";
 import { sample, samplerBaseModel, samplerOf } from "./tinker-sample";
 import { forwardBackward, loadState, optimStep, saveWeights } from "./tinker-train";
+import { handleHubRequest } from "./tinker-hub";
 
 /** An error answer the SDK shows its user (wire/schemas.ts tinkerErrorBody: `detail` names the field). */
 function tinkerError(status: number, message: string, field: string | null = null): Response {
@@ -281,6 +283,7 @@ const SIMPLE = new Set(["client/config", "client/dynamic_config", "create_sessio
 
 /** One Tinker request; `path` is what follows /api/tinker (the catch-all route's segments). `opts.db`: tests. */
 export async function handleTinkerRequest(req: Request, path: readonly string[], opts: { db?: Db } = {}): Promise<Response> {
+  if (path[0] === "hf") return handleHubRequest(req, withBearer(req), path.slice(1), opts.db);
   const [api, v1, ...rest] = path;
   const route = rest.join("/");
   const m = req.method;

@@ -10,6 +10,8 @@
  *     (advantage on the rollout), the sampler saves are checkpoints `<run>@<step>`, probs_corr near 1;
  *   - examples/tinker/sl_loop.py (sl_loop.py's shape, cross_entropy) lowers its loss, and save_state /
  *     load_state round-trip: a second model loaded from the state has the same loss on the batch;
+ *   - both load their tokenizer with the SDK's get_tokenizer() from Rollbook's tokenizer hub (HF_ENDPOINT), into
+ *     an empty HF cache: the engine's tokenizer, bytes equal to the model folder's;
  *   - another workspace's token cannot see or train the model; refusals name the field.
  *   npx vitest run --project server features/tinker/server/tinker-sdk.servertest.ts
  */
@@ -45,7 +47,8 @@ async function runExample(script: string, env: Record<string, string>): Promise<
   const { stdout } = await exec(await tinkerPython(), [path.join(ROOT, "examples/tinker", script)], {
     timeout: 900_000,
     maxBuffer: 10 * 1024 * 1024,
-    env: { ...process.env, ROLLBOOK_URL: stack!.webUrl, ROLLBOOK_API_KEY: stack!.apiKey, BASE_MODEL: MODEL, TOKENIZER: MODEL_DIR, HF_HUB_OFFLINE: "1", ...env },
+    // get_tokenizer() through Rollbook's tokenizer hub, into an empty HF cache: the engine's own tokenizer, no hub.
+    env: { ...process.env, ROLLBOOK_URL: stack!.webUrl, ROLLBOOK_API_KEY: stack!.apiKey, BASE_MODEL: MODEL, HF_ENDPOINT: `${stack!.webUrl}/api/tinker/hf`, HF_TOKEN: stack!.apiKey, HF_HOME: fs.mkdtempSync(path.join(os.tmpdir(), "tinker-hf-")), HF_HUB_OFFLINE: "0", ...env },
   });
   const lines = stdout.trim().split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
   return { lines, last: lines.at(-1)! };
@@ -125,6 +128,20 @@ describe.skipIf(!engineAvailable)("the Tinker door with the real tinker SDK (rea
       expect(res.status, model_path).toBe(400);
       expect(await res.text()).toContain("model_path");
     }
+    // The tokenizer hub: the engine's files for a served base model, nothing else, and only with a token.
+    const hub = (p: string, key: string | null = stack!.apiKey, method = "GET") => fetch(`${stack!.webUrl}/api/tinker/hf/${p}`, { method, headers: key ? { authorization: `Bearer ${key}` } : {} });
+    const served = await hub(`${MODEL}/resolve/main/tokenizer.json`);
+    expect(served.status).toBe(200);
+    expect(Buffer.from(await served.arrayBuffer()).equals(fs.readFileSync(path.join(MODEL_DIR, "tokenizer.json")))).toBe(true);
+    const head = await hub(`${MODEL}/resolve/main/tokenizer.json`, stack!.apiKey, "HEAD");
+    expect(head.headers.get("x-repo-commit")).toMatch(/^[0-9a-f]{40}$/);
+    expect(Number(head.headers.get("x-linked-size"))).toBeGreaterThan(1000);
+    for (const p of [`${MODEL}/resolve/main/model.safetensors`, `${MODEL}/resolve/main/..%2F..%2Fengine-token`, `${MODEL}/resolve/main/a%2Fb`, `${run.id}@1/resolve/main/tokenizer.json`, "other-model/resolve/main/tokenizer.json", `api/models/${MODEL}`]) {
+      const res = await hub(p);
+      expect(res.status, p).toBe(404);
+      expect(res.headers.get("x-error-code"), p).toMatch(/NotFound/);
+    }
+    expect((await hub(`${MODEL}/resolve/main/tokenizer.json`, null)).status).toBe(401);
     // No key, or a wrong one: 401.
     expect((await fetch(`${stack!.webUrl}/api/tinker/api/v1/get_server_capabilities`)).status).toBe(401);
   }, 120_000);

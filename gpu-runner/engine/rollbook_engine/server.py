@@ -232,6 +232,10 @@ def create_app(
     from .vocab_routes import router as vocab_router
 
     app.include_router(vocab_router)
+    # GET /tokenizer/files/{name}: the base model's tokenizer files (the Tinker SDK's get_tokenizer, via the web).
+    from .tokenizer_files import router as tokenizer_files_router
+
+    app.include_router(tokenizer_files_router)
     # POST /tokenize (a chat request → the ids the engine renders it to) for training on outside samples.
     from .tokenize_route import router as tokenize_router
 

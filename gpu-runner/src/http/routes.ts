@@ -13,6 +13,7 @@
  *                                                   (checkpoint-delete.ts)
  *   POST /external-train                            one step over rollouts sampled elsewhere (an ART training
  *                                                   job): ExternalTrainRequest in, ExternalTrainLine NDJSON out
+ *   GET  /tinker/tokenizer/<file>                   the base model's tokenizer files (the engine's), for the Tinker door
  *   POST /tinker/<op>                               the engine's Tinker primitives for the web server's Tinker door
  *                                                   (forward_backward, optim_step, save, load, sample: tinker-pass.ts)
  *   POST /v1/chat/completions                       the engine's OpenAI-compatible chat, passed through
@@ -90,6 +91,9 @@ const EXTERNAL_TRAIN_ROUTE = "/external-train";
 const ARCHIVE_ROUTE = /^\/checkpoints\/([^/]+)\/([^/]+)\/adapter\.tar\.gz$/;
 const CHAT_ROUTE = "/v1/chat/completions";
 const TOKENS_ROUTE = /^\/runs\/([^/]+)\/tokens\.jsonl$/;
+const TOKENIZER_FILE_ROUTE = /^\/tinker\/tokenizer\/([^/]+)$/;
+/** A tokenizer file's name: a plain file name (the engine looks it up in its listing anyway). */
+const TOKENIZER_FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 const ROLLOUT_TOKENS_ROUTE = /^\/runs\/([^/]+)\/rollouts\/([^/]+)\/tokens$/;
 
 /** OpenAI's error shape, which the web server passes on to OpenAI clients unchanged. */
@@ -135,7 +139,7 @@ function chatCap(deps: RunnerHttpDeps): { limit: number; setting: string } {
 export function isRunnerHttpRoute(url: string | undefined): boolean {
   const pathname = (url ?? "").split("?")[0] ?? "";
   if (STATE_ARCHIVE_ROUTE.test(pathname) || PUT_STATE_ROUTE.test(pathname) || PUT_EVENTS_ROUTE.test(pathname) || SIDE_LOG_ROUTE.test(pathname)) return true;
-  return ARCHIVE_ROUTE.test(pathname) || DELETE_CHECKPOINT_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE || TINKER_ROUTE.test(pathname);
+  return ARCHIVE_ROUTE.test(pathname) || DELETE_CHECKPOINT_ROUTE.test(pathname) || TOKENS_ROUTE.test(pathname) || ROLLOUT_TOKENS_ROUTE.test(pathname) || pathname === CHAT_ROUTE || pathname === EXTERNAL_TRAIN_ROUTE || TINKER_ROUTE.test(pathname) || TOKENIZER_FILE_ROUTE.test(pathname);
 }
 
 export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps): Promise<void> {
@@ -165,6 +169,11 @@ export async function handleRunnerHttp(req: IncomingMessage, res: ServerResponse
     if (tokens) {
       if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
       return sendTokenLog(res, deps, decodeURIComponent(tokens[1]!));
+    }
+    const tokenizerFile = TOKENIZER_FILE_ROUTE.exec(pathname);
+    if (tokenizerFile) {
+      if (req.method !== "GET") return sendError(res, 405, `${req.method} is not allowed here: GET`);
+      return await sendTokenizerFile(res, deps, decodeURIComponent(tokenizerFile[1]!));
     }
     const rollout = ROLLOUT_TOKENS_ROUTE.exec(pathname);
     if (rollout) {
@@ -354,6 +363,19 @@ async function readJsonBody(req: IncomingMessage, res: ServerResponse, cap: { li
     sendError(res, 400, "request body is not JSON");
     return null;
   }
+}
+
+async function sendTokenizerFile(res: ServerResponse, deps: RunnerHttpDeps, name: string): Promise<void> {
+  if (!TOKENIZER_FILE_NAME.test(name)) return sendError(res, 404, `the tokenizer has no file ${JSON.stringify(name.slice(0, 100))}`);
+  let engineRes: Response;
+  try {
+    engineRes = await deps.engineFetch(`/tokenizer/files/${encodeURIComponent(name)}`, { method: "GET" }, null);
+  } catch (e) {
+    return sendError(res, 503, `engine unreachable: ${(e as Error).message}`);
+  }
+  if (!engineRes.ok) return sendError(res, engineRes.status === 404 ? 404 : 502, `the engine answered ${engineRes.status} for tokenizer file ${name}`);
+  const body = Buffer.from(await engineRes.arrayBuffer());
+  res.writeHead(200, { "content-type": "application/octet-stream", "content-length": body.byteLength }).end(body);
 }
 
 async function tinkerStep(req: IncomingMessage, res: ServerResponse, deps: RunnerHttpDeps, op: string): Promise<void> {

@@ -10,3 +10,4 @@ const handle = async (req: Request, ctx: Ctx): Promise<Response> => handleTinker
 
 export const GET = handle;
 export const POST = handle;
+export const HEAD = handle;
