@@ -16,6 +16,7 @@
  */
 import { computeEvalMetrics, computeStepMetrics, RunEvent, type Trajectory } from "@contracts";
 import { ingestAndEmit } from "@/features/run-lifecycle/server";
+import { createKeyedQueue } from "@/server/keyed-queue";
 import type { Db } from "@/server/db-types";
 import type { LogBody } from "../schema";
 import type { ArtRun } from "./art-models";
@@ -24,19 +25,8 @@ import { rolloutsOf } from "./art-transcript";
 /** Tries before a call gives up to concurrent writers (each retry means another call stored meanwhile). */
 const MAX_TRIES = 50;
 
-const queues = new Map<string, Promise<unknown>>();
-
 /** Runs `fn` after the calls for this run queued before it in this process. */
-function queued<T>(runId: string, fn: () => Promise<T>): Promise<T> {
-  const prev = queues.get(runId) ?? Promise.resolve();
-  const next = prev.then(fn, fn);
-  const tail = next.catch(() => undefined);
-  queues.set(runId, tail);
-  void tail.then(() => {
-    if (queues.get(runId) === tail) queues.delete(runId);
-  });
-  return next;
-}
+const queued = createKeyedQueue();
 
 export interface LogOutcome {
   split: "train" | "val";

@@ -10,6 +10,7 @@
  * behind a load balancer, route /api/tinker sticky (a future is answered only by the process that runs it).
  */
 import { randomUUID } from "node:crypto";
+import { createKeyedQueue } from "@/server/keyed-queue";
 
 /** A settled future's answer: JSON, or protobuf bytes (SampleResponse, ForwardBackwardOutput: the SDK reads only those). */
 export type FutureResult = { json: unknown } | { proto: Uint8Array; json?: unknown };
@@ -96,16 +97,7 @@ export function viewFuture(workspaceId: string, id: string): FutureView {
 /**
  * Runs `fn` after the calls queued before it for the same key (a model) in this process: the SDK numbers a
  * model's calls (seq_id) and expects them applied in that order — forward_backward, then optim_step, then the
- * save — and with parallel_fwdbwd_chunks off (client/config) it sends them in that order.
+ * save — and with parallel_fwdbwd_chunks off (client/config) it sends them in that order. Its own queue: a
+ * model's call records its events through art-log's appendEvents, which queues by run too.
  */
-const queues = new Map<string, Promise<unknown>>();
-export function inOrder<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = queues.get(key) ?? Promise.resolve();
-  const next = prev.then(fn, fn);
-  const tail = next.catch(() => undefined);
-  queues.set(key, tail);
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key);
-  });
-  return next;
-}
+export const inOrder = createKeyedQueue();
