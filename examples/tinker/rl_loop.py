@@ -58,6 +58,7 @@ def main() -> None:
         base_model=os.environ.get("BASE_MODEL", "SmolLM2-135M-Instruct"), rank=8,
         user_metadata={"project": os.environ.get("PROJECT", "tinker-say-the-word"), "name": os.environ.get("NAME", "rl-loop")},
     ).result()
+    print(json.dumps({"model_id": training_client.get_info().model_id, "started": True}), flush=True)
     if os.environ.get("TOKENIZER"):
         from transformers import AutoTokenizer
 
