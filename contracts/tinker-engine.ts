@@ -120,6 +120,16 @@ export const TinkerSampleRequest = z.object({
 });
 export type TinkerSampleRequest = z.infer<typeof TinkerSampleRequest>;
 
+/**
+ * What the web server sends the runner for a sample whose sequences are rollouts of a run: the sample, and
+ * the trajectory ids its sequences become, so the runner records each one's tokens (prompt mask 0, sampled
+ * mask 1 with its logprobs) in the run's token log for the token view. The runner passes only `sample` on.
+ */
+export const TinkerRecordedSampleRequest = TinkerSampleRequest.extend({
+  record: z.object({ run_id: RunId, trajectory_ids: z.array(z.string().min(1).max(300)).min(1).max(64) }).optional(),
+});
+export type TinkerRecordedSampleRequest = z.infer<typeof TinkerRecordedSampleRequest>;
+
 export const TinkerSampleResponse = z.object({
   sequences: z.array(
     z.object({

@@ -71,14 +71,32 @@ export async function nextStep(db: Db, runId: string): Promise<number> {
   return (agg._max.step ?? 0) + 1;
 }
 
-/** A sample call's sequences as one group of rollouts of the run's next step. */
-export async function recordSample(db: Db, runId: string, input: { model: string; promptTokens: number[]; startedAt: number; answer: TinkerSampleResponse; params: Record<string, unknown> }): Promise<void> {
+/** A sample call's place in its run, taken before it samples: its step, its group, its sequences' ids. */
+export interface SampleSlot {
+  step: number;
+  group: number;
+  ids: string[];
+}
+
+/**
+ * Reserves the group a sample call becomes (the run's next step, the next group of it), so its trajectory ids
+ * are known before the engine answers: the runner records each sequence's tokens under its id (the token view).
+ */
+export async function reserveSample(db: Db, runId: string, numSamples: number): Promise<SampleSlot> {
   const step = await nextStep(db, runId);
   const m = stepMemory(runId, step);
   const group = m.groups.length;
+  m.groups.push([]);
+  return { step, group, ids: Array.from({ length: numSamples }, (_, i) => `tinker-${runId}-s${step}-g${group}-${i}`) };
+}
+
+/** A sample call's sequences as its reserved group of rollouts. */
+export async function recordSample(db: Db, runId: string, slot: SampleSlot, input: { model: string; promptTokens: number[]; startedAt: number; answer: TinkerSampleResponse; params: Record<string, unknown> }): Promise<void> {
+  const { step, group } = slot;
+  const m = stepMemory(runId, step);
   const durationMs = Date.now() - input.startedAt;
   const rollouts: Trajectory[] = input.answer.sequences.map((s, index) => ({
-    id: `tinker-${runId}-s${step}-g${group}-${index}`,
+    id: slot.ids[index] ?? `tinker-${runId}-s${step}-g${group}-${index}`,
     step,
     group,
     task_index: group,
@@ -96,7 +114,7 @@ export async function recordSample(db: Db, runId: string, input: { model: string
     timings: { started_at: input.startedAt, duration_ms: durationMs, model_ms: durationMs },
     logs: [`stop_reason: ${s.stop_reason}`],
   }));
-  m.groups.push(rollouts);
+  m.groups[group] = rollouts;
   input.answer.sequences.forEach((s, index) => {
     const key = tokensKey([...input.promptTokens, ...s.tokens]);
     m.byTokens.set(key, [...(m.byTokens.get(key) ?? []), { group, index }]);
@@ -151,6 +169,8 @@ export async function recordStep(db: Db, runId: string, answer: TinkerOptimStepR
   const step = answer.step;
   const m = memory.get(runId) ?? stepMemory(runId, step);
   const stepS = (Date.now() - startedAt) / 1000;
+  // A reserved group whose sample failed has no rollouts: not a group of the step.
+  const groups = m.groups.filter((g) => g.length > 0).map((g) => g.map((t) => ({ ...t, step })));
   const trainer = {
     loss: answer.metrics.loss,
     grad_norm: answer.metrics.grad_norm,
@@ -159,12 +179,11 @@ export async function recordStep(db: Db, runId: string, answer: TinkerOptimStepR
     entropy: m.entropyTokens ? m.entropySum / m.entropyTokens : 0,
     probs_corr: (m.samplerLp.length ? pearson(m.samplerLp, m.trainerLp) : null) ?? 0,
     trained_tokens: answer.metrics.trained_tokens,
-    groups_submitted: m.groups.length,
-    groups_trainable: m.groups.length,
+    groups_submitted: groups.length,
+    groups_trainable: groups.length,
     skipped: answer.metrics.batches === 0,
     duration_s: answer.metrics.duration_s,
   };
-  const groups = m.groups.map((g) => g.map((t) => ({ ...t, step })));
   await append(db, runId, [
     { type: "run.log", payload: { level: "info", message: `Tinker optim_step → step ${step}: ${answer.metrics.batches} forward_backward batches, ${m.datums} datums (${m.linked} linked to this step's samples), ${answer.metrics.trained_tokens} trained tokens, lr ${answer.metrics.learning_rate}` } },
     { type: "step.finished", payload: computeStepMetrics(step, groups, trainer, { rolloutS: null, trainS: answer.metrics.duration_s, stepS }) },

@@ -16,7 +16,7 @@ import {
   type TinkerForwardBackwardRequest,
   type TinkerLoadRequest,
   type TinkerOptimStepRequest,
-  type TinkerSampleRequest,
+  type TinkerRecordedSampleRequest,
   type TinkerSaveRequest,
 } from "@contracts";
 import { AppError } from "@/server/errors";
@@ -30,7 +30,7 @@ interface Ops {
   optim_step: [TinkerOptimStepRequest, TinkerOptimStepResponse];
   save: [TinkerSaveRequest, TinkerSaveResponse];
   load: [TinkerLoadRequest, TinkerLoadResponse];
-  sample: [TinkerSampleRequest, TinkerSampleResponse];
+  sample: [TinkerRecordedSampleRequest, TinkerSampleResponse];
 }
 
 const ANSWERS: { [K in keyof Ops]: z.ZodType<Ops[K][1]> } = {

@@ -11,7 +11,7 @@ import { resolveRunner } from "@/server/runner-client";
 import { TinkerUserError } from "./tinker-futures";
 import { activeTinkerRun, findTinkerRun } from "./tinker-models";
 import { baseModelName, parseSamplingSession, type SamplerTarget } from "./tinker-paths";
-import { recordSample } from "./tinker-record";
+import { recordSample, reserveSample } from "./tinker-record";
 import { engineCall, runnerOfRun } from "./tinker-runner";
 import { resolveWeights } from "./tinker-train";
 
@@ -72,6 +72,9 @@ export async function sample(db: Db, workspaceId: string, target: SamplerTarget,
     runnerId = base.runnerId ?? (await resolveRunner(db, undefined, workspaceId)).id;
     model = target.base;
   }
+  // compute_logprobs (max_tokens 1, prompt_logprobs) is scoring, not a rollout: only real samples are recorded.
+  const recorded = runId !== null && !(input.promptLogprobs && input.maxTokens === 1);
+  const slot = recorded ? await reserveSample(db, runId!, input.numSamples) : null;
   const startedAt = Date.now();
   const answer = await engineCall(db, runnerId, workspaceId, "sample", {
     model,
@@ -87,10 +90,10 @@ export async function sample(db: Db, workspaceId: string, target: SamplerTarget,
     stop_token_ids: input.stopTokenIds,
     prompt_logprobs: input.promptLogprobs,
     user: "run" in target ? target.run : `tinker:${workspaceId}`,
+    ...(slot ? { record: { run_id: runId!, trajectory_ids: slot.ids } } : {}),
   });
-  // compute_logprobs (max_tokens 1, prompt_logprobs) is scoring, not a rollout: only real samples are recorded.
-  if (runId && !(input.promptLogprobs && input.maxTokens === 1)) {
-    await recordSample(db, runId, { model, promptTokens: input.promptTokens, startedAt, answer, params: { temperature: input.temperature, max_tokens: input.maxTokens, top_p: input.topP, seed: input.seed } });
+  if (slot) {
+    await recordSample(db, runId!, slot, { model, promptTokens: input.promptTokens, startedAt, answer, params: { temperature: input.temperature, max_tokens: input.maxTokens, top_p: input.topP, seed: input.seed } });
   }
   return answer;
 }

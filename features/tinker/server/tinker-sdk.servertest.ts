@@ -76,6 +76,18 @@ describe.skipIf(!engineAvailable)("the Tinker door with the real tinker SDK (rea
     // Step 1 sampled the base model (nothing trained yet), later steps the previous step's checkpoint.
     expect(new Set(rollouts.filter((r) => r.step === 1).map((r) => r.model))).toEqual(new Set([MODEL]));
     expect(new Set(rollouts.filter((r) => r.step === 3).map((r) => r.model))).toEqual(new Set([`${runId}@2`]));
+    // Each sample's tokens are in the run's token log on the runner (the token view): prompt mask 0, sampled mask 1.
+    const log = await fetch(`${stack!.runner.server.url}/runs/${runId}/tokens.jsonl`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(log.status).toBe(200);
+    const lines2 = (await log.text()).split("\n").filter(Boolean).map((l) => JSON.parse(l) as { trajectory_id: string; sequences: { tokens: number[]; mask: number[]; logprobs: number[] }[] });
+    const stored = await db().trajectory.findMany({ where: { runId }, select: { id: true, tokens: true } });
+    expect(new Set(lines2.map((l) => l.trajectory_id))).toEqual(new Set(stored.map((t) => t.id)));
+    for (const t of stored) {
+      const seq = lines2.find((l) => l.trajectory_id === t.id)!.sequences[0]!;
+      const counts = t.tokens as { prompt: number; completion: number };
+      expect(seq.mask.filter((x) => x === 1)).toHaveLength(counts.completion);
+      expect(seq.tokens).toHaveLength(counts.prompt + counts.completion);
+    }
     // Datums of groups that trained were linked to their samples: each such rollout carries its advantage.
     const trainedDatums = lines.reduce((n, l) => n + ((l.datums as number | undefined) ?? 0), 0);
     const linked = rollouts.filter((r) => typeof (r.metrics as Record<string, unknown>).advantage === "number");
