@@ -4,7 +4,8 @@ Each step: a batch of (prompt, answer) conversations rendered with the chat temp
 (`target_tokens` the next token at every position, `weights` 1 on the answer's tokens only), then
 `forward_backward(..., "cross_entropy")` and `optim_step`. At the end the state is saved (`save_state`), a
 second training client loads it (`load_state`) and its loss on the same batch is the first one's: the
-weights and the optimizer state round-trip. Only the client's line is Rollbook-specific (see rl_loop.py).
+weights and the optimizer state round-trip; so does `create_training_client_from_state_with_optimizer`. Only the
+client's line is Rollbook-specific (see rl_loop.py).
 
     ROLLBOOK_URL=http://localhost:3000 ROLLBOOK_API_KEY=rbk_... \
     HF_ENDPOINT=http://localhost:3000/api/tinker/hf HF_TOKEN=rbk_... python examples/tinker/sl_loop.py
@@ -78,8 +79,12 @@ def main() -> None:
     resumed = service_client.create_lora_training_client(base_model=base_model, rank=8, user_metadata={"project": "tinker-sl", "name": "sl-loop-resumed"}).result()
     resumed.load_state(state.path).result()
     resumed_loss = mean_loss(resumed.forward(batch, loss_fn="cross_entropy").result(), batch)
+    # Or in one call, the way a recipe resumes: a model created by the load, optimizer state included.
+    restored = service_client.create_training_client_from_state_with_optimizer(state.path).result()
+    restored_loss = mean_loss(restored.forward(batch, loss_fn="cross_entropy").result(), batch)
     print(json.dumps({"model_id": training_client.get_info().model_id, "resumed_model_id": resumed.get_info().model_id,
-                      "loss": losses, "after": after, "resumed_loss": resumed_loss, "state_path": state.path}))
+                      "restored_model_id": restored.get_info().model_id, "loss": losses, "after": after,
+                      "resumed_loss": resumed_loss, "restored_loss": restored_loss, "state_path": state.path}))
 
 
 if __name__ == "__main__":

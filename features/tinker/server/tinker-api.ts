@@ -32,7 +32,7 @@ import { awaitFuture, startFuture, TinkerUserError, type FutureResult } from "./
 import { activeTinkerRun, createSession, createTinkerModel, findTinkerRun, touchSession } from "./tinker-models";
 import { parseSamplingSession, samplingSessionId } from "./tinker-paths";
 import { sample, samplerBaseModel, samplerOf } from "./tinker-sample";
-import { forwardBackward, loadState, optimStep, saveWeights } from "./tinker-train";
+import { forwardBackward, loadState, optimStep, resolveWeights, saveWeights } from "./tinker-train";
 import { handleHubRequest } from "./tinker-hub";
 
 /** An error answer the SDK shows its user (wire/schemas.ts tinkerErrorBody: `detail` names the field). */
@@ -85,6 +85,13 @@ function userError(e: unknown): Response {
   throw e;
 }
 
+/** Who creates a model: the workspace, the user and the token the request came with. */
+async function callerOf(a: RequestAccess) {
+  const ws = await a.db.workspace.findUniqueOrThrow({ where: { id: a.workspaceId }, select: { slug: true } });
+  const token = a.tokenId ? await a.db.apiToken.findUnique({ where: { id: a.tokenId }, select: { name: true } }) : null;
+  return { workspaceId: a.workspaceId, workspaceSlug: ws.slug, userId: a.user.id, tokenId: a.tokenId, tokenName: token?.name ?? null };
+}
+
 async function createModel(req: Request, db?: Db): Promise<Response> {
   const a = await access(req, "member", db);
   if (a instanceof Response) return a;
@@ -92,9 +99,7 @@ async function createModel(req: Request, db?: Db): Promise<Response> {
   if (!body.ok) return body.res;
   const b = body.value;
   const session = touchSession(a.workspaceId, b.session_id);
-  const ws = await a.db.workspace.findUniqueOrThrow({ where: { id: a.workspaceId }, select: { slug: true } });
-  const token = a.tokenId ? await a.db.apiToken.findUnique({ where: { id: a.tokenId }, select: { name: true } }) : null;
-  const caller = { workspaceId: a.workspaceId, workspaceSlug: ws.slug, userId: a.user.id, tokenId: a.tokenId, tokenName: token?.name ?? null };
+  const caller = await callerOf(a);
   return future(a, async () => {
     const run = await createTinkerModel(a.db, caller, { baseModel: b.base_model, loraRank: b.lora_config?.rank ?? 32, seed: b.lora_config?.seed ?? null, userMetadata: b.user_metadata ?? {}, session });
     return { json: W.createModelResponse(run.id) };
@@ -108,7 +113,8 @@ async function getInfo(req: Request, db?: Db): Promise<Response> {
   if (!body.ok) return body.res;
   const run = await findTinkerRun(a.db, a.workspaceId, body.value.model_id);
   if (!run) return tinkerError(404, `model_id: model ${body.value.model_id} not found`, "model_id");
-  return Response.json(W.getInfoResponse({ model_id: run.id, base_model: run.baseModel, lora_rank: run.loraRank, tokenizer_id: run.baseModel }));
+  // The id asked by: a model a load created is called by the id the SDK derived for it.
+  return Response.json(W.getInfoResponse({ model_id: body.value.model_id, base_model: run.baseModel, lora_rank: run.loraRank, tokenizer_id: run.baseModel }));
 }
 
 async function capabilities(req: Request, db?: Db): Promise<Response> {
@@ -167,7 +173,21 @@ async function trainingCall(req: Request, route: string, db?: Db): Promise<Respo
     const body = await json(req, W.LoadWeightsRequest);
     if (!body.ok) return body.res;
     const b = body.value;
-    if (!b.model_id) return tinkerError(400, "model_id: a load creating its model (create_training_client_from_state) is not served yet: create the training client, then load_state(path)", "model_id");
+    if (!b.model_id) {
+      // create_training_client_from_state: the load creates its model, whose id the SDK derives itself
+      // (`<session>:train:<seq>`); the run answers to it (Run.artClient.modelId) and takes the state's base model and rank.
+      if (!b.session_id || b.model_seq_id === null || b.model_seq_id === undefined) return tinkerError(400, "model_id: required, or session_id and model_seq_id for a load that creates its model", "model_id");
+      const alias = `${b.session_id}:train:${b.model_seq_id}`;
+      const source = await resolveWeights(a.db, a.workspaceId, b.path, "path");
+      const sourceRun = await findTinkerRun(a.db, a.workspaceId, source.runId);
+      const caller = await callerOf(a);
+      const session = touchSession(a.workspaceId, b.session_id);
+      return future(a, async () => {
+        const run = await createTinkerModel(a.db, caller, { baseModel: b.base_model ?? source.baseModel, loraRank: sourceRun?.loraRank ?? 8, seed: null, userMetadata: b.user_metadata ?? {}, session, modelId: alias });
+        await loadState(a.db, a.workspaceId, run, b.path, b.optimizer);
+        return { json: W.loadWeightsResponse({ path: b.path, model_id: alias }) };
+      }, { model_id: alias });
+    }
     const run = await activeTinkerRun(a.db, a.workspaceId, b.model_id);
     return future(a, async () => {
       await loadState(a.db, a.workspaceId, run, b.path, b.optimizer);

@@ -70,10 +70,14 @@ function tinkerExperimentFiles(project: string, baseModel: string, loraRank: num
 
 const text = (v: unknown, max: number): string | null => (typeof v === "string" && v.trim() ? v.trim().slice(0, max) : null);
 
-/** The workspace's Tinker model `id` (any status), or null: another workspace's, another kind's or none. */
+/**
+ * The workspace's Tinker model `id` (any status), or null: another workspace's, another kind's or none. `id` is
+ * the run's id, or the id the SDK derived for a model its load created (`<session>:train:<seq>`, kept as
+ * Run.artClient.modelId).
+ */
 export async function findTinkerRun(db: DbOrTx, workspaceId: string, id: string): Promise<TinkerRun | null> {
   const row = await db.run.findFirst({
-    where: { id, workspaceId, kind: "tinker" },
+    where: { workspaceId, kind: "tinker", OR: [{ id }, { artClient: { path: ["modelId"], equals: id } }] },
     select: { id: true, number: true, status: true, baseModel: true, seed: true, config: true, artClient: true },
   });
   const client = row ? readArtClient(row.artClient) : null;
@@ -103,6 +107,8 @@ export interface CreateModelInput {
   seed: number | null;
   userMetadata: Record<string, unknown>;
   session: Session | null;
+  /** The id the client calls the model by when it is not the run's (a model created by a load: the SDK's own). */
+  modelId?: string;
 }
 
 /** create_model: a new running run of kind tinker. Refusals are TinkerUserError naming the field. */
@@ -130,6 +136,7 @@ export async function createTinkerModel(
       const number = (agg._max.number ?? 0) + 1;
       const name = text(input.userMetadata.name, 200) ?? input.session?.displayName ?? `tinker-${number}`;
       const client: ArtClientInfo = { entity: caller.workspaceSlug, project, name, tokenId: caller.tokenId, tokenName: caller.tokenName };
+      const stored = input.modelId ? { ...client, modelId: input.modelId } : client;
       const id = `r${randomUUID().replace(/-/g, "")}`;
       await createRunRecord(
         tx,
@@ -146,7 +153,7 @@ export async function createTinkerModel(
           seed: config.seed,
           codeHash: codeHash(versionFiles as never),
           tasksHash: tasksHash(versionFiles as never),
-          artClient: client as unknown as Prisma.InputJsonValue,
+          artClient: stored as unknown as Prisma.InputJsonValue,
         },
         { status: "running", noRunner: "tinker" },
       );

@@ -120,6 +120,11 @@ describe.skipIf(!engineAvailable)("the Tinker door with the real tinker SDK (rea
     expect(last.state_path).toBe(`tinker://${last.model_id as string}/weights/final`);
     const resumed = await db().run.findUniqueOrThrow({ where: { id: last.resumed_model_id as string }, select: { kind: true } });
     expect(resumed.kind).toBe("tinker");
+    // create_training_client_from_state_with_optimizer: a model made by the load, called by the SDK's own id.
+    expect(Math.abs((last.restored_loss as number) - (last.after as number))).toBeLessThan(1e-4);
+    expect(last.restored_model_id as string).toMatch(/^tses_[0-9a-f]+:train:\d+$/);
+    const restored = await db().run.findFirstOrThrow({ where: { kind: "tinker", artClient: { path: ["modelId"], equals: last.restored_model_id as string } }, select: { workspaceId: true } });
+    expect(restored.workspaceId).toBe(stack!.workspaceId);
   }, 900_000);
 
   it("another workspace's token sees no model, and refusals name the field", async () => {
