@@ -34,6 +34,7 @@ import { parseSamplingSession, samplingSessionId } from "./tinker-paths";
 import { sample, samplerBaseModel, samplerOf } from "./tinker-sample";
 import { forwardBackward, loadState, optimStep, resolveWeights, saveWeights } from "./tinker-train";
 import { handleHubRequest } from "./tinker-hub";
+import { recordLog } from "./tinker-record";
 
 /** An error answer the SDK shows its user (wire/schemas.ts tinkerErrorBody: `detail` names the field). */
 function tinkerError(status: number, message: string, field: string | null = null): Response {
@@ -102,6 +103,9 @@ async function createModel(req: Request, db?: Db): Promise<Response> {
   const caller = await callerOf(a);
   return future(a, async () => {
     const run = await createTinkerModel(a.db, caller, { baseModel: b.base_model, loraRank: b.lora_config?.rank ?? 32, seed: b.lora_config?.seed ?? null, userMetadata: b.user_metadata ?? {}, session });
+    // What the LoRA covers is Rollbook's (every attention and MLP projection), whatever the client asked: said on the run.
+    const asked = b.lora_config ? Object.entries({ train_mlp: b.lora_config.train_mlp, train_attn: b.lora_config.train_attn, train_unembed: b.lora_config.train_unembed }).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${String(v)}`) : [];
+    await recordLog(a.db, run.id, "info", `Tinker model on ${run.baseModel}, LoRA rank ${run.loraRank} on every attention and MLP projection${asked.length ? ` (the client asked ${asked.join(", ")}; the unembedding is never trained and the projections always are)` : ""}`);
     return { json: W.createModelResponse(run.id) };
   });
 }

@@ -69,6 +69,9 @@ describe.skipIf(!engineAvailable)("the Tinker door with the real tinker SDK (rea
     const runId = last.model_id as string;
     const run = await db().run.findUniqueOrThrow({ where: { id: runId }, select: { kind: true, status: true, currentStep: true, workspaceId: true } });
     expect(run).toMatchObject({ kind: "tinker", status: "running", currentStep: steps, workspaceId: stack!.workspaceId });
+    // What the LoRA covers is said on the run (train_unembed, which the SDK asks by default, is not applied).
+    const logs = await db().runEvent.findMany({ where: { runId, type: "run.log" }, select: { payload: true } });
+    expect(logs.map((l) => (l.payload as { message: string }).message).join("\n")).toMatch(/LoRA rank 8 on every attention and MLP projection.*train_unembed=true/);
     // Every sampled sequence is a rollout of the step it was sampled for (2 prompts × 4 samples a step).
     const rollouts = await db().trajectory.findMany({ where: { runId }, select: { step: true, model: true, metrics: true } });
     expect(rollouts).toHaveLength(steps * 2 * 4);
