@@ -16,10 +16,10 @@
  */
 import { createHash } from "node:crypto";
 import { requireAccess } from "@/server/auth/request";
-import { resolveRunner, runnerFetch } from "@/server/runner-client";
+import { runnerFetch } from "@/server/runner-client";
 import type { Db } from "@/server/db-types";
-import { resolveBaseModel } from "@/features/checkpoints/server";
 import { servedModels } from "@/features/runners/server";
+import { runnerServing } from "./tinker-runner";
 
 const FILE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$/;
 
@@ -39,8 +39,7 @@ export async function handleHubRequest(req: Request, auth: Request, segments: re
   const served = (await servedModels(a.db, a.workspaceId)) ?? [];
   if (!served.includes(repo)) return notFound("RepoNotFound", `no runner of this workspace serves the base model ${JSON.stringify(repo)}`);
   if (!FILE_NAME.test(file)) return notFound("EntryNotFound", `the tokenizer of ${repo} has no file ${JSON.stringify(file.slice(0, 100))}`);
-  const base = await resolveBaseModel(a.db, a.workspaceId, repo);
-  const runnerId = base.runnerId ?? (await resolveRunner(a.db, undefined, a.workspaceId)).id;
+  const runnerId = await runnerServing(a.db, a.workspaceId, repo);
   const res = await runnerFetch(a.db, runnerId, `/tinker/tokenizer/${encodeURIComponent(file)}`, { method: "GET", signal: AbortSignal.timeout(60_000) });
   if (res.status === 404) return notFound("EntryNotFound", `the tokenizer of ${repo} has no file ${file}`);
   if (!res.ok) return Response.json({ error: `the runner could not read the tokenizer (${res.status})` }, { status: 502 });

@@ -44,12 +44,17 @@ const ANSWERS: { [K in keyof Ops]: z.ZodType<Ops[K][1]> } = {
 /** A training step on a CPU runner takes a while; a sample is bounded by its max_tokens. */
 const CALL_TIMEOUT_MS = 60 * 60_000;
 
+/** The runner serving `baseModel` to the workspace (its engine has it loaded), else the configured one. */
+export async function runnerServing(db: Db, workspaceId: string, baseModel: string): Promise<string> {
+  const base = await resolveBaseModel(db, workspaceId, baseModel);
+  return base.runnerId ?? (await resolveRunner(db, undefined, workspaceId)).id;
+}
+
 /** The run's runner, bound on its first call (the runner serving its base model for the workspace). */
 export async function runnerOfRun(db: Db, workspaceId: string, runId: string): Promise<string> {
   const run = await db.run.findUniqueOrThrow({ where: { id: runId }, select: { runnerId: true, baseModel: true } });
   if (run.runnerId) return run.runnerId;
-  const base = await resolveBaseModel(db, workspaceId, run.baseModel);
-  const runnerId = base.runnerId ?? (await resolveRunner(db, undefined, workspaceId)).id;
+  const runnerId = await runnerServing(db, workspaceId, run.baseModel);
   await db.run.updateMany({ where: { id: runId, runnerId: null }, data: { runnerId } });
   return (await db.run.findUniqueOrThrow({ where: { id: runId }, select: { runnerId: true } })).runnerId ?? runnerId;
 }

@@ -6,13 +6,11 @@
  */
 import type { TinkerSampleResponse } from "@contracts";
 import type { Db } from "@/server/db-types";
-import { resolveBaseModel } from "@/features/checkpoints/server";
-import { resolveRunner } from "@/server/runner-client";
 import { TinkerUserError } from "./tinker-futures";
 import { activeTinkerRun, findTinkerRun } from "./tinker-models";
 import { baseModelName, parseSamplingSession, type SamplerTarget } from "./tinker-paths";
 import { recordSample, reserveSample } from "./tinker-record";
-import { engineCall, runnerOfRun } from "./tinker-runner";
+import { engineCall, runnerOfRun, runnerServing } from "./tinker-runner";
 import { resolveWeights } from "./tinker-train";
 
 /** Most samples one call may ask for (the engine batches them; Tinker's own limit is higher). */
@@ -68,8 +66,7 @@ export async function sample(db: Db, workspaceId: string, target: SamplerTarget,
     runnerId = await runnerOfRun(db, workspaceId, run.id);
     model = target.step === 0 ? run.baseModel : `${run.id}@${target.step}`;
   } else {
-    const base = await resolveBaseModel(db, workspaceId, target.base);
-    runnerId = base.runnerId ?? (await resolveRunner(db, undefined, workspaceId)).id;
+    runnerId = await runnerServing(db, workspaceId, target.base);
     model = target.base;
   }
   // compute_logprobs (max_tokens 1, prompt_logprobs) is scoring, not a rollout: only real samples are recorded.
